@@ -1,0 +1,117 @@
+"""LLM backends: one protocol (`LLMBackend.generate`), several ways to reach a model.
+
+| kind        | class              | reaches                                                  |
+|-------------|--------------------|----------------------------------------------------------|
+| `openai`    | `OpenAIBackend`    | any OpenAI-compatible server (vLLM, SGLang, TGI, Ollama) |
+| `vllm`      | `VLLMBackend`      | an in-process vLLM engine (optional extra)               |
+| `hf`        | `HFBackend`        | in-process transformers, local weights                   |
+| `langchain` | `LangChainBackend` | a LangChain chat model from a host application           |
+| `replay`    | `ReplayBackend`    | scripted replies (tests, demos, recorded runs)           |
+
+`make_backend` picks one from CLI-style options. Heavy dependencies (transformers, vllm) are
+imported only when their backend is built.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from tools.errors import BackendError
+
+from .base import DEFAULT_MODEL, BackendKind, LLMBackend, SamplingParams, messages_to_text
+from .openai_backend import OpenAIBackend
+from .replay import ReplayBackend
+
+__all__ = [
+    "BASE_URL_ENV_VARS",
+    "DEFAULT_MODEL",
+    "KINDS",
+    "BackendKind",
+    "LLMBackend",
+    "OpenAIBackend",
+    "ReplayBackend",
+    "SamplingParams",
+    "make_backend",
+    "messages_to_text",
+]
+
+KINDS = ("auto", "openai", "vllm", "hf", "langchain", "replay")
+
+BASE_URL_ENV_VARS = ("TRITON_AGENT_BASE_URL", "OPENAI_BASE_URL")
+"""Where `make_backend` looks for a server address when none is passed, in this order."""
+
+NO_BACKEND_HELP = (
+    "no LLM backend configured. Choose one:\n"
+    "  --base-url URL    an OpenAI-compatible server, e.g. start "
+    "`vllm serve facebook/KernelLLM --port 8000` and pass --base-url http://localhost:8000/v1 "
+    "(or set TRITON_AGENT_BASE_URL);\n"
+    "  --model DIR       a local directory with weights, run in-process with transformers;\n"
+    "  --backend vllm    an in-process vLLM engine (pip install 'triton-agent[vllm]');\n"
+    "  --replies FILE    replay scripted replies from a JSONL file of {\"text\": ...} lines."
+)
+
+
+def make_backend(
+    kind: str = "auto",
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+    replies: str | os.PathLike[str] | list[str] | None = None,
+    api_key: str | None = None,
+    **kw: Any,
+) -> LLMBackend:
+    """Build the backend that `kind` names, or for "auto" the one the options point at.
+
+    "auto" picks, in order: `replay` when `replies` is given; `openai` when a base URL is given
+    or set in TRITON_AGENT_BASE_URL / OPENAI_BASE_URL; `hf` when `model` is a local directory.
+    Anything else raises `BackendError` listing the options (nothing is downloaded implicitly).
+    Extra keywords go to the backend's constructor (e.g. `max_attempts`, `timeout_s`, `kind`
+    "completion"/"chat" via `prompt_kind`, `chat_model` for langchain).
+    """
+    if kind not in KINDS:
+        raise BackendError(f"unknown backend {kind!r}; choose one of {', '.join(KINDS)}")
+    if "prompt_kind" in kw:  # `kind` is taken by the backend's name here
+        kw["kind"] = kw.pop("prompt_kind")
+    base_url = base_url or _env_base_url()
+    if kind == "auto":
+        if replies is not None:
+            kind = "replay"
+        elif base_url:
+            kind = "openai"
+        elif model and Path(model).is_dir():
+            kind = "hf"
+        else:
+            raise BackendError(NO_BACKEND_HELP)
+
+    if kind == "replay":
+        if replies is None:
+            raise BackendError("the replay backend needs replies (--replies FILE.jsonl)")
+        return ReplayBackend(replies, **kw)
+    if kind == "openai":
+        return OpenAIBackend(
+            model=model or DEFAULT_MODEL, base_url=base_url, api_key=api_key, **kw
+        )
+    if kind == "vllm":
+        from .vllm_backend import VLLMBackend
+
+        return VLLMBackend(model=model or DEFAULT_MODEL, **kw)
+    if kind == "hf":
+        from .hf_backend import HFBackend
+
+        return HFBackend(model=model or DEFAULT_MODEL, **kw)
+    # kind == "langchain"
+    from .langchain_backend import LangChainBackend
+
+    chat_model = kw.pop("chat_model", None)
+    if chat_model is None:
+        raise BackendError("the langchain backend needs a chat model (chat_model=...)")
+    return LangChainBackend(chat_model, **kw)
+
+
+def _env_base_url() -> str | None:
+    for var in BASE_URL_ENV_VARS:
+        if os.environ.get(var):
+            return os.environ[var]
+    return None

@@ -1,0 +1,74 @@
+"""An in-process vLLM engine (`pip install 'triton-agent[vllm]'`, Linux + CUDA).
+
+Faster than HTTP for batch sampling on the machine that holds the GPU, but the engine claims
+most of the GPU's memory (`gpu_memory_utilization`), which then cannot time kernels. On a
+single-GPU machine prefer `vllm serve` on another GPU or host plus the `openai` backend.
+
+vllm is imported only when a `VLLMBackend` is built, so the rest of the package works without it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tools.errors import BackendError
+
+from .base import DEFAULT_MODEL, BackendKind, Prompt, check_prompt, check_sampling, infer_kind
+
+NOT_INSTALLED = (
+    "the in-process vLLM backend needs the `vllm` package, which is not installed. "
+    "Install it with `pip install 'triton-agent[vllm]'` (Linux with a CUDA GPU), or run vLLM as "
+    "a server (`vllm serve facebook/KernelLLM --port 8000`) and use "
+    "`--backend openai --base-url http://localhost:8000/v1`."
+)
+
+
+class VLLMBackend:
+    """Sample with `vllm.LLM`; chat messages go through the model's own chat template."""
+
+    def __init__(
+        self,
+        *,
+        model: str = DEFAULT_MODEL,
+        kind: BackendKind | None = None,
+        seed: int | None = None,
+        **engine_kwargs: Any,
+    ) -> None:
+        """`engine_kwargs` go to `vllm.LLM` as they are (dtype, tensor_parallel_size,
+        gpu_memory_utilization, max_model_len, ...)."""
+        try:
+            import vllm
+        except ImportError as e:
+            raise BackendError(NOT_INSTALLED) from e
+        self._vllm = vllm
+        self.model = model
+        self.kind: BackendKind = kind or infer_kind(model)
+        self.name = f"vllm:{model}"
+        if seed is not None:
+            engine_kwargs["seed"] = seed
+        try:
+            self._llm = vllm.LLM(model=model, **engine_kwargs)
+        except Exception as e:  # vLLM raises many types (OSError, ValueError, RuntimeError...)
+            raise BackendError(f"vLLM could not load {model!r}: {e}") from e
+
+    def generate(
+        self,
+        prompt_or_messages: Prompt,
+        n: int = 1,
+        temperature: float = 1.0,
+        top_p: float = 0.97,
+        max_tokens: int = 4096,
+    ) -> list[str]:
+        check_prompt(prompt_or_messages)
+        check_sampling(n, temperature, top_p, max_tokens)
+        params = self._vllm.SamplingParams(
+            n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens
+        )
+        try:
+            if isinstance(prompt_or_messages, str):
+                outputs = self._llm.generate([prompt_or_messages], params, use_tqdm=False)
+            else:
+                outputs = self._llm.chat([prompt_or_messages], params, use_tqdm=False)
+        except Exception as e:
+            raise BackendError(f"{self.name} failed to generate: {e}") from e
+        return [completion.text for completion in outputs[0].outputs]

@@ -1,0 +1,15 @@
+"""Imported once by the forkserver so every job process starts with torch and triton loaded.
+
+Nothing here may initialise CUDA (a forked child cannot use a CUDA context made by its parent).
+"""
+
+import numpy  # noqa: F401
+import torch  # noqa: F401
+import torch.nn  # noqa: F401
+import torch.utils._python_dispatch  # noqa: F401
+import triton  # noqa: F401
+import triton.language  # noqa: F401
+import triton.runtime.interpreter  # noqa: F401
+
+import tools.guard  # noqa: F401
+import tools.worker  # noqa: F401

@@ -1,0 +1,1045 @@
+"""The compiler drafter: a KernelBench problem in, a standalone Triton candidate out.
+
+It runs TorchInductor (`torch.compile(backend="inductor")`) on the problem's `Model`, captures the
+Python wrapper Inductor generates, and rewrites it into a candidate file that needs only `torch`
+and `triton`: plain `@triton.jit` kernels, a `call(args)` host function that allocates buffers and
+launches them with fixed block sizes and grids, and a `ModelNew` whose `forward` reads its
+parameters from `self` and calls `call`. KernelLLM's training pairs were made the same way.
+
+Every use of PyTorch internals in the product lives in this module (see
+docs/compiler-drafter.md for the list and the versions tested). `check_torch_support()` refuses
+torch versions whose internals do not match with a `ShimError` that says what is missing.
+
+Two devices:
+- `device="cuda"`: Inductor's own CUDA path, run for real; block sizes are the ones Inductor's
+  autotuner picked, GEMMs come from Inductor's Triton templates (autotuned).
+- `device="cpu"`: no GPU and no Triton CPU backend. Inductor is told to emit Triton for CPU
+  tensors (`cpu_backend="triton"`), a stand-in Triton driver reports a CUDA target so codegen can
+  ask for one, and compilation stops as soon as the wrapper source exists (nothing is compiled
+  or run). Block sizes are the first config of Inductor's launch heuristics, GEMMs the first
+  Triton template choice (no benchmarking), and `libdevice` calls, which the Triton interpreter
+  cannot run, are rewritten to `tl` expressions. The result runs under `TRITON_INTERPRET=1`.
+
+`draft_candidate` is meant to run inside a throwaway sandboxed worker: it changes Inductor config
+and monkeypatches Inductor for the duration of the call (restored afterwards, so a test can call
+it several times in one process).
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import dataclasses
+import linecache
+import os
+import re
+import sys
+import tempfile
+import textwrap
+import types
+import unittest.mock
+from collections.abc import Iterator
+from typing import Any
+
+from tools.errors import ProblemError, ShimError
+
+__all__ = [
+    "DraftResult",
+    "DraftUnsupportedError",
+    "MIN_TORCH",
+    "TESTED_TORCH",
+    "check_torch_support",
+    "draft_candidate",
+]
+
+MIN_TORCH = (2, 11)
+"""Oldest torch whose Inductor internals this shim was written against (the GPU machine's)."""
+TESTED_TORCH = ("2.11", "2.13")
+"""Minor versions the drafter has been run on (CPU path on 2.13; both paths on 2.11's GPU box)."""
+
+LIBRARY_CALLS_ALLOWED = frozenset({"mm", "addmm", "bmm", "convolution"})
+"""Library calls the verifier's allow-library policy accepts (the candidate is then "mixed")."""
+
+
+class DraftUnsupportedError(ShimError):
+    """Inductor produced code this rewriter does not understand (a grid type, a runtime call...)."""
+
+
+@dataclasses.dataclass
+class DraftResult:
+    """A drafted candidate and how it was made."""
+
+    source: str
+    """The candidate file: `ModelNew` + `@triton.jit` kernels, needing only torch and triton."""
+    mixed: bool
+    """True when `forward` also calls a library op (only the allow-library policy accepts it)."""
+    library_calls: list[str]
+    """The library ops `forward` calls (`mm`, `convolution`, `aten.sort`...), in call order."""
+    kernels: list[str]
+    """Names of the `@triton.jit` kernels launched, in launch order."""
+    notes: list[str]
+    """What a reader should know: rewrites made for the interpreter, choices made without tuning."""
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+# --------------------------------------------------------------------------------------------
+# Version check: the names this module reaches into, probed up front.
+
+
+def _torch_version() -> tuple[int, int]:
+    import torch
+
+    match = re.match(r"(\d+)\.(\d+)", torch.__version__)
+    if not match:
+        raise ShimError(f"cannot parse torch version {torch.__version__!r}")
+    return int(match.group(1)), int(match.group(2))
+
+
+def check_torch_support() -> list[str]:
+    """Raise `ShimError` unless this torch's Inductor internals are the ones the drafter uses.
+
+    Returns notes (e.g. "torch 2.14 is newer than any version tested").
+    """
+    import torch
+
+    version = _torch_version()
+    if version < MIN_TORCH:
+        raise ShimError(
+            f"the Inductor drafter needs torch >= {MIN_TORCH[0]}.{MIN_TORCH[1]} "
+            f"(tested on {', '.join(TESTED_TORCH)}); this is torch {torch.__version__}, whose "
+            "Inductor internals (wrapper layout, launch heuristics, GridExpr) differ"
+        )
+    missing = []
+    probes = {
+        "torch._inductor.config": ["cpu_backend", "max_autotune_gemm", "max_autotune_gemm_backends"],
+        "torch._inductor.graph": ["GraphLowering"],
+        "torch._inductor.compile_fx": ["compile_fx"],
+        "torch._inductor.select_algorithm": ["AlgorithmSelectorCache", "TritonTemplateCaller"],
+        "torch._inductor.runtime.triton_heuristics": ["CachingAutotuner", "GridExpr"],
+        "torch._inductor.runtime.triton_helpers": ["maximum", "max2"],
+    }
+    import importlib
+
+    for module_name, names in probes.items():
+        try:
+            module = importlib.import_module(module_name)
+        except Exception as exc:  # an ImportError or anything the import itself raises
+            missing.append(f"{module_name} ({type(exc).__name__}: {exc})")
+            continue
+        missing += [f"{module_name}.{n}" for n in names if not hasattr(module, n)]
+    from torch._inductor.graph import GraphLowering
+
+    if not hasattr(GraphLowering, "save_output_code"):
+        missing.append("GraphLowering.save_output_code")
+    if missing:
+        raise ShimError(
+            f"torch {torch.__version__}: the Inductor internals the drafter uses are missing: "
+            + ", ".join(missing)
+        )
+    notes = []
+    tested = {tuple(int(p) for p in v.split(".")) for v in TESTED_TORCH}
+    if version not in tested:
+        notes.append(f"torch {torch.__version__} is not among the versions tested ({', '.join(TESTED_TORCH)})")
+    return notes
+
+
+# --------------------------------------------------------------------------------------------
+# The problem: exec it, build the model, find where every tensor Inductor takes as input lives.
+
+
+@dataclasses.dataclass
+class _Problem:
+    module: types.ModuleType
+    tree: ast.Module
+    source: str
+    model: Any
+    inputs: list[Any]
+
+
+def _load_problem(source: str, device: str) -> _Problem:
+    import torch
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        raise ProblemError(f"problem source does not parse: {exc}") from exc
+    filename = f"<kernelbench-problem-{abs(hash(source)):x}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    module = types.ModuleType("kernelbench_problem")
+    module.__file__ = filename
+    try:
+        exec(compile(tree, filename, "exec"), module.__dict__)
+    except Exception as exc:
+        raise ProblemError(f"problem source fails when run: {type(exc).__name__}: {exc}") from exc
+    for name in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(module, name):
+            raise ProblemError(f"problem has no `{name}` (KernelBench format needs Model, get_inputs, get_init_inputs)")
+    try:
+        model = module.Model(*module.get_init_inputs())
+        inputs = list(module.get_inputs())
+    except Exception as exc:
+        raise ProblemError(f"building Model or its inputs failed: {type(exc).__name__}: {exc}") from exc
+    model = model.to(device)
+    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
+    return _Problem(module, tree, source, model, inputs)
+
+
+def _forward_signature(problem: _Problem) -> tuple[ast.arguments, list[str]]:
+    """The Model.forward argument list (AST) and the names of its positional parameters."""
+    model_cls = _model_classdef(problem.tree)
+    for node in model_cls.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "forward":
+            names = [a.arg for a in node.args.posonlyargs + node.args.args][1:]
+            return node.args, names
+    raise ProblemError("Model has no `forward` method written in the problem file")
+
+
+def _model_classdef(tree: ast.Module) -> ast.ClassDef:
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == "Model":
+            return node
+    raise ProblemError("problem has no top-level `class Model`")
+
+
+def _attribute_expr(path: str, kind: str) -> str:
+    """`ln.weight` -> `self.ln.weight`; `net.0.weight` -> `self.get_parameter("net.0.weight")`."""
+    parts = path.split(".")
+    if all(p.isidentifier() for p in parts):
+        return "self." + path
+    getter = {"parameter": "get_parameter", "buffer": "get_buffer"}.get(kind)
+    if getter is None:
+        raise DraftUnsupportedError(f"cannot spell a reference to tensor attribute {path!r}")
+    return f"self.{getter}({path!r})"
+
+
+def _tensor_sources(problem: _Problem, forward_args: list[str], vararg: str | None) -> list[tuple[Any, str]]:
+    """(tensor, expression inside ModelNew.forward) for every tensor Inductor may take as input."""
+    import torch
+
+    sources: list[tuple[Any, str]] = []
+    for i, x in enumerate(problem.inputs):
+        if not isinstance(x, torch.Tensor):
+            continue
+        if i < len(forward_args):
+            sources.append((x, forward_args[i]))
+        elif vararg:
+            sources.append((x, f"{vararg}[{i - len(forward_args)}]"))
+    for name, p in problem.model.named_parameters(remove_duplicate=False):
+        sources.append((p, _attribute_expr(name, "parameter")))
+    for name, b in problem.model.named_buffers(remove_duplicate=False):
+        sources.append((b, _attribute_expr(name, "buffer")))
+    for mod_name, mod in problem.model.named_modules():
+        for attr, value in vars(mod).items():
+            if isinstance(value, torch.Tensor) and not attr.startswith("_"):
+                path = f"{mod_name}.{attr}" if mod_name else attr
+                sources.append((value, _attribute_expr(path, "attribute")))
+    return sources
+
+
+# --------------------------------------------------------------------------------------------
+# Running Inductor and capturing its wrapper.
+
+
+class _WrapperCaptured(Exception):
+    """Raised from inside Inductor once the wrapper source exists (CPU path: stop there)."""
+
+
+@dataclasses.dataclass
+class _Capture:
+    wrapper: str
+    graph_inputs: list[Any]
+    module: Any  # the compiled wrapper module (GPU path only)
+
+
+class _StandInDriver:
+    """A Triton driver that only answers 'which target?' (CUDA sm_90) — nothing compiles or runs.
+
+    Inductor's Triton codegen asks the active driver for a target (for a cache key and for
+    backend options) even when the code will never be compiled; with no GPU, Triton has no active
+    driver at all, so this stands in. Installed only when no real driver is active.
+    """
+
+    def __init__(self) -> None:
+        from triton.backends.compiler import GPUTarget
+
+        self._target = GPUTarget("cuda", 90, 32)
+
+    @classmethod
+    def is_active(cls) -> bool:
+        return True
+
+    def get_current_target(self) -> Any:
+        return self._target
+
+    def get_current_device(self) -> int:
+        return 0
+
+    def get_current_stream(self, device: int | None = None) -> int:
+        return 0
+
+    def get_active_torch_device(self) -> Any:
+        import torch
+
+        return torch.device("cpu")
+
+    def get_benchmarker(self) -> Any:
+        raise RuntimeError("the stand-in Triton driver cannot benchmark (no GPU)")
+
+    def map_python_to_cpp_type(self, ty: str) -> str:
+        raise RuntimeError("the stand-in Triton driver cannot build launchers (no GPU)")
+
+
+@contextlib.contextmanager
+def _stand_in_driver_if_needed() -> Iterator[bool]:
+    from triton.runtime.driver import driver
+
+    try:
+        driver.active.get_current_target()
+        yield False
+        return
+    except Exception:
+        pass
+    previous = getattr(driver, "_active", None)
+    driver.set_active(_StandInDriver())
+    try:
+        yield True
+    finally:
+        if hasattr(driver, "_active"):
+            driver._active = previous
+
+
+def _existing(config_module: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """Keep only the config keys this torch has (names move between versions)."""
+    kept = {}
+    for key, value in options.items():
+        owner = config_module
+        *parents, leaf = key.split(".")
+        try:
+            for p in parents:
+                owner = getattr(owner, p)
+        except AttributeError:
+            continue
+        if hasattr(owner, leaf):
+            kept[key] = value
+    return kept
+
+
+def _inductor_options(device: str) -> dict[str, Any]:
+    import torch._inductor.config as inductor_config
+
+    options = {
+        # Always generate code: a cache hit skips codegen and so the capture.
+        "force_disable_caches": True,
+        "fx_graph_cache": False,
+        "autotune_local_cache": False,
+        "autotune_remote_cache": False,
+        # GEMMs and convolutions as Triton templates, not extern library calls.
+        "max_autotune_gemm": True,
+        "max_autotune_gemm_backends": "TRITON",
+        "max_autotune_pointwise": False,
+        # A plain Python wrapper: no C++ wrapper, no CUDA graphs, no graph partitions.
+        "cpp_wrapper": False,
+        "triton.cudagraphs": False,
+        "graph_partition": False,
+        "triton.autotune_at_compile_time": False,
+        "size_asserts": False,
+        "nan_asserts": False,
+        "alignment_asserts": False,
+        "freezing": False,
+        "compile_threads": 1,
+        # A kernel per fused group, not one combo kernel for unrelated work.
+        "combo_kernels": False,
+        "benchmark_kernel": False,
+    }
+    if device == "cpu":
+        options["cpu_backend"] = "triton"
+        options["autotune_in_subproc"] = False
+    return _existing(inductor_config, options)
+
+
+def _first_triton_choice(original: Any) -> Any:
+    """Wrap AlgorithmSelectorCache.__call__ so it keeps one Triton template choice (CPU path).
+
+    With a single choice Inductor skips benchmarking (which needs a GPU) and emits that template.
+    Falls back to the first choice (an extern library call) when no Triton template applies.
+    """
+    from torch._inductor.select_algorithm import TritonTemplateCaller
+
+    def select(self: Any, name: str, choices: list[Any], *args: Any, **kwargs: Any) -> Any:
+        triton_choices = [c for c in choices if isinstance(c, TritonTemplateCaller)]
+        return original(self, name, triton_choices[:1] or choices[:1], *args, **kwargs)
+
+    return select
+
+
+def _capture_inductor(problem: _Problem, device: str) -> _Capture:
+    import torch
+    import torch._dynamo
+    import torch._inductor.config as inductor_config
+    from torch._inductor.compile_fx import compile_fx
+    from torch._inductor.graph import GraphLowering
+    from torch._inductor.select_algorithm import AlgorithmSelectorCache
+
+    wrappers: list[str] = []
+    graph_inputs: list[list[Any]] = []
+    modules: list[Any] = []
+    stop_at_source = device == "cpu"
+
+    def save_output_code(code: str) -> None:
+        wrappers.append(code)
+        if stop_at_source:
+            raise _WrapperCaptured()
+
+    original_compile_to_module = GraphLowering.compile_to_module
+
+    def compile_to_module(self: Any) -> Any:
+        module = original_compile_to_module(self)
+        modules.append(module)
+        return module
+
+    def backend(gm: Any, example_inputs: list[Any]) -> Any:
+        graph_inputs.append(list(example_inputs))
+        return compile_fx(gm, example_inputs)
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(inductor_config.patch(_inductor_options(device)))
+        stack.enter_context(
+            unittest.mock.patch.object(GraphLowering, "save_output_code", staticmethod(save_output_code))
+        )
+        stack.enter_context(unittest.mock.patch.object(GraphLowering, "compile_to_module", compile_to_module))
+        if stop_at_source:
+            stack.enter_context(_stand_in_driver_if_needed())
+            stack.enter_context(
+                unittest.mock.patch.object(
+                    AlgorithmSelectorCache, "__call__", _first_triton_choice(AlgorithmSelectorCache.__call__)
+                )
+            )
+        torch._dynamo.reset()
+        compiled = torch.compile(problem.model, backend=backend, fullgraph=True, dynamic=False)
+        try:
+            with torch.no_grad():
+                compiled(*problem.inputs)
+        except Exception as exc:
+            if not (stop_at_source and wrappers and _caused_by(exc, _WrapperCaptured)):
+                raise DraftUnsupportedError(
+                    f"torch.compile failed on this problem: {type(exc).__name__}: {_first_line(exc)}"
+                ) from exc
+        finally:
+            torch._dynamo.reset()
+    if len(wrappers) != 1 or len(graph_inputs) != 1:
+        raise DraftUnsupportedError(
+            f"expected one Inductor graph, got {len(wrappers)} wrappers for {len(graph_inputs)} graphs"
+        )
+    return _Capture(wrappers[0], graph_inputs[0], modules[0] if modules else None)
+
+
+def _caused_by(exc: BaseException | None, kind: type[BaseException]) -> bool:
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, kind):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""
+
+
+# --------------------------------------------------------------------------------------------
+# Kernels: load each as Inductor would (to read its launch configs), then rewrite its source.
+
+_KERNEL_DEF = re.compile(
+    r"^(?P<name>\w+) = async_compile\.triton\(\s*'(?P=name)',\s*r?'''(?P<src>.*?)'''", re.S | re.M
+)
+
+
+@dataclasses.dataclass
+class _Kernel:
+    name: str
+    inductor_source: str
+    autotuner: Any  # CachingAutotuner: .fn (JITFunction), .configs, .triton_meta, .inductor_meta
+    config: Any = None  # the triton.Config used for launches
+    source: str = ""  # the rewritten plain @triton.jit source
+
+
+def _load_kernels(wrapper: str, compiled_module: Any, workdir: str) -> dict[str, _Kernel]:
+    kernels = {}
+    for match in _KERNEL_DEF.finditer(wrapper):
+        name, src = match.group("name"), match.group("src")
+        autotuner = getattr(compiled_module, name, None) if compiled_module is not None else None
+        if autotuner is None:
+            path = os.path.join(workdir, f"{name}.py")
+            with open(path, "w") as f:
+                f.write(src)
+            namespace: dict[str, Any] = {"__file__": path, "__name__": f"inductor_kernel_{name}"}
+            with warnings_silenced():
+                exec(compile(src, path, "exec"), namespace)
+            autotuner = namespace[name]
+        kernels[name] = _Kernel(name, src, autotuner)
+    if "async_compile." in _KERNEL_DEF.sub("", wrapper).replace("async_compile.wait", ""):
+        unhandled = re.findall(r"async_compile\.(\w+)\(", wrapper)
+        unhandled = sorted(set(unhandled) - {"triton", "wait"})
+        if unhandled:
+            raise DraftUnsupportedError(f"Inductor emitted non-Triton kernels ({', '.join(unhandled)})")
+    return kernels
+
+
+@contextlib.contextmanager
+def warnings_silenced() -> Iterator[None]:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def _pick_config(kernel: _Kernel) -> tuple[Any, str]:
+    """The launch config: the autotuner's pick when it ran (GPU), else the heuristics' first."""
+    launchers = getattr(kernel.autotuner, "launchers", None) or []
+    if len(launchers) == 1 and getattr(launchers[0], "config", None) is not None:
+        return launchers[0].config, "autotuned"
+    configs = list(getattr(kernel.autotuner, "configs", None) or [])
+    if not configs:
+        raise DraftUnsupportedError(f"kernel {kernel.name}: Inductor gave no launch config")
+    return configs[0], f"first of {len(configs)} heuristic config(s), not benchmarked"
+
+
+# libdevice functions the Triton interpreter cannot run, as `tl` calls (same meaning) ...
+_LIBDEVICE_AS_TL = {
+    "exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "log2": "tl.log2", "sqrt": "tl.sqrt_rn",
+    "rsqrt": "tl.rsqrt", "sin": "tl.sin", "cos": "tl.cos", "abs": "tl.abs", "fabs": "tl.abs",
+    "floor": "tl.floor", "ceil": "tl.ceil", "erf": "tl.erf", "fma": "tl.fma", "fmin": "tl.minimum",
+    "fmax": "tl.maximum", "div_rn": "tl.div_rn", "llabs": "tl.abs",
+}  # fmt: skip
+# ... or as small @triton.jit helpers emitted into the candidate (name -> body over x / x, y).
+_LIBDEVICE_AS_HELPER = {
+    "tanh": ("x", "e = tl.exp(-2.0 * tl.abs(x))\n    t = (1.0 - e) / (1.0 + e)\n    return tl.where(x < 0, -t, t)"),
+    "sinh": ("x", "return 0.5 * (tl.exp(x) - tl.exp(-x))"),
+    "cosh": ("x", "return 0.5 * (tl.exp(x) + tl.exp(-x))"),
+    "tan": ("x", "return tl.sin(x) / tl.cos(x)"),
+    "expm1": ("x", "return tl.where(tl.abs(x) < 1e-5, x + 0.5 * x * x, tl.exp(x) - 1.0)"),
+    "log1p": ("x", "return tl.where(tl.abs(x) < 1e-4, x - 0.5 * x * x, tl.log(1.0 + x))"),
+    "trunc": ("x", "return tl.where(x < 0, tl.ceil(x), tl.floor(x))"),
+    "nearbyint": ("x", "r = tl.floor(x + 0.5)\n    return tl.where((r - x == 0.5) & (r - 2.0 * tl.floor(r * 0.5) != 0.0), r - 1.0, r)"),
+    "rint": ("x", "r = tl.floor(x + 0.5)\n    return tl.where((r - x == 0.5) & (r - 2.0 * tl.floor(r * 0.5) != 0.0), r - 1.0, r)"),
+    "isnan": ("x", "return x != x"),
+    "isinf": ("x", "return tl.abs(x) == float('inf')"),
+    "signbit": ("x", "return x < 0"),
+    "asinh": ("x", "return tl.where(x < 0, -1.0, 1.0) * tl.log(tl.abs(x) + tl.sqrt(x * x + 1.0))"),
+    "acosh": ("x", "return tl.log(x + tl.sqrt(x * x - 1.0))"),
+    "atanh": ("x", "return 0.5 * tl.log((1.0 + x) / (1.0 - x))"),
+    "pow": ("x, y", (
+        "r = tl.exp2(y * tl.log2(tl.abs(x)))\n"
+        "    y_is_int = y == tl.floor(y)\n"
+        "    y_is_odd = y_is_int & (y - 2.0 * tl.floor(y * 0.5) == 1.0)\n"
+        "    r = tl.where((x < 0) & y_is_odd, -r, r)\n"
+        "    r = tl.where((x < 0) & (~y_is_int), float('nan'), r)\n"
+        "    return tl.where(y == 0, 1.0, r)"
+    )),
+}  # fmt: skip
+
+
+class _KernelRewriter:
+    """Turns Inductor kernel sources into plain `@triton.jit` functions (shared helper set)."""
+
+    def __init__(self, interpreter_safe: bool) -> None:
+        self.interpreter_safe = interpreter_safe
+        self.helpers: dict[str, str] = {}  # emitted name -> source, in dependency order
+        self.notes: list[str] = []
+        self.libdevice_kept: set[str] = set()
+
+    def rewrite(self, kernel: _Kernel) -> str:
+        src = kernel.inductor_source
+        start = src.find("@triton.jit")
+        if start < 0:
+            raise DraftUnsupportedError(f"kernel {kernel.name}: no @triton.jit function in Inductor's source")
+        body = src[start:]  # drops imports, set_driver_to_*(), and the @triton_heuristics decorator
+        return self._rewrite_calls(body, where=kernel.name).strip() + "\n"
+
+    def _rewrite_calls(self, text: str, where: str) -> str:
+        text = re.sub(r"(?<![\w.])triton_helpers\.(\w+)", lambda m: self._helper(m.group(1), where), text)
+        text = re.sub(r"(?<![\w.])tl_math\.(\w+)", lambda m: self._tl_math(m.group(1)), text)
+        text = re.sub(r"(?<![\w.])libdevice\.(\w+)", lambda m: self._libdevice(m.group(1), where), text)
+        return text
+
+    def _tl_math(self, name: str) -> str:
+        import triton.language as tl
+
+        return f"tl.{name}" if hasattr(tl, name) else f"tl.math.{name}"
+
+    def _libdevice(self, name: str, where: str) -> str:
+        if not self.interpreter_safe:
+            self.libdevice_kept.add(name)
+            return f"libdevice.{name}"
+        if name in _LIBDEVICE_AS_TL:
+            return _LIBDEVICE_AS_TL[name]
+        if name in _LIBDEVICE_AS_HELPER:
+            helper = f"libdevice_{name}"
+            if helper not in self.helpers:
+                params, body = _LIBDEVICE_AS_HELPER[name]
+                self.helpers[helper] = f"@triton.jit\ndef {helper}({params}):\n    {body}\n"
+                self.notes.append(
+                    f"libdevice.{name} (no Triton-interpreter support) rewritten as {helper}, "
+                    "a tl expression; on a GPU, libdevice.{name} is the faster, exact choice"
+                )
+            return helper
+        self.libdevice_kept.add(name)
+        return f"libdevice.{name}"
+
+    def _helper(self, name: str, where: str) -> str:
+        """Copy torch._inductor.runtime.triton_helpers.<name> (and what it calls) into the file."""
+        import triton.language as tl
+        from torch._inductor.runtime import triton_helpers
+        from triton.runtime.jit import JITFunction
+
+        emitted = f"th_{name}"
+        if emitted in self.helpers:
+            return emitted
+        obj = getattr(triton_helpers, name, None)
+        if not isinstance(obj, JITFunction):
+            raise DraftUnsupportedError(
+                f"{where}: triton_helpers.{name} is not a plain Triton function; cannot inline it"
+            )
+        src = textwrap.dedent(obj.src)
+        src = src[src.index("def ") :]
+        # Other triton_helpers globals it uses: JIT functions (copied first) and constexprs.
+        module_names = {
+            n for n in re.findall(r"(?<![\w.])([A-Za-z_]\w*)", src) if n != name and hasattr(triton_helpers, n)
+        }
+        for dep in sorted(module_names):
+            value = getattr(triton_helpers, dep)
+            if isinstance(value, JITFunction):
+                self._helper(dep, where)
+                src = re.sub(rf"(?<![\w.]){dep}\b", f"th_{dep}", src)
+            elif isinstance(value, tl.constexpr) and isinstance(value.value, (int, float, bool)):
+                const = f"th_{dep.lstrip('_')}"
+                self.helpers.setdefault(const, f"{const} = tl.constexpr({value.value!r})\n")
+                src = re.sub(rf"(?<![\w.]){dep}\b", const, src)
+        src = re.sub(rf"^def {name}\(", f"def {emitted}(", src)
+        src = re.sub(r"(?<![\w.])math\.(\w+)", lambda m: self._tl_math(m.group(1)), src)
+        src = self._rewrite_calls(src, where=f"triton_helpers.{name}")
+        self.helpers[emitted] = "@triton.jit\n" + src.rstrip() + "\n"
+        return emitted
+
+
+# --------------------------------------------------------------------------------------------
+# The host side: Inductor's `call(args)` as plain torch (allocations, views) + Triton launches.
+
+_DROPPED_CALLS = {
+    "assert_size_stride", "assert_alignment", "get_raw_stream", "check_nan", "run_intermediate_hooks",
+}  # fmt: skip
+_ALLOCATORS = re.compile(r"^empty_strided_(cpu|cuda|xpu|mtia)(_pinned)?$")
+
+
+def _dotted(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    return ""
+
+
+class _HostRewriter(ast.NodeTransformer):
+    def __init__(self, kernels: dict[str, _Kernel], grids: dict[int, tuple[int, ...]]) -> None:
+        self.kernels = kernels
+        self.grids = grids  # id(ast.Call of `.run`) -> grid
+        self.library_calls: list[str] = []
+        self.launched: list[str] = []
+        self.uses_reinterpret = False
+
+    # Statements: drop asserts/streams/device guards, splice `with torch.cuda._DeviceGuard(...)`.
+    def visit_With(self, node: ast.With) -> Any:
+        self.generic_visit(node)
+        if len(node.items) == 1 and "DeviceGuard" in _dotted(getattr(node.items[0].context_expr, "func", node)):
+            return node.body
+        return node
+
+    def visit_Expr(self, node: ast.Expr) -> Any:
+        if isinstance(node.value, ast.Call):
+            name = _dotted(node.value.func)
+            if name.split(".")[-1] in _DROPPED_CALLS or name in {"args.clear", "torch.cuda.set_device"}:
+                return None
+        return self.generic_visit(node)
+
+    def visit_Assign(self, node: ast.Assign) -> Any:
+        if isinstance(node.value, ast.Call) and _dotted(node.value.func).split(".")[-1] in _DROPPED_CALLS:
+            return None
+        return self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> Any:
+        self.generic_visit(node)
+        name = _dotted(node.func)
+        if _ALLOCATORS.match(name):
+            size, stride, dtype = node.args[:3]
+            return ast.Call(
+                func=ast.Attribute(ast.Name("torch", ast.Load()), "empty_strided", ast.Load()),
+                args=[size, stride],
+                keywords=[ast.keyword("dtype", dtype), ast.keyword("device", ast.Name("device", ast.Load()))],
+            )
+        if name == "reinterpret_tensor":
+            self.uses_reinterpret = True
+            node.func = ast.Name("reinterpret_tensor", ast.Load())
+            return node
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "run":
+            kernel = _dotted(node.func.value)
+            if kernel in self.kernels:
+                return self._launch(self.kernels[kernel], node)
+        if name.startswith("extern_kernels."):
+            op = name.split(".", 1)[1]
+            self.library_calls.append(op)
+            import torch
+
+            target = f"torch.{op}" if hasattr(torch, op) else f"torch.ops.aten.{op}"
+            node.func = ast.parse(target, mode="eval").body
+            return node
+        if name.startswith(("aten.", "torch.ops.aten.")):
+            op = name.split("aten.", 1)[1]
+            self.library_calls.append(f"aten.{op}")
+            node.func = ast.parse(f"torch.ops.aten.{op}", mode="eval").body
+            return node
+        return node
+
+    def _launch(self, kernel: _Kernel, node: ast.Call) -> ast.Call:
+        self.launched.append(kernel.name)
+        runtime_args, constexprs = _kernel_params(kernel)
+        args = node.args[: len(runtime_args)]
+        config = kernel.config
+        keywords = [
+            ast.keyword(k, ast.Constant(v)) for k, v in config.kwargs.items() if k in constexprs
+        ]
+        missing = [c for c in constexprs if c not in config.kwargs]
+        if missing:
+            raise DraftUnsupportedError(f"kernel {kernel.name}: no value for constexpr {', '.join(missing)}")
+        keywords.append(ast.keyword("num_warps", ast.Constant(config.num_warps)))
+        keywords.append(ast.keyword("num_stages", ast.Constant(config.num_stages)))
+        grid = ast.Tuple([ast.Constant(g) for g in self.grids[id(node)]], ast.Load())
+        return ast.Call(func=ast.Subscript(ast.Name(kernel.name, ast.Load()), grid, ast.Load()), args=args, keywords=keywords)
+
+
+def _kernel_params(kernel: _Kernel) -> tuple[list[str], list[str]]:
+    """(arguments passed at launch, `tl.constexpr` parameters set from the config) of a kernel.
+
+    Inductor's launcher takes every parameter the `def` does not annotate `tl.constexpr`, in
+    order (some of them, e.g. `xnumel == 1`, are specialised constants in its triton_meta but
+    are still passed), and fills the annotated ones (XBLOCK, R0_BLOCK...) from the config.
+    """
+    params = kernel.autotuner.fn.params
+    runtime = [p.name for p in params if not p.is_constexpr]
+    constexprs = [p.name for p in params if p.is_constexpr]
+    return runtime, constexprs
+
+
+def _grid_for(kernel: _Kernel, node: ast.Call) -> tuple[int, ...]:
+    """Evaluate Inductor's grid expression for this launch (sizes are static, so it is constant)."""
+    from torch._inductor.runtime.triton_heuristics import GridExpr
+
+    runtime_args, _ = _kernel_params(kernel)
+    inductor_meta = kernel.autotuner.inductor_meta
+    extra = list(inductor_meta.get("extra_launcher_args", []))
+    values: dict[str, Any] = {}
+    for arg_name, arg in zip(runtime_args + extra, node.args):
+        if isinstance(arg, ast.Constant):
+            values[arg_name] = arg.value
+    grid_type = inductor_meta.get("grid_type")
+    if grid_type in (None, "ComboKernelGrid", "SequentialComboKernelGrid", "RoundRobinComboKernelGrid"):
+        raise DraftUnsupportedError(f"kernel {kernel.name}: grid type {grid_type} is not supported")
+    try:
+        grid = GridExpr.from_meta(inductor_meta, kernel.config)
+        x, y, z = grid.eval_slow({**kernel.config.kwargs, **values})
+    except Exception as exc:
+        raise DraftUnsupportedError(
+            f"kernel {kernel.name}: cannot evaluate its {grid_type} grid with static sizes ({exc})"
+        ) from exc
+    dims = [int(x), int(y), int(z)]
+    while len(dims) > 1 and dims[-1] == 1:
+        dims.pop()
+    return tuple(dims)
+
+
+def _find_call(tree: ast.Module) -> ast.FunctionDef:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == "call":
+            return node
+    raise DraftUnsupportedError("Inductor's wrapper has no `call` function")
+
+
+def _rewrite_host(wrapper: str, kernels: dict[str, _Kernel]) -> tuple[ast.FunctionDef, _HostRewriter, int]:
+    tree = ast.parse(wrapper)
+    call = _find_call(tree)
+    # Parameters: `call(args)` (older) or `Runner.call(self, args)`.
+    call.args.args = [a for a in call.args.args if a.arg != "self"]
+    call.decorator_list = []
+    grids = {}
+    for node in ast.walk(call):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "run":
+            kernel = kernels.get(_dotted(node.func.value))
+            if kernel is not None:
+                grids[id(node)] = _grid_for(kernel, node)
+    rewriter = _HostRewriter(kernels, grids)
+    call = rewriter.visit(call)
+    n_args = _unpacked_arg_count(call)
+    first_arg = _first_unpacked_arg(call)
+    if first_arg is not None:
+        # Buffers go on the device of the inputs (Inductor wrote `empty_strided_cpu/cuda`).
+        unpack_index = next(i for i, s in enumerate(call.body) if _is_args_unpack(s))
+        device_stmt = ast.parse(f"device = {first_arg}.device").body[0]
+        call.body.insert(unpack_index + 1, device_stmt)
+    ast.fix_missing_locations(call)
+    return call, rewriter, n_args
+
+
+def _is_args_unpack(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name) and stmt.value.id == "args"
+
+
+def _unpacked_names(call: ast.FunctionDef) -> list[str]:
+    for stmt in call.body:
+        if _is_args_unpack(stmt):
+            target = stmt.targets[0]
+            elts = target.elts if isinstance(target, ast.Tuple) else [target]
+            return [e.id for e in elts if isinstance(e, ast.Name)]
+    return []
+
+
+def _unpacked_arg_count(call: ast.FunctionDef) -> int:
+    return len(_unpacked_names(call))
+
+
+def _first_unpacked_arg(call: ast.FunctionDef) -> str | None:
+    names = _unpacked_names(call)
+    return names[0] if names else None
+
+
+def _returned_count(call: ast.FunctionDef) -> int:
+    returns = [n for n in ast.walk(call) if isinstance(n, ast.Return) and n.value is not None]
+    if len(returns) != 1 or not isinstance(returns[0].value, (ast.Tuple, ast.List)):
+        raise DraftUnsupportedError("Inductor's `call` does not end in one `return (outputs...)`")
+    return len(returns[0].value.elts)
+
+
+# --------------------------------------------------------------------------------------------
+# The candidate file.
+
+
+def _output_expr(value: Any, counter: list[int]) -> str:
+    """Python that rebuilds Model.forward's output structure from the flat `outputs` tuple."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        counter[0] += 1
+        return f"outputs[{counter[0] - 1}]"
+    if isinstance(value, tuple):
+        items = [_output_expr(v, counter) for v in value]
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+    if isinstance(value, list):
+        return "[" + ", ".join(_output_expr(v, counter) for v in value) + "]"
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return "{" + ", ".join(f"{k!r}: {_output_expr(v, counter)}" for k, v in value.items()) + "}"
+    raise DraftUnsupportedError(f"Model.forward returns a {type(value).__name__}; only tensors and tuples/lists/dicts of them are supported")
+
+
+def _prelude(problem: _Problem) -> str:
+    """The problem's imports, constants and helpers (what Model.__init__ may refer to)."""
+    parts = []
+    for node in problem.tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name in ("get_inputs", "get_init_inputs"):
+            continue
+        if isinstance(node, ast.ClassDef) and node.name == "Model":
+            continue
+        if isinstance(node, ast.If) and "__name__" in ast.unparse(node.test):
+            continue
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            continue  # the problem's docstring
+        segment = ast.get_source_segment(problem.source, node, padded=True)
+        parts.append(segment if segment is not None else ast.unparse(node))
+    return "\n".join(parts).strip()
+
+
+def _model_new(problem: _Problem, forward_args: ast.arguments, call_args: list[str], output_expr: str) -> str:
+    """ModelNew: Model's class body (constructor and helpers) with a forward that calls `call`."""
+    cls = _model_classdef(problem.tree)
+    methods = []
+    for node in cls.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "forward":
+            continue
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue  # docstring
+        segment = ast.get_source_segment(problem.source, node, padded=True)
+        text = textwrap.dedent(segment) if segment is not None else ast.unparse(node)
+        text = re.sub(r"\bsuper\(\s*Model\s*,\s*self\s*\)", "super()", text)
+        methods.append(textwrap.indent(text, "    "))
+    args = ast.unparse(forward_args)
+    forward = (
+        f"    def forward({args}):\n"
+        f"        outputs = call([{', '.join(call_args)}])\n"
+        f"        return {output_expr}\n"
+    )
+    bases = ", ".join(ast.unparse(b) for b in cls.bases) or "nn.Module"
+    doc = '    """Model with its forward in the Triton kernels above (drafted from Inductor)."""\n'
+    return f"class ModelNew({bases}):\n{doc}\n" + "\n\n".join(methods + [forward])
+
+
+_REINTERPRET = '''
+def reinterpret_tensor(tensor, size, stride, offset_increment=0):
+    """A view of `tensor`'s storage (Inductor's `reinterpret_tensor`)."""
+    return tensor.as_strided(size, stride, tensor.storage_offset() + offset_increment)
+'''
+
+
+def _assemble(
+    problem: _Problem,
+    torch_version: str,
+    device: str,
+    kernels: dict[str, _Kernel],
+    rewriter: _KernelRewriter,
+    call: ast.FunctionDef,
+    host: _HostRewriter,
+    model_new: str,
+) -> str:
+    header = (
+        f'"""Drafted by tools.inductor_draft from TorchInductor (torch {torch_version}, '
+        f'{device} codegen).\n\nBlock sizes, grids and tensor sizes are fixed for the problem\'s sizes.\n"""\n'
+    )
+    imports = ["import torch", "import torch.nn as nn", "import triton", "import triton.language as tl"]
+    if rewriter.libdevice_kept:
+        imports.append("from triton.language.extra import libdevice")
+    sections = [header + "\n".join(imports), _prelude(problem)]
+    if rewriter.helpers:
+        sections.append(
+            "# Helpers copied from torch/_inductor/runtime/triton_helpers.py, or written for the\n"
+            "# libdevice calls the Triton interpreter cannot run.\n"
+            + "\n\n".join(rewriter.helpers.values())
+        )
+    launched = [k for k in dict.fromkeys(host.launched)]
+    sections.extend(kernels[name].source for name in launched)
+    if host.uses_reinterpret:
+        sections.append(_REINTERPRET.strip() + "\n")
+    host_source = ast.unparse(call)
+    for name in launched:  # `k[63,](...)` -> `k[(63,)](...)`
+        host_source = re.sub(rf"\b{name}\[([^\]]*)\]\(", lambda m: f"{name}[({m.group(1)})](", host_source)
+    sections.append(host_source + "\n")
+    sections.append(model_new)
+    return "\n\n".join(s.strip("\n") + "\n" for s in sections if s.strip())
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def draft_candidate(problem_source: str, *, device: str = "cpu") -> DraftResult:
+    """Draft a candidate for a KernelBench problem by rewriting Inductor's generated Triton.
+
+    `device="cpu"` needs no GPU and gives a candidate that runs under `TRITON_INTERPRET=1`;
+    `device="cuda"` runs Inductor's native CUDA path (autotuned block sizes and GEMM templates).
+    Raises `ProblemError` for a problem that does not load, `ShimError` for a torch whose
+    internals do not match, `DraftUnsupportedError` for generated code the rewriter cannot map.
+    """
+    import torch
+
+    if device not in ("cpu", "cuda"):
+        raise ProblemError(f"device must be 'cpu' or 'cuda', not {device!r}")
+    notes = check_torch_support()
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ProblemError("device='cuda' asked for, but torch sees no CUDA device")
+    problem = _load_problem(problem_source, device)
+    forward_args, forward_names = _forward_signature(problem)
+    vararg = forward_args.vararg.arg if forward_args.vararg else None
+
+    with torch.no_grad():
+        reference = problem.model(*problem.inputs)
+    capture = _capture_inductor(problem, device)
+
+    with tempfile.TemporaryDirectory(prefix="inductor_draft_") as workdir:
+        with _stand_in_driver_if_needed() if device == "cpu" else contextlib.nullcontext():
+            kernels = _load_kernels(capture.wrapper, capture.module, workdir)
+    kernel_rewriter = _KernelRewriter(interpreter_safe=(device == "cpu"))
+    for kernel in kernels.values():
+        kernel.config, how = _pick_config(kernel)
+        kernel.source = kernel_rewriter.rewrite(kernel)
+        settings = ", ".join(f"{k}={v}" for k, v in kernel.config.kwargs.items())
+        notes.append(f"{kernel.name}: {settings or 'no block sizes'}, num_warps={kernel.config.num_warps} ({how})")
+
+    call, host, n_args = _rewrite_host(capture.wrapper, kernels)
+    if n_args != len(capture.graph_inputs):
+        raise DraftUnsupportedError(
+            f"Inductor's call takes {n_args} tensors but the graph had {len(capture.graph_inputs)} inputs"
+        )
+    sources = _tensor_sources(problem, forward_names, vararg)
+    call_args = []
+    for tensor in capture.graph_inputs:
+        expr = next((e for t, e in sources if t is tensor), None)
+        if expr is None:
+            raise DraftUnsupportedError(
+                "a graph input is neither a forward argument nor a parameter/buffer/tensor attribute "
+                f"of Model (shape {tuple(getattr(tensor, 'shape', ()))})"
+            )
+        call_args.append(expr)
+    counter = [0]
+    output_expr = _output_expr(reference, counter)
+    if counter[0] != _returned_count(call):
+        raise DraftUnsupportedError(
+            f"Model.forward returns {counter[0]} tensors, Inductor's call returns {_returned_count(call)} "
+            "(outputs that alias inputs are not supported)"
+        )
+
+    if kernel_rewriter.libdevice_kept and device == "cpu":
+        notes.append(
+            "libdevice." + ", libdevice.".join(sorted(kernel_rewriter.libdevice_kept))
+            + " kept: no interpreter equivalent, so this candidate needs a GPU"
+        )
+    notes += kernel_rewriter.notes
+    library_calls = host.library_calls
+    if library_calls:
+        disallowed = [c for c in library_calls if c not in LIBRARY_CALLS_ALLOWED]
+        notes.append(
+            "forward calls library ops: " + ", ".join(library_calls)
+            + ("; not accepted even under allow-library: " + ", ".join(disallowed) if disallowed else "")
+        )
+    if not host.launched:
+        notes.append("Inductor emitted no Triton kernel for this problem")
+    source = _assemble(
+        problem,
+        torch.__version__,
+        device,
+        kernels,
+        kernel_rewriter,
+        call,
+        host,
+        _model_new(problem, forward_args, call_args, output_expr),
+    )
+    return DraftResult(
+        source=source,
+        mixed=bool(library_calls),
+        library_calls=library_calls,
+        kernels=list(dict.fromkeys(host.launched)),
+        notes=notes,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m tools.inductor_draft PROBLEM.py [--device cuda]`: print the candidate."""
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("problem")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--json", action="store_true", help="print the DraftResult as JSON")
+    args = parser.parse_args(argv)
+    with open(args.problem) as f:
+        result = draft_candidate(f.read(), device=args.device)
+    if args.json:
+        print(json.dumps(result.to_json()))
+    else:
+        print(result.source)
+        for note in result.notes:
+            print(f"note: {note}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

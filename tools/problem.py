@@ -1,0 +1,191 @@
+"""Problems (KernelBench format) and candidate files: reading and static checks.
+
+Static checks run in the agent's process on the *text* only (the AST); anything that executes
+the file happens in a sandbox job (`tools.worker.reference_job`).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from tools.errors import BadInputError, ProblemError
+
+REQUIRED = ("Model", "get_inputs", "get_init_inputs")
+
+
+@dataclass(kw_only=True)
+class Problem:
+    """A KernelBench-format problem file."""
+
+    path: str
+    name: str
+    source: str
+    size_constants: dict[str, Any] = field(default_factory=dict)
+    """Module-level UPPER_CASE numeric constants (batch sizes, dims)."""
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(self.source.encode()).hexdigest()[:16]
+
+    def with_sizes(self, **sizes: Any) -> Problem:
+        """The same problem with some size constants replaced (generalisation checks)."""
+        tree = ast.parse(self.source)
+        lines = self.source.splitlines(keepends=True)
+        for node in tree.body:
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id in sizes
+            ):
+                name = node.targets[0].id
+                start, end = node.lineno - 1, node.end_lineno
+                lines[start:end] = [f"{name} = {sizes[name]!r}\n"]
+                # keep line numbers stable
+                lines[start + 1 : start + 1] = ["\n"] * (end - start - 1)
+        src = "".join(lines)
+        return Problem(path=self.path, name=self.name, source=src, size_constants=_constants(ast.parse(src)))
+
+
+def read_problem(path: str | os.PathLike[str]) -> Problem:
+    """Read and statically check a problem file; raises ProblemError naming what is wrong."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise ProblemError(f"problem file not found: {path}")
+    if os.path.isdir(path):
+        raise ProblemError(f"{path} is a directory, not a problem .py file")
+    try:
+        with open(path, encoding="utf-8") as f:
+            source = f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProblemError(f"cannot read problem file {path}: {exc}") from exc
+    return problem_from_source(source, path)
+
+
+def problem_from_source(source: str, path: str = "problem.py") -> Problem:
+    name = os.path.splitext(os.path.basename(path))[0]
+    try:
+        tree = ast.parse(source, filename=path)
+    except SyntaxError as exc:
+        raise ProblemError(
+            f"{path}: syntax error at line {exc.lineno}: {exc.msg}"
+            + (f"\n    {exc.text.strip()}" if exc.text else "")
+        ) from exc
+    defined = _top_level_names(tree)
+    missing = [n for n in REQUIRED if n not in defined]
+    if missing:
+        raise ProblemError(
+            f"{path}: not a KernelBench problem: missing {', '.join('`' + m + '`' for m in missing)}. "
+            "A problem defines `class Model(nn.Module)`, `get_inputs()` (a list of input tensors) "
+            "and `get_init_inputs()` (the constructor's arguments)."
+        )
+    return Problem(path=path, name=name, source=source, size_constants=_constants(tree))
+
+
+def _top_level_names(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    names.add(t.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for a in node.names:
+                names.add((a.asname or a.name).split(".")[0])
+    return names
+
+
+def _constants(tree: ast.Module) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id.isupper()
+        ):
+            try:
+                value = ast.literal_eval(node.value)
+            except (ValueError, SyntaxError, TypeError):
+                continue
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                out[node.targets[0].id] = value
+    return out
+
+
+@dataclass(kw_only=True)
+class CandidateCheck:
+    """Outcome of the static check of a candidate's text."""
+
+    ok: bool
+    status: str = "ok"
+    message: str = ""
+    line: int | None = None
+    code: str | None = None
+    kernels: list[str] = field(default_factory=list)
+
+
+def read_kernel(path: str | os.PathLike[str]) -> str:
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise BadInputError(f"kernel file not found: {path}")
+    if os.path.isdir(path):
+        raise BadInputError(f"{path} is a directory, not a kernel .py file")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInputError(f"cannot read kernel file {path}: {exc}") from exc
+
+
+def check_candidate_source(source: str, path: str = "candidate.py") -> CandidateCheck:
+    """Parses? Defines ModelNew? Has at least one @triton.jit kernel?"""
+    if not source.strip():
+        return CandidateCheck(ok=False, status="bad_input", message="the candidate is empty")
+    try:
+        tree = ast.parse(source, filename=path)
+    except SyntaxError as exc:
+        lines = source.splitlines()
+        code = lines[exc.lineno - 1] if exc.lineno and 0 < exc.lineno <= len(lines) else exc.text
+        return CandidateCheck(
+            ok=False,
+            status="syntax_error",
+            message=f"SyntaxError: {exc.msg} (line {exc.lineno})",
+            line=exc.lineno,
+            code=code,
+        )
+    classes = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+    kernels = [
+        n.name
+        for n in ast.walk(tree)
+        if isinstance(n, ast.FunctionDef) and any(_is_triton_decorator(d) for d in n.decorator_list)
+    ]
+    if "ModelNew" not in classes:
+        return CandidateCheck(
+            ok=False,
+            status="bad_input",
+            message="the candidate defines no `class ModelNew(nn.Module)` (the drop-in replacement "
+            "for Model, with the same constructor arguments)",
+            kernels=kernels,
+        )
+    if not kernels:
+        return CandidateCheck(
+            ok=False,
+            status="bad_input",
+            message="the candidate defines no @triton.jit kernel: the work must be done in Triton",
+        )
+    return CandidateCheck(ok=True, kernels=kernels)
+
+
+def _is_triton_decorator(d: ast.expr) -> bool:
+    target = d.func if isinstance(d, ast.Call) else d
+    text = ast.unparse(target)
+    return text in ("triton.jit", "jit", "triton.autotune", "autotune", "triton.heuristics") or text.endswith(
+        (".jit", "triton_heuristics.pointwise", "triton_heuristics.reduction", "triton_heuristics.persistent_reduction")
+    )

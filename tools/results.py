@@ -1,0 +1,179 @@
+"""Typed, JSON-serialisable results of the evaluation tools.
+
+Every candidate gets exactly one `Verdict`; its `status` is one of `STATUSES` and its `evidence`
+holds what a person or an LLM needs to act on it. `Verdict.feedback()` renders that evidence as
+the text the refinement prompt shows the model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+SCHEMA_VERSION = 1
+
+Status = Literal[
+    "ok",  # compiled, correct on every trial, all work in Triton
+    "bad_input",  # the candidate file breaks the contract (no ModelNew, no @triton.jit kernel)
+    "syntax_error",  # the candidate does not parse
+    "compile_error",  # import failed or the Triton compiler rejected a kernel
+    "runtime_error",  # an exception while running the candidate
+    "crash",  # the worker process died (segfault, os._exit, CUDA fault, memory limit)
+    "timeout",  # the job ran past its time limit and was killed
+    "mismatch",  # outputs have the right shape but wrong values (or NaN/Inf)
+    "shape_mismatch",  # outputs have the wrong shape, dtype or count
+    "cheat",  # correct-looking output obtained without Triton or by breaking the rules
+    "slower",  # correct, but slower than the baseline (profiling only)
+]
+STATUSES: tuple[str, ...] = Status.__args__  # type: ignore[attr-defined]
+
+
+@dataclass(kw_only=True)
+class SourceError:
+    """An error located in the candidate file."""
+
+    kind: str
+    """Exception class or compiler stage, e.g. `CompilationError`, `NameError`, `ptxas`."""
+    message: str
+    """The error text, trimmed to what is needed to fix it."""
+    line: int | None = None
+    """1-based line in the candidate file, when known."""
+    code: str | None = None
+    """The offending source line(s), when known."""
+
+
+@dataclass(kw_only=True)
+class MismatchReport:
+    """How and where a candidate's output differs from the reference."""
+
+    output_index: int
+    trial: int
+    shape: list[int]
+    dtype: str
+    atol: float
+    rtol: float
+    max_abs_err: float
+    mean_abs_err: float
+    max_rel_err: float
+    bad_count: int
+    numel: int
+    first_bad: list[dict[str, Any]]
+    """Up to 5 of `{"index": [...], "got": x, "expected": y}`."""
+    nan_count: int = 0
+    inf_count: int = 0
+    expected_nan_count: int = 0
+    hint: str = ""
+    """A guess at the cause: masking, output never written, reduction, ..."""
+    run: str = "first"
+    """Which candidate run was wrong: `first` (before the reference ran) or `second`."""
+
+
+@dataclass(kw_only=True)
+class KernelResources:
+    """What the real compiler says about one kernel (ahead-of-time compile for a CUDA target)."""
+
+    name: str
+    target: str
+    registers: int | None = None
+    spills_bytes: int | None = None
+    shared_bytes: int | None = None
+    num_warps: int | None = None
+    num_stages: int | None = None
+    constexprs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True)
+class Audit:
+    """What ran inside `ModelNew.forward`."""
+
+    triton_launches: int = 0
+    kernels: list[str] = field(default_factory=list)
+    """Names of the Triton kernels launched."""
+    torch_compute_ops: list[str] = field(default_factory=list)
+    """PyTorch compute ops seen by the dispatch-mode audit (forbidden under `strict`)."""
+    library_ops: list[str] = field(default_factory=list)
+    """Library matmul/conv ops (allowed under the `allow-library` policy, reported as mixed)."""
+    sandbox_violations: list[str] = field(default_factory=list)
+    """Attempts to open sockets, spawn processes or write outside the job's directory."""
+    mutated_inputs: list[int] = field(default_factory=list)
+    aliased_outputs: list[int] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class Evidence:
+    """Everything the verdict rests on. Fields are empty when the stage was not reached."""
+
+    error: SourceError | None = None
+    mismatch: MismatchReport | None = None
+    audit: Audit | None = None
+    resources: list[KernelResources] = field(default_factory=list)
+    aot_errors: list[SourceError] = field(default_factory=list)
+    expected_shapes: list[list[int]] = field(default_factory=list)
+    got_shapes: list[list[int]] = field(default_factory=list)
+    stderr_tail: str = ""
+    """The last lines the worker printed, for crashes."""
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class Verdict:
+    """The one answer per candidate."""
+
+    status: Status
+    compiled: bool
+    correct: bool
+    message: str
+    """One or two sentences a person reads first."""
+    evidence: Evidence = field(default_factory=Evidence)
+    device: str = "cpu"
+    """`cpu` (Triton interpreter) or `cuda:N`."""
+    trials: int = 0
+    atol: float | None = None
+    rtol: float | None = None
+    policy: str = "strict"
+    mixed: bool = False
+    """True when library matmul/conv ops ran outside Triton (allowed under `allow-library`)."""
+    duration_s: float = 0.0
+    schema_version: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Verdict:
+        return _from_dict(cls, data)
+
+    def feedback(self) -> str:
+        """The evidence as text for a person or for the refinement prompt."""
+        from tools.feedback import render_feedback
+
+        return render_feedback(self)
+
+
+def _from_dict(cls: Any, data: Any) -> Any:
+    """Rebuild nested dataclasses from `asdict` output."""
+    if not dataclasses.is_dataclass(cls) or not isinstance(data, dict):
+        return data
+    hints = {f.name: f for f in dataclasses.fields(cls)}
+    kwargs = {}
+    nested = {
+        "error": SourceError,
+        "mismatch": MismatchReport,
+        "audit": Audit,
+        "evidence": Evidence,
+    }
+    list_nested = {"resources": KernelResources, "aot_errors": SourceError}
+    for key, value in data.items():
+        if key not in hints:
+            continue
+        if key in nested and isinstance(value, dict):
+            value = _from_dict(nested[key], value)
+        elif key in list_nested and isinstance(value, list):
+            value = [_from_dict(list_nested[key], v) for v in value]
+        kwargs[key] = value
+    return cls(**kwargs)

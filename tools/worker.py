@@ -1,0 +1,422 @@
+"""Job functions. These run ONLY inside sandbox job processes (`tools.sandbox`), never in the
+agent's process: they execute the problem's and the candidate's code.
+
+Each returns plain data (dicts of tensors / dataclasses) for the agent process to judge; the
+comparison itself happens in the agent process, out of the candidate's reach.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+import types
+from contextlib import ExitStack, nullcontext
+from dataclasses import asdict
+from typing import Any
+
+import torch
+
+from tools import guard
+from tools.compare import normalise_outputs
+
+# ------------------------------------------------------------------------------------------
+# Shared helpers
+
+
+def job_device() -> str:
+    return "cuda" if os.environ.get("TA_DEVICE") == "cuda" else "cpu"
+
+
+def _device_context():
+    """On CPU: the shim that turns `.cuda()` / device="cuda" into CPU. On CUDA: nothing."""
+    if job_device() == "cpu":
+        from tools.devshim import install_cpu_shim
+
+        return install_cpu_shim()
+    from tools.devshim import install_inductor_compat
+
+    install_inductor_compat()
+    return nullcontext()
+
+
+def exec_module(source: str, path: str, name: str) -> types.ModuleType:
+    mod = types.ModuleType(name)
+    mod.__file__ = path
+    sys.modules[name] = mod
+    code = compile(source, path, "exec")
+    exec(code, mod.__dict__)
+    return mod
+
+
+def _to_device(x: Any, device: str) -> Any:
+    if isinstance(x, torch.Tensor):
+        return x.to(device)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_to_device(v, device) for v in x)
+    return x
+
+
+def _clone(xs: list) -> list:
+    return [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]
+
+
+def _cpu_copy(xs: list) -> list:
+    return [x.detach().to("cpu").clone() if isinstance(x, torch.Tensor) else x for x in xs]
+
+
+def _sync() -> None:
+    if job_device() == "cuda":
+        torch.cuda.synchronize()
+
+
+def _short_tb(exc: BaseException, limit: int = 6) -> str:
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-limit))
+
+
+# ------------------------------------------------------------------------------------------
+# The reference job: load the problem, validate it, compute reference outputs.
+
+# Interpreter limits (CPU): past these the run would take many minutes. See docs/verification.md.
+CPU_MAX_ELEMENTS = 1 << 24  # elements read + written by one forward (64 MiB of fp32)
+CPU_MAX_FLOPS = 2e9
+
+
+def estimate_work(mod: types.ModuleType) -> dict[str, Any]:
+    """Sizes, bytes and FLOPs of one forward, computed on the meta device (nothing allocated)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    est: dict[str, Any] = {"input_elements": None, "output_elements": None, "flops": None}
+    try:
+        with torch.device("meta"):
+            inputs = list(mod.get_inputs())
+            est["input_elements"] = sum(t.numel() for t in inputs if isinstance(t, torch.Tensor))
+            est["input_bytes"] = sum(
+                t.numel() * t.element_size() for t in inputs if isinstance(t, torch.Tensor)
+            )
+            model = mod.Model(*mod.get_init_inputs())
+            with torch.no_grad(), FlopCounterMode(display=False) as fc:
+                out = normalise_outputs(model(*inputs))
+            est["output_elements"] = sum(t.numel() for t in out if isinstance(t, torch.Tensor))
+            est["flops"] = int(fc.get_total_flops())
+    except Exception as exc:  # meta tensors don't support every op; the estimate is best-effort
+        est["error"] = f"{type(exc).__name__}: {exc}"
+    return est
+
+
+def reference_job(
+    problem_source: str,
+    problem_path: str,
+    *,
+    trials: int,
+    seed: int,
+    check_size: bool = True,
+    extra_input_seeds: int = 0,
+) -> dict[str, Any]:
+    """Load the problem, check the contract, return inputs and reference outputs per trial.
+
+    Returns {"error": message} for a problem that breaks the contract.
+    """
+    device = "cuda" if job_device() == "cuda" else "cpu"
+    ctx = _device_context()
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    with ctx:
+        try:
+            mod = exec_module(problem_source, problem_path, "problem")
+        except Exception as exc:
+            return {"error": f"the problem file raised while loading: {_short_tb(exc)}"}
+        for name in ("Model", "get_inputs", "get_init_inputs"):
+            if not hasattr(mod, name):
+                return {"error": f"the problem file defines no `{name}`"}
+        est = estimate_work(mod) if device == "cpu" else {}
+        if device == "cpu" and check_size:
+            moved = (est.get("input_elements") or 0) + (est.get("output_elements") or 0)
+            flops = est.get("flops") or 0
+            if moved > CPU_MAX_ELEMENTS or flops > CPU_MAX_FLOPS:
+                return {
+                    "error": (
+                        f"too large for the Triton interpreter on the CPU: one forward moves "
+                        f"{moved:,} elements and does {flops:.3g} FLOPs (limits: "
+                        f"{CPU_MAX_ELEMENTS:,} elements, {CPU_MAX_FLOPS:.0e} FLOPs); it would run "
+                        "for hours. Shrink the size constants, run on a GPU, or pass "
+                        "--allow-large to try anyway."
+                    ),
+                    "too_large": True,
+                    "estimate": est,
+                }
+        try:
+            init = list(mod.get_init_inputs())
+        except Exception as exc:
+            return {"error": f"get_init_inputs() raised: {_short_tb(exc)}"}
+        try:
+            torch.manual_seed(seed)
+            model = mod.Model(*init)
+        except Exception as exc:
+            return {"error": f"Model(*get_init_inputs()) raised: {_short_tb(exc)}"}
+        if not isinstance(model, torch.nn.Module):
+            return {"error": "Model is not a torch.nn.Module"}
+        model = model.to(device)
+        timings["load"] = time.perf_counter() - t0
+        all_inputs, all_outputs = [], []
+        for trial in range(trials + extra_input_seeds):
+            torch.manual_seed(seed + 1000 * (trial + 1))
+            try:
+                inputs = mod.get_inputs()
+            except Exception as exc:
+                return {"error": f"get_inputs() raised: {_short_tb(exc)}"}
+            if not isinstance(inputs, (list, tuple)) or not inputs:
+                return {"error": f"get_inputs() must return a non-empty list, got {type(inputs).__name__}"}
+            bad = [i for i, x in enumerate(inputs) if not isinstance(x, (torch.Tensor, int, float, bool))]
+            if bad:
+                return {
+                    "error": f"get_inputs() item {bad[0]} is a {type(inputs[bad[0]]).__name__}, "
+                    "not a tensor (or a plain number)"
+                }
+            if not any(isinstance(x, torch.Tensor) for x in inputs):
+                return {"error": "get_inputs() returned no tensors"}
+            inputs = _to_device(list(inputs), device)
+            try:
+                with torch.no_grad():
+                    out = normalise_outputs(model(*_clone(inputs)))
+                    _sync()
+                    torch.manual_seed(seed + 7)  # a different RNG state: dropout would show
+                    again = normalise_outputs(model(*_clone(inputs)))
+                    _sync()
+            except Exception as exc:
+                return {"error": f"Model.forward raised on get_inputs(): {_short_tb(exc)}"}
+            nonten = [i for i, o in enumerate(out) if not isinstance(o, torch.Tensor)]
+            if nonten:
+                return {"error": f"Model.forward output {nonten[0]} is not a tensor"}
+            for a, b in zip(out, again):
+                same = a.shape == b.shape and bool(
+                    torch.isclose(a.double(), b.double(), atol=1e-5, rtol=1e-5, equal_nan=True).all()
+                )
+                if not same:
+                    return {
+                        "error": "the reference is non-deterministic: two forwards on the same "
+                        "inputs differ (dropout or other randomness in Model.forward?). Make it "
+                        "deterministic (e.g. p=0 or model.eval()) so outputs can be compared."
+                    }
+            all_inputs.append(_cpu_copy(inputs))
+            all_outputs.append(_cpu_copy(out))
+        timings["reference"] = time.perf_counter() - t0 - timings["load"]
+    return {
+        "inputs": all_inputs,
+        "outputs": all_outputs,
+        "estimate": est,
+        "timings": timings,
+        "torch_version": torch.__version__,
+    }
+
+
+# ------------------------------------------------------------------------------------------
+# The candidate job
+
+
+class _Stage(Exception):
+    def __init__(self, stage: str, exc: BaseException, during_launch: bool = False):
+        self.stage, self.exc, self.during_launch = stage, exc, during_launch
+
+
+def _map_error(exc: BaseException, path: str) -> dict[str, Any]:
+    try:
+        from tools.aot import map_exception
+
+        return asdict(map_exception(exc, path))
+    except Exception:  # the mapper must never hide the original error
+        tb = traceback.extract_tb(exc.__traceback__)
+        line = next((f.lineno for f in reversed(tb) if f.filename == path), None)
+        code = next((f.line for f in reversed(tb) if f.filename == path), None)
+        msg = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        return {"kind": type(exc).__name__, "message": msg[-2000:], "line": line, "code": code}
+
+
+def candidate_job(
+    kernel_source: str,
+    kernel_path: str,
+    problem_source: str,
+    problem_path: str,
+    inputs_per_trial: list[list[Any]],
+    *,
+    seed: int,
+    poison: bool = True,
+    aot_target: str | None = None,
+) -> dict[str, Any]:
+    """Import the candidate, build it like the reference, run it before and after the reference
+    on cloned inputs under the audit. Returns outputs and evidence; never judges them."""
+    from tools.audit import audited
+
+    device = "cuda" if job_device() == "cuda" else "cpu"
+    result: dict[str, Any] = {"stage": "import", "timings": {}}
+    t0 = time.perf_counter()
+    records: list = []
+    with ExitStack() as stack:
+        stack.enter_context(_device_context())
+        try:
+            problem = exec_module(problem_source, problem_path, "problem")
+            init = list(problem.get_init_inputs())
+            torch.manual_seed(seed)
+            model = problem.Model(*init).to(device)
+        except Exception as exc:  # the reference job already validated this
+            result.update(stage="problem", error=_map_error(exc, problem_path))
+            return result
+        # Write the candidate where its tracebacks point: the job's private directory.
+        local_path = os.path.join(os.getcwd(), os.path.basename(kernel_path) or "candidate.py")
+        with open(local_path, "w") as f:
+            f.write(kernel_source)
+        try:
+            cand = exec_module(kernel_source, local_path, "candidate")
+        except BaseException as exc:  # noqa: BLE001 - SystemExit from a candidate is an error too
+            result.update(error=_map_error(exc, local_path), error_class="compile_error")
+            result["violations"] = list(guard.VIOLATIONS)
+            return result
+        result["timings"]["import"] = time.perf_counter() - t0
+        result["stage"] = "construct"
+        model_new_cls = getattr(cand, "ModelNew", None)
+        if model_new_cls is None:
+            result.update(error={"kind": "bad_input", "message": "the candidate defines no `ModelNew`"}, error_class="bad_input")
+            return result
+        try:
+            torch.manual_seed(seed)
+            model_new = model_new_cls(*init)
+            if isinstance(model_new, torch.nn.Module):
+                model_new = model_new.to(device)
+                _copy_matching_weights(model, model_new)
+        except BaseException as exc:  # noqa: BLE001
+            result.update(error=_map_error(exc, local_path), error_class="runtime_error")
+            result["violations"] = list(guard.VIOLATIONS)
+            return result
+        result["stage"] = "run"
+        outputs: list[list[list]] = []
+        audit: dict[str, Any] = {
+            "triton_launches": 0,
+            "kernels": [],
+            "torch_compute_ops": [],
+            "library_ops": [],
+            "mutated_inputs": [],
+            "aliased_outputs": [],
+        }
+        recorder = None
+        if aot_target:
+            try:
+                from tools.aot import record_launches
+
+                recorder = record_launches()
+                records = stack.enter_context(recorder)
+            except Exception as exc:
+                result.setdefault("notes", []).append(f"launch recorder unavailable: {exc}")
+        t_run = time.perf_counter()
+        for trial, inputs in enumerate(inputs_per_trial):
+            base = _to_device(inputs, device)
+            pair = []
+            for run in ("first", "second"):
+                if run == "second":
+                    # The reference runs in between, in this process, so that memory it frees is
+                    # what the candidate's second run may be handed (stale-result detection).
+                    with torch.no_grad():
+                        ref_local = model(*_clone(base))
+                    _sync()
+                    del ref_local
+                args = _clone(base)
+                keep = _clone(base)
+                try:
+                    with torch.no_grad(), audited(poison=poison) as (mode, launches):
+                        out = model_new(*args)
+                        _sync()
+                except BaseException as exc:  # noqa: BLE001
+                    during = launches.failed
+                    err = _map_error(exc, local_path)
+                    in_kernel = _line_in_kernel(kernel_source, err.get("line"))
+                    result.update(
+                        error=err,
+                        error_class="compile_error" if during and in_kernel else "runtime_error",
+                        error_during_launch=bool(during),
+                        trial=trial,
+                    )
+                    result["violations"] = list(guard.VIOLATIONS)
+                    audit["triton_launches"] += launches.count
+                    result["audit"] = audit
+                    return result
+                flat = normalise_outputs(out)
+                audit["triton_launches"] += launches.count
+                for k in launches.names:
+                    if k not in audit["kernels"]:
+                        audit["kernels"].append(k)
+                for op in mode.compute:
+                    if op not in audit["torch_compute_ops"]:
+                        audit["torch_compute_ops"].append(op)
+                for op in mode.library:
+                    if op not in audit["library_ops"]:
+                        audit["library_ops"].append(op)
+                for i, (a, k) in enumerate(zip(args, keep)):
+                    if isinstance(a, torch.Tensor) and not _same(a, k) and i not in audit["mutated_inputs"]:
+                        audit["mutated_inputs"].append(i)
+                in_ptrs = {
+                    a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor) and a.numel()
+                }
+                for j, o in enumerate(flat):
+                    if (
+                        isinstance(o, torch.Tensor)
+                        and o.numel()
+                        and o.untyped_storage().data_ptr() in in_ptrs
+                        and j not in audit["aliased_outputs"]
+                    ):
+                        audit["aliased_outputs"].append(j)
+                pair.append(_cpu_copy(flat))
+            outputs.append(pair)
+        result["timings"]["runs"] = time.perf_counter() - t_run
+    result["outputs"] = outputs
+    result["audit"] = audit
+    result["violations"] = list(guard.VIOLATIONS)
+    result["stage"] = "done"
+    if aot_target and records:
+        t_aot = time.perf_counter()
+        try:
+            from tools.aot import aot_compile_all
+
+            resources, errors = aot_compile_all(records, aot_target)
+            result["resources"] = [asdict(r) for r in resources]
+            result["aot_errors"] = [asdict(e) for e in errors]
+        except Exception as exc:
+            result.setdefault("notes", []).append(f"ahead-of-time compile unavailable: {exc}")
+        result["timings"]["aot"] = time.perf_counter() - t_aot
+    return result
+
+
+def _line_in_kernel(source: str, line: int | None) -> bool:
+    """Is `line` inside the body of a @triton.jit function? (Errors there are the compiler's or
+    the interpreter's; errors at the call site are launch/runtime errors.)"""
+    import ast
+
+    if line is None:
+        return True
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    from tools.problem import _is_triton_decorator
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and any(_is_triton_decorator(d) for d in node.decorator_list):
+            if node.lineno <= line <= (node.end_lineno or node.lineno):
+                return True
+    return False
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_floating_point():
+        return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
+    return bool((a == b).all())
+
+
+def _copy_matching_weights(src: torch.nn.Module, dst: torch.nn.Module) -> None:
+    """Copy parameters/buffers whose names and shapes match (same-seed construction covers the
+    rest)."""
+    theirs = dst.state_dict()
+    ours = {k: v for k, v in src.state_dict().items() if k in theirs and theirs[k].shape == v.shape}
+    if ours:
+        dst.load_state_dict(ours, strict=False)
