@@ -152,6 +152,11 @@ def _split_blocks(text: str) -> list[_Block]:
             if close and not close.group(2) and len(close.group(1)) >= len(ticks):
                 closed = True
                 break
+            if lines[i].rstrip().endswith(ticks) and not close:
+                # The closing fence glued to the last line of code: "    return out```".
+                body.append(lines[i].rstrip()[: -len(ticks)])
+                closed = True
+                break
             body.append(lines[i])
             i += 1
         blocks.append(_Block("\n".join(body), label, closed))

@@ -116,9 +116,7 @@ def render_refinement(
             same_as_previous=same_as_previous,
             code_dropped=best_code is not None and not with_best_code and not same_as_previous,
         )
-        text = _fill(
-            template, best=best, history=_history_section(lines, keep_lines), **fixed
-        )
+        text = _fill(template, best=best, history=_history_section(lines, keep_lines), **fixed)
         return text.strip() + "\n" if fmt == "completion" else text.strip()
 
     text = render(len(lines), True)

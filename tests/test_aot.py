@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import json
+import os
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -36,7 +38,9 @@ import triton
 import triton.language as tl
 """
 
-ADD = HEADER + '''
+ADD = (
+    HEADER
+    + """
 
 @triton.jit
 def _twice(x):
@@ -69,9 +73,12 @@ class ModelNew(nn.Module):
         out2 = torch.empty_like(x)
         scale_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](out, out2, n, 0.5, num_stages=2)
         return out2
-'''
+"""
+)
 
-BROKEN = HEADER + '''
+BROKEN = (
+    HEADER
+    + """
 
 @triton.jit
 def _plus_missing(x):
@@ -107,9 +114,12 @@ def spill_kernel(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr):
     x = x / tl.sum(x, axis=1)[:, None]
     x = x * tl.max(x, axis=0)[None, :]
     tl.store(out_ptr + rows * C + cols, x)
-'''
+"""
+)
 
-RUNTIME_ERRORS = HEADER + '''
+RUNTIME_ERRORS = (
+    HEADER
+    + """
 
 @triton.jit
 def bad_shape_kernel(x_ptr, n, BLOCK: tl.constexpr):
@@ -129,7 +139,86 @@ class ModelNew(nn.Module):
             return x * scale_factor
         bad_shape_kernel[(1,)](x, x.numel(), BLOCK=16)
         return x
-'''
+"""
+)
+
+
+ASM_AND_SMEM = (
+    HEADER
+    + """
+
+@triton.jit
+def asm_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    y = tl.inline_asm_elementwise("bogus.op.f32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True, pack=1)
+    tl.store(x_ptr + offs, y, mask=offs < n)
+
+
+@triton.jit
+def dot_kernel(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    # num_stages copies of an fp16 [BM, BK] and [BK, BN] tile are kept in shared memory.
+    rm = tl.arange(0, BM)[:, None]
+    rn = tl.arange(0, BN)[None, :]
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn)
+        acc += tl.dot(a, b)
+    tl.store(c_ptr + rm * BN + rn, acc)
+"""
+)
+
+# The worker's situation: TRITON_INTERPRET=1 before Triton is imported, so the standard library
+# (tl.max, x.sum(), tl.sigmoid, tl.cdiv, tl.zeros_like) is interpreted too, and the interpreter
+# leaves some of its patches behind. AOT compilation must still see real Triton, and the
+# interpreter must still work afterwards.
+SOFTMAX = (
+    HEADER
+    + """
+
+@triton.jit
+def _row_kernel(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=-float("inf"))
+    x = x - tl.max(x, axis=0)
+    e = tl.exp(x)
+    y = tl.sigmoid(e / e.sum(axis=0)) + tl.zeros_like(e) + tl.cdiv(n_cols, 2) * 0
+    tl.store(out_ptr + row * n_cols + cols, y, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        out = torch.empty_like(x)
+        _row_kernel[(x.shape[0],)](x, out, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+        return out
+"""
+)
+
+WORKER = """
+import importlib.util, json, sys
+import torch
+from tools.aot import aot_compile_all, record_launches
+spec = importlib.util.spec_from_file_location("candidate", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+x = torch.randn(8, 100)
+expected = torch.sigmoid(torch.softmax(x, dim=1))
+with record_launches() as records:
+    first = module.ModelNew()(x)
+resources, errors = aot_compile_all(records, "sm_90")
+second = module.ModelNew()(x)
+print(json.dumps({
+    "interpreted": type(module._row_kernel).__name__,
+    "ok_before": torch.allclose(first, expected, atol=1e-5),
+    "ok_after": torch.allclose(second, expected, atol=1e-5),
+    "resources": [r.__dict__ for r in resources],
+    "errors": [e.__dict__ for e in errors],
+}))
+"""
 
 
 def _import(tmp_path: Path, source: str):
@@ -193,8 +282,13 @@ def test_record_launches_under_interpreter(tmp_path, interpret):
 
     add, scale = records
     assert add.name == "add_kernel"
-    assert add.signature == {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32",
-                             "n": "i32", "BLOCK_SIZE": "constexpr"}
+    assert add.signature == {
+        "x_ptr": "*fp32",
+        "y_ptr": "*fp32",
+        "out_ptr": "*fp32",
+        "n": "i32",
+        "BLOCK_SIZE": "constexpr",
+    }
     assert add.constexprs == {"BLOCK_SIZE": 256}
     assert (add.num_warps, add.num_stages, add.grid) == (8, 3, (4,))
     assert add.file == str(path) and add.first_line == _line_of(path, "def add_kernel")
@@ -234,10 +328,17 @@ def test_recorded_interpreted_kernels_compile_for_sm90(tmp_path, interpret):
 
 def test_add_kernel_compiles_and_is_cached(tmp_path):
     module, _ = _import(tmp_path, ADD)
-    record = _record(module.add_kernel,
-                     {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32",
-                      "BLOCK_SIZE": "constexpr"},
-                     {"BLOCK_SIZE": 1024})
+    record = _record(
+        module.add_kernel,
+        {
+            "x_ptr": "*fp32",
+            "y_ptr": "*fp32",
+            "out_ptr": "*fp32",
+            "n": "i32",
+            "BLOCK_SIZE": "constexpr",
+        },
+        {"BLOCK_SIZE": 1024},
+    )
     first = aot_compile(record, "sm_90")
     assert isinstance(first, KernelResources), first
     assert first.registers > 0 and first.spills_bytes == 0
@@ -258,8 +359,11 @@ def test_add_kernel_compiles_and_is_cached(tmp_path):
 )
 def test_compile_error_points_at_candidate_line(tmp_path, kernel, needle, words):
     module, path = _import(tmp_path, BROKEN)
-    record = _record(getattr(module, kernel), {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"},
-                     {"BLOCK": 128})
+    record = _record(
+        getattr(module, kernel),
+        {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"},
+        {"BLOCK": 128},
+    )
     err = aot_compile(record, "sm_90")
     assert isinstance(err, SourceError), err
     assert err.kind == "CompilationError"
@@ -272,9 +376,12 @@ def test_compile_error_points_at_candidate_line(tmp_path, kernel, needle, words)
 
 def test_spilling_kernel_reports_spills(tmp_path):
     module, _ = _import(tmp_path, BROKEN)
-    record = _record(module.spill_kernel,
-                     {"x_ptr": "*fp32", "out_ptr": "*fp32", "R": "constexpr", "C": "constexpr"},
-                     {"R": 64, "C": 256}, num_warps=1)
+    record = _record(
+        module.spill_kernel,
+        {"x_ptr": "*fp32", "out_ptr": "*fp32", "R": "constexpr", "C": "constexpr"},
+        {"R": 64, "C": 256},
+        num_warps=1,
+    )
     res = aot_compile(record, "sm_90")
     assert isinstance(res, KernelResources), res
     assert res.registers >= 200
@@ -325,13 +432,128 @@ def test_message_is_trimmed_to_the_end(tmp_path):
 
 def test_syntax_error_line(tmp_path):
     path = tmp_path / "candidate.py"
-    path.write_text(textwrap.dedent("""\
+    path.write_text(
+        textwrap.dedent("""\
         import triton
 
         def forward(x):
             return x +
-        """))
+        """)
+    )
     with pytest.raises(SyntaxError) as info:
         _import(tmp_path, path.read_text())
     err = map_exception(info.value, path)
     assert err.kind == "SyntaxError" and err.line == 4
+
+
+def test_worker_interpreter_then_aot_in_fresh_process(tmp_path):
+    path = tmp_path / "candidate.py"
+    path.write_text(SOFTMAX)
+    env = dict(
+        os.environ,
+        TRITON_INTERPRET="1",
+        TRITON_CACHE_DIR=str(tmp_path / "cache"),
+        PYTHONPATH=str(Path(__file__).resolve().parents[1]),
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", WORKER, str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["interpreted"] == "InterpretedFunction"
+    assert result["ok_before"] and result["ok_after"]
+    assert result["errors"] == []
+    (res,) = result["resources"]
+    assert res["name"] == "_row_kernel" and res["registers"] > 0 and res["spills_bytes"] == 0
+
+
+def test_ptxas_error_maps_to_the_asm_line(tmp_path):
+    module, path = _import(tmp_path, ASM_AND_SMEM)
+    record = _record(
+        module.asm_kernel, {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}, {"BLOCK": 128}
+    )
+    err = aot_compile(record, "sm_90")
+    assert isinstance(err, SourceError), err
+    assert err.kind == "ptxas"
+    assert err.line == _line_of(path, "bogus.op.f32")
+    assert "bogus" in err.message and "Repro command" not in err.message
+
+
+def test_shared_memory_over_the_target_limit(tmp_path):
+    module, path = _import(tmp_path, ASM_AND_SMEM)
+    signature = {
+        "a_ptr": "*fp16",
+        "b_ptr": "*fp16",
+        "c_ptr": "*fp32",
+        "K": "i32",
+        "BM": "constexpr",
+        "BN": "constexpr",
+        "BK": "constexpr",
+    }
+    record = _record(
+        module.dot_kernel, signature, {"BM": 128, "BN": 256, "BK": 128}, num_warps=8, num_stages=4
+    )
+    # Up to 4 stages x (128x128 + 128x256) fp16 = 384 KiB > 227 KiB on H100.
+    err = aot_compile(record, "sm_90")
+    assert isinstance(err, SourceError), err
+    assert err.kind == "OutOfResources" and "shared memory" in err.message
+    assert err.line == _line_of(path, "def dot_kernel")
+
+
+TUNED = (
+    HEADER
+    + """
+
+@triton.autotune(
+    configs=[triton.Config({"BLOCK": 128}, num_warps=2), triton.Config({"BLOCK": 256}, num_warps=4)],
+    key=["n"],
+)
+@triton.jit
+def tuned_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, 1.0, mask=offs < n)
+"""
+)
+
+
+def test_multi_config_autotune_runs_first_config_under_interpreter(tmp_path, interpret):
+    module, _ = _import(tmp_path, TUNED)
+    x = torch.zeros(1000)
+    with record_launches() as records:
+        module.tuned_kernel[lambda meta: (triton_cdiv(1000, meta["BLOCK"]),)](x, 1000)
+    assert bool((x == 1.0).all())
+    (record,) = records
+    assert (record.name, record.constexprs, record.num_warps) == ("tuned_kernel", {"BLOCK": 128}, 2)
+
+
+def triton_cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_native_launches_recorded_and_aot_matches_the_jit(tmp_path):
+    module, _ = _import(tmp_path, ADD + "\n" + BROKEN.replace(HEADER, ""))
+    x, y = torch.randn(1000, device="cuda"), torch.randn(1000, device="cuda")
+    big = torch.randn(64 * 256, device="cuda")
+    with record_launches() as records:
+        out = module.ModelNew()(x, y)
+        module.spill_kernel[(1,)](big, torch.empty_like(big), R=64, C=256, num_warps=1)
+    torch.testing.assert_close(out, (2 * x + y) * 0.5)
+    assert [r.name for r in records] == ["add_kernel", "scale_kernel", "spill_kernel"]
+    major, minor = torch.cuda.get_device_capability()
+    for record in records:
+        (compiled,) = record.fn.device_caches[torch.cuda.current_device()][0].values()
+        compiled._init_handles()
+        res = aot_compile(record, f"sm_{major}{minor}")
+        assert isinstance(res, KernelResources), res
+        print(
+            record.name, res, "jit:", compiled.n_regs, compiled.n_spills, compiled.metadata.shared
+        )
+        assert res.registers == compiled.n_regs
+        assert res.shared_bytes == compiled.metadata.shared
+        assert (res.spills_bytes > 0) == (compiled.n_spills > 0)

@@ -8,7 +8,7 @@ import pytest
 
 from agent.extract import extract_code
 
-KERNEL = '''import torch
+KERNEL = """import torch
 import torch.nn as nn
 import triton
 import triton.language as tl
@@ -27,7 +27,7 @@ class ModelNew(nn.Module):
         out = torch.empty_like(x)
         relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
         return out
-'''
+"""
 
 
 def fenced(code: str, label: str = "python") -> str:
@@ -77,7 +77,10 @@ def test_unfenced_plain_code():
 
 
 def test_unfenced_code_with_trailing_prose():
-    reply = KERNEL + "\nThis implementation launches one program per 1024 elements.\n1. It masks the tail.\n"
+    reply = (
+        KERNEL
+        + "\nThis implementation launches one program per 1024 elements.\n1. It masks the tail.\n"
+    )
     assert extract_code(reply) == KERNEL
 
 
@@ -96,6 +99,11 @@ def test_reply_cut_off_by_max_tokens_keeps_the_open_block():
     truncated = KERNEL[: KERNEL.index("        return out")]
     reply = "```python\n" + truncated
     assert extract_code(reply) == truncated.rstrip() + "\n"
+
+
+def test_closing_fence_glued_to_the_last_line():
+    reply = "```python\n" + KERNEL.rstrip() + "```\nThat is all."
+    assert extract_code(reply) == KERNEL
 
 
 def test_indented_block_inside_a_list_is_dedented():

@@ -20,9 +20,14 @@ from agent.llm import (
     SamplingParams,
     make_backend,
 )
-from tests.fakes.openai_server import openai_server  # noqa: F401  (pytest fixture)
-from tests.fakes.tiny_llama import tiny_chat_llama_dir, tiny_llama_dir  # noqa: F401
+from tests.fakes import openai_server as fake_server
+from tests.fakes import tiny_llama
 from tools.errors import BackendError, BadInputError
+
+# Fixtures from tests/fakes (conftest.py belongs to the whole suite).
+openai_server = fake_server.openai_server
+tiny_llama_dir = tiny_llama.tiny_llama_dir
+tiny_chat_llama_dir = tiny_llama.tiny_chat_llama_dir
 
 MESSAGES = [
     {"role": "system", "content": "You write Triton kernels."},
@@ -209,8 +214,10 @@ def test_replay_returns_what_is_left_when_short():
 def test_replay_reads_jsonl(tmp_path):
     path = tmp_path / "replies.jsonl"
     path.write_text(
-        json.dumps({"text": "```python\nclass ModelNew: ...\n```"}) + "\n\n"
-        + json.dumps({"text": "second", "note": "extra keys are ignored"}) + "\n"
+        json.dumps({"text": "```python\nclass ModelNew: ...\n```"})
+        + "\n\n"
+        + json.dumps({"text": "second", "note": "extra keys are ignored"})
+        + "\n"
     )
     backend = ReplayBackend(str(path))
     assert backend.generate("p", n=2) == ["```python\nclass ModelNew: ...\n```", "second"]
@@ -253,9 +260,7 @@ def test_hf_backend_renders_messages_with_chat_template(tiny_chat_llama_dir, tin
     chat = HFBackend(model=str(tiny_chat_llama_dir), local_files_only=True)
     assert chat.kind == "chat"
     text, add_special = chat.render(MESSAGES)
-    assert text == (
-        "<|system|>You write Triton kernels.\n<|user|>Add two tensors.\n<|assistant|>"
-    )
+    assert text == ("<|system|>You write Triton kernels.\n<|user|>Add two tensors.\n<|assistant|>")
     assert not add_special
     assert len(chat.generate(MESSAGES, n=2, max_tokens=4)) == 2
 

@@ -64,10 +64,33 @@ PTXAS_TIMEOUT_S = 120
 
 # Largest shared memory one block may use (opt-in limit, bytes), by compute capability. A kernel
 # that needs more compiles but fails at launch with OutOfResources.
-_SHARED_LIMITS = {70: 98304, 75: 65536, 80: 166912, 86: 101376, 87: 166912, 89: 101376,
-                  90: 232448, 100: 232448, 103: 232448, 120: 101376}
-_TARGET_ALIASES = {"v100": 70, "t4": 75, "a100": 80, "a10": 86, "a10g": 86, "l4": 89, "l40s": 89,
-                   "rtx4090": 89, "h100": 90, "h200": 90, "gh200": 90, "b200": 100, "gb200": 100}
+_SHARED_LIMITS = {
+    70: 98304,
+    75: 65536,
+    80: 166912,
+    86: 101376,
+    87: 166912,
+    89: 101376,
+    90: 232448,
+    100: 232448,
+    103: 232448,
+    120: 101376,
+}
+_TARGET_ALIASES = {
+    "v100": 70,
+    "t4": 75,
+    "a100": 80,
+    "a10": 86,
+    "a10g": 86,
+    "l4": 89,
+    "l40s": 89,
+    "rtx4090": 89,
+    "h100": 90,
+    "h200": 90,
+    "gh200": 90,
+    "b200": 100,
+    "gb200": 100,
+}
 
 
 @dataclass(kw_only=True)
@@ -119,6 +142,10 @@ def record_launches() -> Iterator[list[LaunchRecord]]:
     directly or through an autotuner/heuristics wrapper), records the launch, then calls the
     original. A launch is recorded before it runs, so a kernel that fails still has its record.
     Recording never raises: a launch whose arguments cannot be read is left to fail on its own.
+
+    On a GPU, `@triton.autotune` benchmark launches are recorded too, with `autotuning=True`.
+    Under the interpreter, where benchmarking cannot run, the autotuner is told every config
+    takes the same time, so it runs its first config instead of failing.
     """
     from triton.runtime.autotuner import Autotuner
     from triton.runtime.interpreter import InterpretedFunction
@@ -145,6 +172,10 @@ def record_launches() -> Iterator[list[LaunchRecord]]:
     def flagging_bench(original):
         @functools.wraps(original)
         def _bench(self, *args, **kwargs):
+            if _is_interpreted(self):
+                # Interpreter timings mean nothing and benchmarking needs a GPU driver: call
+                # every config equally fast, so the autotuner runs its first (pruned) config.
+                return [0.0, 0.0, 0.0]
             token = _AUTOTUNING.set(True)
             try:
                 return original(self, *args, **kwargs)
@@ -163,6 +194,14 @@ def record_launches() -> Iterator[list[LaunchRecord]]:
             setattr(cls, name, original)
 
 
+def _is_interpreted(kernel: Any) -> bool:
+    from triton.runtime.interpreter import InterpretedFunction
+
+    while not isinstance(kernel, InterpretedFunction) and hasattr(kernel, "fn"):
+        kernel = kernel.fn
+    return isinstance(kernel, InterpretedFunction)
+
+
 def _make_record(kernel: Any, args: tuple, kwargs: dict) -> LaunchRecord | None:
     try:
         jit = _as_jit(kernel)
@@ -175,7 +214,7 @@ def _make_record(kernel: Any, args: tuple, kwargs: dict) -> LaunchRecord | None:
     signature: dict[str, str] = {}
     constexprs: dict[str, Any] = {}
     aligned: list[str] = []
-    for param, (ty, spec) in zip(jit.params, specialization):
+    for param, (ty, spec) in zip(jit.params, specialization, strict=True):
         signature[param.name] = ty
         if ty == "constexpr":
             constexprs[param.name] = bound[param.name]
@@ -192,8 +231,11 @@ def _make_record(kernel: Any, args: tuple, kwargs: dict) -> LaunchRecord | None:
         file=jit.file_name,
         first_line=jit.def_file_line_number,
         aligned=aligned,
-        options={k: v for k, v in options.items()
-                 if k in _PASSED_OPTIONS and v is not None and v != _PASSED_OPTIONS[k]},
+        options={
+            k: v
+            for k, v in options.items()
+            if k in _PASSED_OPTIONS and v is not None and v != _PASSED_OPTIONS[k]
+        },
         autotuning=_AUTOTUNING.get(),
     )
 
@@ -229,8 +271,15 @@ def _binder(jit: Any) -> Any:
 
 # Python function -> JITFunction built from it (for kernels defined under the interpreter).
 _JIT_FROM_PY: dict[Any, Any] = {}
-_JIT_KWARGS = ("version", "do_not_specialize", "do_not_specialize_on_alignment", "debug",
-               "noinline", "repr", "launch_metadata")
+_JIT_KWARGS = (
+    "version",
+    "do_not_specialize",
+    "do_not_specialize_on_alignment",
+    "debug",
+    "noinline",
+    "repr",
+    "launch_metadata",
+)
 
 
 def _as_jit(kernel: Any) -> Any:
@@ -257,9 +306,7 @@ def _as_jit(kernel: Any) -> Any:
     scope = dict(pyfn.__globals__)
     closure = None
     if pyfn.__closure__:
-        closure = tuple(
-            types.CellType(_convert_helper(c.cell_contents)) for c in pyfn.__closure__
-        )
+        closure = tuple(types.CellType(_convert_helper(c.cell_contents)) for c in pyfn.__closure__)
     clone = types.FunctionType(pyfn.__code__, scope, pyfn.__name__, pyfn.__defaults__, closure)
     clone.__kwdefaults__ = pyfn.__kwdefaults__
     clone.__annotations__ = pyfn.__annotations__
@@ -296,10 +343,13 @@ def _compilable_language() -> Iterator[None]:
     import triton.language as tl
     from triton.runtime.interpreter import InterpretedFunction
 
+    _undo_leaked_interpreter_patches()
     changes: list[tuple[Any, str, Any]] = []
     try:
         for name, module in list(sys.modules.items()):
-            if module is None or not (name == "triton.language" or name.startswith("triton.language.")):
+            if module is None or not (
+                name == "triton.language" or name.startswith("triton.language.")
+            ):
                 continue
             for attr, value in list(vars(module).items()):
                 if isinstance(value, InterpretedFunction):
@@ -314,6 +364,64 @@ def _compilable_language() -> Iterator[None]:
     finally:
         for owner, attr, value in reversed(changes):
             setattr(owner, attr, value)
+
+
+# The interpreter patches `triton.language` while it runs a kernel and undoes it afterwards, except
+# when a kernel calls a library `@triton.jit` function (`tl.max`, `tl.sigmoid`, ...): those
+# patches (on `tl.core` and friends) are never undone (Triton 3.9), and the real compiler then
+# calls interpreter code. A snapshot taken when this module is imported says what to restore.
+_MISSING = object()
+
+
+def _lang_owners() -> list[Any]:
+    import triton.language as tl
+
+    core = tl.core
+    owners = [tl, core, tl.math, core.tensor, core.dtype]
+    owners += [
+        getattr(core, n) for n in ("condition", "tensor_descriptor_base") if hasattr(core, n)
+    ]
+    return owners
+
+
+def _snapshot_language() -> dict[tuple[int, str], Any]:
+    return {
+        (id(owner), attr): value for owner in _lang_owners() for attr, value in vars(owner).items()
+    }
+
+
+def _made_by_interpreter(value: Any, attr: str = "") -> bool:
+    from triton.runtime import interpreter
+
+    if attr == "static_print" and value is print:
+        return True
+    fn = value.fget if isinstance(value, property) else value
+    fn = fn.func if isinstance(fn, functools.partial) else fn
+    code = getattr(fn, "__code__", None)
+    return code is not None and code.co_filename == interpreter.__file__
+
+
+def _unwrap_patched(value: Any) -> Any:
+    """What an interpreter `_patch_attr` lambda wraps (it keeps it as its `member` default)."""
+    while _made_by_interpreter(value) and "member" in (
+        getattr(value, "__kwdefaults__", None) or {}
+    ):
+        value = value.__kwdefaults__["member"]
+    return value
+
+
+def _undo_leaked_interpreter_patches() -> None:
+    for owner in _lang_owners():
+        for attr, value in list(vars(owner).items()):
+            if not _made_by_interpreter(value, attr):
+                continue
+            original = _unwrap_patched(_LANG_SNAPSHOT.get((id(owner), attr), _MISSING))
+            if original is not _MISSING and not _made_by_interpreter(original, attr):
+                setattr(owner, attr, original)
+            elif not _made_by_interpreter(_unwrap_patched(value), attr):
+                setattr(owner, attr, _unwrap_patched(value))
+            elif original is _MISSING and isinstance(owner, type):
+                delattr(owner, attr)  # added on the class, e.g. tensor.__repr__
 
 
 def _forwarded_interpreted(value: Any) -> Any:
@@ -346,7 +454,9 @@ def parse_target(target: str | int) -> tuple[str, int]:
         return f"sm_{cap}", cap
     match = re.fullmatch(r"(?:sm_?|cuda:|compute_)?(\d{2,3})a?", text)
     if not match:
-        raise ValueError(f"unknown CUDA target {target!r}; expected e.g. 'sm_90', 'sm_80', 'sm_100'")
+        raise ValueError(
+            f"unknown CUDA target {target!r}; expected e.g. 'sm_90', 'sm_80', 'sm_100'"
+        )
     cap = int(match.group(1))
     return f"sm_{cap}", cap
 
@@ -366,6 +476,12 @@ def aot_compile(record: LaunchRecord, target: str | int = "sm_90") -> KernelReso
     with _compilable_language():
         try:
             jit = _as_jit(record.fn)
+            if record.file is None or record.first_line is None:
+                record = dataclasses.replace(
+                    record,
+                    file=record.file or jit.file_name,
+                    first_line=record.first_line or jit.def_file_line_number,
+                )
             key = _cache_key(record, jit, cap)
         except Exception as exc:
             return _located(map_exception(exc, record.file or ""), record)
@@ -413,7 +529,9 @@ def _cache_key(record: LaunchRecord, jit: Any, cap: int) -> tuple:
     )
 
 
-def _compile(record: LaunchRecord, jit: Any, target_name: str, cap: int) -> KernelResources | SourceError:
+def _compile(
+    record: LaunchRecord, jit: Any, target_name: str, cap: int
+) -> KernelResources | SourceError:
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -422,33 +540,45 @@ def _compile(record: LaunchRecord, jit: Any, target_name: str, cap: int) -> Kern
     try:
         signature = {name: record.signature[name] for name in names}
     except KeyError as missing:
-        return SourceError(kind="SignatureError", message=f"no type recorded for argument {missing}",
-                           line=record.first_line, code=_source_line(record.file, record.first_line))
+        return SourceError(
+            kind="SignatureError",
+            message=f"no type recorded for argument {missing}",
+            line=record.first_line,
+            code=_source_line(record.file, record.first_line),
+        )
     constants = {(names.index(k),): v for k, v in record.constexprs.items() if k in names}
     attrs = {(names.index(k),): [["tt.divisibility", 16]] for k in record.aligned if k in names}
     options = {"num_warps": record.num_warps, "num_stages": record.num_stages, **record.options}
+    # make_cubin prints the PTX and a reproducer to stdout when ptxas fails; keep stdout clean.
+    printed = io.StringIO()
     try:
         src = ASTSource(fn=jit, signature=signature, constexprs=constants, attrs=attrs)
-        # make_cubin prints a long reproducer to stdout when ptxas fails; keep stdout clean.
-        with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        with contextlib.redirect_stdout(printed), warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="TRITON_DEFAULT_FP_FUSION")
             compiled = triton.compile(src, target=GPUTarget("cuda", cap, 32), options=options)
     except Exception as exc:
-        return _located(map_exception(exc, record.file or ""), record)
+        error = map_exception(exc, record.file or "")
+        if error.kind == "ptxas" and record.file:
+            error.line = _ptx_error_source_line(error.message, printed.getvalue(), record.file)
+            error.code = _source_line(record.file, error.line)
+        return _located(error, record)
 
     shared = int(getattr(compiled.metadata, "shared", 0) or 0)
     limit = _SHARED_LIMITS.get(cap)
     if limit is not None and shared > limit:
         return SourceError(
             kind="OutOfResources",
-            message=(f"kernel `{record.name}` needs {shared} bytes of shared memory per block; "
-                     f"{target_name} allows at most {limit}. Reduce the block sizes or num_stages."),
+            message=(
+                f"kernel `{record.name}` needs {shared} bytes of shared memory per block; "
+                f"{target_name} allows at most {limit}. Reduce the block sizes or num_stages."
+            ),
             line=record.first_line,
             code=_source_line(record.file, record.first_line),
         )
     fp_fusion = bool(getattr(compiled.metadata, "enable_fp_fusion", True))
-    registers, spills = _ptxas_usage(compiled.asm.get("ptx", ""), cap, compiled.metadata.name,
-                                     fp_fusion)
+    registers, spills = _ptxas_usage(
+        compiled.asm.get("ptx", ""), cap, compiled.metadata.name, fp_fusion
+    )
     return KernelResources(
         name=record.name,
         target=target_name,
@@ -471,10 +601,17 @@ def _ptxas_usage(ptx: str, cap: int, entry: str, fp_fusion: bool) -> tuple[int |
         ptx_path = os.path.join(tmp, "kernel.ptx")
         with open(ptx_path, "w") as f:
             f.write(ptx)
-        cmd = [get_ptxas(cap).path, "-v", "-lineinfo", "--regAllocOptLevel=2",
-               *([] if fp_fusion else ["--fmad=false"]),
-               f"--gpu-name={sm_arch_from_capability(cap)}", ptx_path,
-               "-o", os.path.join(tmp, "kernel.cubin")]
+        cmd = [
+            get_ptxas(cap).path,
+            "-v",
+            "-lineinfo",
+            "--regAllocOptLevel=2",
+            *([] if fp_fusion else ["--fmad=false"]),
+            f"--gpu-name={sm_arch_from_capability(cap)}",
+            ptx_path,
+            "-o",
+            os.path.join(tmp, "kernel.cubin"),
+        ]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=PTXAS_TIMEOUT_S)
         except (OSError, subprocess.TimeoutExpired):
@@ -488,6 +625,28 @@ def _parse_ptxas_log(log: str, entry: str) -> tuple[int | None, int | None]:
     regs = re.search(r"Used (\d+) registers", section)
     spills = [int(n) for n in re.findall(r"(\d+) bytes spill stores", log)]
     return (int(regs.group(1)) if regs else None), (sum(spills) if spills else None)
+
+
+def _ptx_error_source_line(message: str, printed: str, path: str) -> int | None:
+    """The candidate line behind the first PTX line ptxas complains about (via `.loc`)."""
+    match = re.search(r"(?:\.ptx, |PTX )line (\d+)", message)
+    start = printed.find("// Generated by LLVM NVPTX Back-End")
+    if not match or start < 0:
+        return None
+    ptx = printed[printed.rfind("\n", 0, start) + 1 :].splitlines()
+    files = {}
+    for line in ptx:
+        found = re.match(r'\s*\.file\s+(\d+)\s+"([^"]*)"(?:\s+"([^"]*)")?', line)
+        if found:
+            name = (
+                os.path.join(found.group(2), found.group(3)) if found.group(3) else found.group(2)
+            )
+            files[found.group(1)] = _real(name)
+    for line in reversed(ptx[: int(match.group(1))]):
+        loc = re.match(r"\s*\.loc\s+(\d+)\s+(\d+)", line)
+        if loc and files.get(loc.group(1)) == _real(path) and int(loc.group(2)) > 0:
+            return int(loc.group(2))
+    return None
 
 
 def _located(error: SourceError, record: LaunchRecord) -> SourceError:
@@ -549,7 +708,7 @@ def _map_compilation_error(errors: list, chain: list[BaseException], path: str) 
     innermost = errors[-1]
     text = innermost.error_message
     if not text:
-        deeper = chain[chain.index(innermost) + 1:]
+        deeper = chain[chain.index(innermost) + 1 :]
         text = _final_line(deeper[0]) if deeper else str(innermost)
     kind = type(innermost).__name__
     if not located:
@@ -560,8 +719,10 @@ def _map_compilation_error(errors: list, chain: list[BaseException], path: str) 
     raw = linecache.getline(path, line).rstrip("\n")
     lines = [f"line {line}:", raw, " " * col + "^", text]
     for _, call_line, _ in reversed(located[:-1]):
-        lines.append(f"(in a function called at line {call_line}: "
-                     f"{(_source_line(path, call_line) or '').strip()})")
+        lines.append(
+            f"(in a function called at line {call_line}: "
+            f"{(_source_line(path, call_line) or '').strip()})"
+        )
     return SourceError(kind=kind, message=_trim("\n".join(lines)), line=line, code=code)
 
 
@@ -576,7 +737,7 @@ def _find_def_line(src: str | None, path: str) -> int | None:
     for i, line in enumerate(file_lines):
         if line.strip() != wanted[0]:
             continue
-        body = [ln.strip() for ln in file_lines[i:i + 4 * len(wanted)] if ln.strip()]
+        body = [ln.strip() for ln in file_lines[i : i + 4 * len(wanted)] if ln.strip()]
         if body[: len(wanted)] == wanted:
             return i + 1
     return None
@@ -613,8 +774,9 @@ def _map_traceback(exc: BaseException, chain: list[BaseException], path: str) ->
     if primary is not exc:
         final += "\n(raised while the Triton interpreter ran the kernel)"
     message = _trim("\n".join(body + [final]))
-    return SourceError(kind=type(primary).__name__, message=message, line=line,
-                       code=_source_line(path, line))
+    return SourceError(
+        kind=type(primary).__name__, message=message, line=line, code=_source_line(path, line)
+    )
 
 
 def _final_line(exc: BaseException) -> str:
@@ -624,11 +786,15 @@ def _final_line(exc: BaseException) -> str:
 def _ptxas_message(exc: BaseException) -> str:
     """The ptxas diagnostics, without Triton's temp-file paths and repro command."""
     text = getattr(exc, "error_message", None) or str(exc)
-    keep = []
+    keep = ["ptxas rejected the PTX generated for this kernel:"]
     for line in text.splitlines():
-        if line.startswith("Repro command") or not line.strip():
+        if (
+            not line.strip()
+            or line.startswith(("Repro command", "Internal Triton PTX codegen"))
+            or line.strip() == "`ptxas` stderr:"
+        ):
             continue
-        keep.append(re.sub(r"/\S+\.ptx", "kernel.ptx", line))
+        keep.append(re.sub(r"^\S*ptxas\S*\s+/\S+\.ptx, line", "PTX line", line))
     return "\n".join(keep)
 
 
@@ -636,10 +802,10 @@ def _trim(text: str, max_lines: int = MAX_MESSAGE_LINES, max_chars: int = MAX_ME
     """Keep the end (where the error is): the last lines, then the last characters."""
     lines = text.rstrip().splitlines()
     if len(lines) > max_lines:
-        lines = ["..."] + lines[-(max_lines - 1):]
+        lines = ["..."] + lines[-(max_lines - 1) :]
     text = "\n".join(lines)
     if len(text) > max_chars:
-        text = "..." + text[-(max_chars - 3):]
+        text = "..." + text[-(max_chars - 3) :]
     return text
 
 
@@ -678,3 +844,6 @@ def _freeze(value: Any) -> Any:
         return (type(value).__name__, value)
     except TypeError:
         return repr(value)
+
+
+_LANG_SNAPSHOT = _snapshot_language()

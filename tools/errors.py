@@ -31,7 +31,7 @@ class TooLargeForCPUError(ProblemError):
 class SandboxError(TritonAgentError):
     """The isolation machinery itself failed (not the candidate)."""
 
-    exit_code = 3
+    exit_code = 1
 
 
 class BackendError(TritonAgentError):

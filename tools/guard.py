@@ -96,7 +96,13 @@ def _hook(event: str, args: tuple) -> None:
         name = os.path.basename(os.fsdecode(prog)) if prog else ""
         if name not in TOOLCHAIN:
             _deny(f"starting a subprocess ({name or prog!r})")
-    elif event in ("os.system", "os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.exec"):
+    elif event in ("os.posix_spawn", "os.exec"):
+        # subprocess uses posix_spawn for simple cases; the toolchain is allowed as above.
+        path = args[0] if args else ""
+        name = os.path.basename(os.fsdecode(path)) if path else ""
+        if name not in TOOLCHAIN:
+            _deny(f"process creation ({event} {name or path!r})")
+    elif event in ("os.system", "os.fork", "os.forkpty", "os.spawn"):
         _deny(f"process creation ({event})")
     elif event == "pty.spawn":
         _deny("process creation (pty.spawn)")

@@ -374,6 +374,37 @@ def _first_triton_choice(original: Any) -> Any:
     return select
 
 
+@contextlib.contextmanager
+def _conv_bias_peeled() -> Iterator[None]:
+    """Make Inductor add a convolution's bias after the conv on CPU too (CPU path only).
+
+    Inductor's conv lowering peels the bias off into a separate add only when the device is not
+    "cpu" (CPU convs normally go to mkldnn, which takes the bias); its Triton conv templates have
+    no bias input, so with `cpu_backend="triton"` the bias was silently dropped (torch 2.13).
+    """
+    import torch
+    from torch._inductor import lowering
+
+    aten = torch.ops.aten
+    original = lowering.lowerings.get(aten.convolution.default)
+    if original is None:
+        yield
+        return
+
+    def convolution(x: Any, weight: Any, bias: Any, *args: Any, **kwargs: Any) -> Any:
+        if bias is None:
+            return original(x, weight, bias, *args, **kwargs)
+        result = original(x, weight, None, *args, **kwargs)
+        channels = result.get_size()[1]
+        spatial = len(result.get_size()) - 2
+        bias_view = lowering.lowerings[aten.view.default](bias, [channels] + [1] * spatial)
+        return lowering.lowerings[aten.add.Tensor](result, bias_view)
+
+    patched = {k: convolution for k in (aten.convolution, aten.convolution.default) if k in lowering.lowerings}
+    with unittest.mock.patch.dict(lowering.lowerings, patched):
+        yield
+
+
 def _capture_inductor(problem: _Problem, device: str) -> _Capture:
     import torch
     import torch._dynamo
@@ -411,6 +442,7 @@ def _capture_inductor(problem: _Problem, device: str) -> _Capture:
         stack.enter_context(unittest.mock.patch.object(GraphLowering, "compile_to_module", compile_to_module))
         if stop_at_source:
             stack.enter_context(_stand_in_driver_if_needed())
+            stack.enter_context(_conv_bias_peeled())
             stack.enter_context(
                 unittest.mock.patch.object(
                     AlgorithmSelectorCache, "__call__", _first_triton_choice(AlgorithmSelectorCache.__call__)
@@ -544,6 +576,46 @@ _LIBDEVICE_AS_HELPER = {
 }  # fmt: skip
 
 
+# triton_helpers functions whose Inductor versions reduce through `tl.reduce` with a Triton
+# combine function: the interpreter runs that combine per element in Python (softmax 37x1000:
+# 61 s, against 2 s with `tl.max`). On the interpreter path they become the `tl` built-ins.
+# `tl.max`/`tl.min` do not propagate NaN the way Inductor's helpers do.
+_INTERPRETER_HELPERS = {
+    "maximum": "def th_maximum(a, b):\n    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)\n",
+    "minimum": "def th_minimum(a, b):\n    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)\n",
+    "max2": "def th_max2(a, dim):\n    return tl.max(a, dim)\n",
+    "min2": "def th_min2(a, dim):\n    return tl.min(a, dim)\n",
+}
+
+
+def _strip_inductor_scaffolding(src: str, name: str) -> str:
+    """Drop the imports, `set_driver_to_*()` and `@triton_heuristics.*(...)` decorators."""
+    kept = []
+    lines = src.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if re.match(r"(import triton\b|from torch\._inductor|triton_helpers\.set_driver_to_)", line):
+            i += 1
+            continue
+        if line.startswith("@triton_heuristics."):
+            depth = 0
+            while i < len(lines):  # skip to the line that closes the decorator's parentheses
+                depth += lines[i].count("(") - lines[i].count(")")
+                i += 1
+                if depth <= 0:
+                    break
+            continue
+        kept.append(line)
+        i += 1
+    body = "\n".join(kept).strip() + "\n"
+    if f"def {name}(" not in body:
+        raise DraftUnsupportedError(f"kernel {name}: no `def {name}` in Inductor's source")
+    if "triton_heuristics" in body:
+        raise DraftUnsupportedError(f"kernel {name}: uses triton_heuristics beyond its decorator")
+    return body
+
+
 class _KernelRewriter:
     """Turns Inductor kernel sources into plain `@triton.jit` functions (shared helper set)."""
 
@@ -552,13 +624,25 @@ class _KernelRewriter:
         self.helpers: dict[str, str] = {}  # emitted name -> source, in dependency order
         self.notes: list[str] = []
         self.libdevice_kept: set[str] = set()
+        self.kernel_locals: dict[str, str] = {}  # helper defs found in kernel sources
 
     def rewrite(self, kernel: _Kernel) -> str:
-        src = kernel.inductor_source
-        start = src.find("@triton.jit")
-        if start < 0:
-            raise DraftUnsupportedError(f"kernel {kernel.name}: no @triton.jit function in Inductor's source")
-        body = src[start:]  # drops imports, set_driver_to_*(), and the @triton_heuristics decorator
+        body = _strip_inductor_scaffolding(kernel.inductor_source, kernel.name)
+        # Kernel-local helpers (scan combine functions...) are numbered per kernel, so two
+        # kernels can both define `_triton_helper_fn_add0`: rename a clashing one.
+        for local in re.findall(r"^def (\w+)\(", body, re.M):
+            if local == kernel.name:
+                continue
+            definition = re.search(rf"^def {local}\(.*?(?=^\S|\Z)", body, re.M | re.S).group(0)
+            if self.kernel_locals.get(local, definition) != definition:
+                renamed = f"{local}_{kernel.name}"
+                body = re.sub(rf"(?<![\w.]){local}\b", renamed, body)
+                local = renamed
+            self.kernel_locals[local] = definition
+        if self.interpreter_safe and "(idx_q < " in body:
+            # Triton interpreter (3.9) bug: `block_mask & (0-d tensor < n)` gives int32 data
+            # that tl.store rejects; a [1, 1] tensor broadcasts correctly.
+            body = re.sub(r"\(idx_q < (\w+)\)", r"(tl.full([1, 1], 0, tl.int32) + idx_q < \1)", body)
         return self._rewrite_calls(body, where=kernel.name).strip() + "\n"
 
     def _rewrite_calls(self, text: str, where: str) -> str:
@@ -585,7 +669,7 @@ class _KernelRewriter:
                 self.helpers[helper] = f"@triton.jit\ndef {helper}({params}):\n    {body}\n"
                 self.notes.append(
                     f"libdevice.{name} (no Triton-interpreter support) rewritten as {helper}, "
-                    "a tl expression; on a GPU, libdevice.{name} is the faster, exact choice"
+                    f"a tl expression; on a GPU, libdevice.{name} is the faster, exact choice"
                 )
             return helper
         self.libdevice_kept.add(name)
@@ -599,6 +683,14 @@ class _KernelRewriter:
 
         emitted = f"th_{name}"
         if emitted in self.helpers:
+            return emitted
+        if self.interpreter_safe and name in _INTERPRETER_HELPERS:
+            self.helpers[emitted] = "@triton.jit\n" + _INTERPRETER_HELPERS[name]
+            if name in ("max2", "min2"):
+                self.notes.append(
+                    f"triton_helpers.{name} (a tl.reduce the interpreter runs per element) "
+                    f"replaced by tl.{name[:3]}, which does not propagate NaN"
+                )
             return emitted
         obj = getattr(triton_helpers, name, None)
         if not isinstance(obj, JITFunction):
@@ -843,10 +935,15 @@ def _output_expr(value: Any, counter: list[int]) -> str:
     raise DraftUnsupportedError(f"Model.forward returns a {type(value).__name__}; only tensors and tuples/lists/dicts of them are supported")
 
 
+_HEADER_IMPORTS = ("import torch", "import torch.nn as nn", "import triton", "import triton.language as tl")
+
+
 def _prelude(problem: _Problem) -> str:
     """The problem's imports, constants and helpers (what Model.__init__ may refer to)."""
     parts = []
     for node in problem.tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and ast.unparse(node) in _HEADER_IMPORTS:
+            continue
         if isinstance(node, ast.FunctionDef) and node.name in ("get_inputs", "get_init_inputs"):
             continue
         if isinstance(node, ast.ClassDef) and node.name == "Model":
@@ -905,7 +1002,7 @@ def _assemble(
         f'"""Drafted by tools.inductor_draft from TorchInductor (torch {torch_version}, '
         f'{device} codegen).\n\nBlock sizes, grids and tensor sizes are fixed for the problem\'s sizes.\n"""\n'
     )
-    imports = ["import torch", "import torch.nn as nn", "import triton", "import triton.language as tl"]
+    imports = list(_HEADER_IMPORTS)
     if rewriter.libdevice_kept:
         imports.append("from triton.language.extra import libdevice")
     sections = [header + "\n".join(imports), _prelude(problem)]

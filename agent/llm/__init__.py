@@ -49,7 +49,7 @@ NO_BACKEND_HELP = (
     "(or set TRITON_AGENT_BASE_URL);\n"
     "  --model DIR       a local directory with weights, run in-process with transformers;\n"
     "  --backend vllm    an in-process vLLM engine (pip install 'triton-agent[vllm]');\n"
-    "  --replies FILE    replay scripted replies from a JSONL file of {\"text\": ...} lines."
+    '  --replies FILE    replay scripted replies from a JSONL file of {"text": ...} lines.'
 )
 
 
@@ -90,9 +90,7 @@ def make_backend(
             raise BackendError("the replay backend needs replies (--replies FILE.jsonl)")
         return ReplayBackend(replies, **kw)
     if kind == "openai":
-        return OpenAIBackend(
-            model=model or DEFAULT_MODEL, base_url=base_url, api_key=api_key, **kw
-        )
+        return OpenAIBackend(model=model or DEFAULT_MODEL, base_url=base_url, api_key=api_key, **kw)
     if kind == "vllm":
         from .vllm_backend import VLLMBackend
 

@@ -17,12 +17,12 @@ KernelBench-Triton pass@k numbers were measured with.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Protocol, Union, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from tools.errors import BadInputError
 
 Message = dict[str, str]
-Prompt = Union[str, list[Message]]
+Prompt = str | list[Message]
 BackendKind = Literal["completion", "chat"]
 
 DEFAULT_MODEL = "facebook/KernelLLM"

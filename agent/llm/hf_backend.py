@@ -60,8 +60,10 @@ class HFBackend:
         self.name = f"hf:{model}"
         self.max_batch = max_batch
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        torch_dtype = getattr(torch, dtype) if dtype else (
-            torch.bfloat16 if self.device.startswith("cuda") else torch.float32
+        torch_dtype = (
+            getattr(torch, dtype)
+            if dtype
+            else (torch.bfloat16 if self.device.startswith("cuda") else torch.float32)
         )
         load: dict[str, Any] = {
             "local_files_only": local_files_only,

@@ -110,7 +110,9 @@ class OpenAIBackend:
 
             usable = [t for t in texts if t.strip()]
             if texts and not usable:
-                last_problem = f"{len(texts)} empty or whitespace-only repl{'y' if len(texts) == 1 else 'ies'}"
+                last_problem = (
+                    f"{len(texts)} empty or whitespace-only repl{'y' if len(texts) == 1 else 'ies'}"
+                )
             if usable:
                 replies.extend(usable[: n - len(replies)])
                 failures = 0

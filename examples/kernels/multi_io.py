@@ -9,9 +9,7 @@ BLOCK_SIZE = 1024
 
 
 @triton.jit
-def _multi_io_kernel(
-    a_ptr, b_ptr, c_ptr, fma_ptr, max_ptr, n_elements, BLOCK_SIZE: tl.constexpr
-):
+def _multi_io_kernel(a_ptr, b_ptr, c_ptr, fma_ptr, max_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
     pid = tl.program_id(0)
     offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     mask = offsets < n_elements

@@ -1,4 +1,5 @@
 # ruff: noqa  (kept exactly as KernelLLM writes it: import order, unused stream0, super(ModelNew, self))
+# fmt: off
 import torch
 import triton
 import triton.language as tl

@@ -26,9 +26,7 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     y2 = torch.empty_like(x2)
     # A row must fit one block: the next power of two of the row length (333 -> 512).
     block = triton.next_power_of_2(n_cols)
-    _softmax_kernel[(x2.shape[0],)](
-        x2, y2, n_cols, x2.stride(0), y2.stride(0), BLOCK_SIZE=block
-    )
+    _softmax_kernel[(x2.shape[0],)](x2, y2, n_cols, x2.stride(0), y2.stride(0), BLOCK_SIZE=block)
     return y2.view(x.shape)
 
 

@@ -4,7 +4,9 @@ import torch
 import torch.nn as nn
 
 BATCH = 7
-DIM1 = 129  # the reduced dimension: one past a power of two, so a single 128-wide block misses a row
+# The reduced dimension: one past a power of two, so a kernel that reduces a single 128-row
+# block without looping misses a row.
+DIM1 = 129
 DIM2 = 65
 REDUCE_DIM = 1
 

@@ -13,7 +13,9 @@ request, consumed first:
 
 Every request is recorded in `requests` as `(path, body)`. Use the `openai_server` fixture:
 
-    from tests.fakes.openai_server import openai_server  # noqa: F401  (a pytest fixture)
+    from tests.fakes import openai_server as fake_server
+
+    openai_server = fake_server.openai_server  # makes the fixture visible in this module
 
     def test_x(openai_server):
         openai_server.replies = ["hello"]

@@ -1,0 +1,9 @@
+"""Sub-commands beyond `verify`: each module registers its parser and handler here."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the sub-commands whose modules exist."""

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Install triton-agent (editable) into the current Python.
+#   scripts/install.sh          the tool
+#   scripts/install.sh test     the tool plus what the test suite needs
+# A machine that already has a CUDA build of torch keeps it; otherwise torch is pinned to the
+# 2.13.0 CPU build (an unpinned `torch` would pull a ~5 GB CUDA build).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+extras=""
+[ "${1:-}" = "test" ] && extras="[test]"
+
+if "$PY" -c "import torch, sys; sys.exit(0 if torch.version.cuda else 1)" 2>/dev/null; then
+  echo "keeping the installed CUDA torch: $("$PY" -c 'import torch; print(torch.__version__)')" >&2
+  "$PY" -m pip install -q -e ".${extras}"
+else
+  "$PY" -m pip install -q "torch==2.13.0" -e ".${extras}"
+fi

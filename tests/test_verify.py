@@ -1,0 +1,100 @@
+"""The verifier against real kernels: every status, produced by a real candidate, on the CPU
+interpreter; the process survives crashes and hangs."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+from pathlib import Path
+
+import pytest
+
+from tools.problem import read_problem
+from tools.results import STATUSES
+from tools.verify import Verifier, VerifyOptions
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+GOOD = sorted((EXAMPLES / "kernels").glob("*.py"))
+BROKEN = sorted((EXAMPLES / "broken").glob("*.py"))
+
+
+def _problem_for(kernel: Path) -> Path:
+    name = kernel.stem.split("__")[0].replace("_inductor_style", "")
+    return EXAMPLES / "problems" / f"{name}.py"
+
+
+@pytest.fixture(scope="module")
+def verdicts():
+    """Verify every example candidate once, two at a time (one per core)."""
+    v = Verifier(VerifyOptions(trials=3, timeout_s=15, device="cpu"))
+    files = GOOD + BROKEN
+
+    def run(k: Path):
+        return k.name, v.verify(read_problem(_problem_for(k)), k.read_text(), str(k))
+
+    with cf.ThreadPoolExecutor(max_workers=v.sandbox.slots) as pool:
+        return dict(pool.map(run, files))
+
+
+@pytest.mark.parametrize("kernel", GOOD, ids=lambda p: p.stem)
+def test_correct_kernels_pass(verdicts, kernel):
+    v = verdicts[kernel.name]
+    assert v.status == "ok", v.feedback()
+    assert v.correct and v.compiled and v.trials == 3
+    assert v.evidence.audit.triton_launches >= 6  # 3 trials x 2 runs
+    assert not v.evidence.audit.torch_compute_ops
+    # the real CUDA compiler (sm_90, no GPU needed) reported resources for every kernel launched
+    names = {r.name for r in v.evidence.resources}
+    assert set(v.evidence.audit.kernels) <= names, (names, v.evidence.notes)
+    assert all(r.registers and r.registers > 0 for r in v.evidence.resources)
+
+
+@pytest.mark.parametrize("kernel", BROKEN, ids=lambda p: p.stem)
+def test_broken_kernels_get_their_status(verdicts, kernel):
+    expected = kernel.stem.split("__")[1]
+    v = verdicts[kernel.name]
+    assert v.status == expected, v.feedback()
+    assert not v.correct
+
+
+def test_every_status_but_slower_and_ok_is_produced_by_a_broken_example():
+    produced = {k.stem.split("__")[1] for k in BROKEN}
+    assert set(STATUSES) - {"ok", "slower"} <= produced
+
+
+def test_mismatch_evidence_locates_the_tail_block(verdicts):
+    v = verdicts["relu__mismatch.py"]
+    m = v.evidence.mismatch
+    assert m is not None and m.bad_count > 0 and m.first_bad
+    assert m.nan_count == m.bad_count  # the unwritten tail still holds the poison
+    assert "never written" in m.hint or "last (partial) block" in m.hint
+    assert "output 0" in v.message
+
+
+def test_compile_error_points_at_the_kernel_line(verdicts):
+    v = verdicts["softmax__compile_error.py"]
+    src = (EXAMPLES / "broken" / "softmax__compile_error.py").read_text().splitlines()
+    assert v.evidence.error.line is not None
+    assert "tl.arange" in src[v.evidence.error.line - 1]
+    assert "power of 2" in v.feedback()
+
+
+def test_cheat_names_the_pytorch_ops(verdicts):
+    v = verdicts["linear_gelu__cheat.py"]
+    assert any("gelu" in op or "add" in op for op in v.evidence.audit.torch_compute_ops)
+
+
+def test_crash_and_timeout_do_not_kill_the_caller(verdicts):
+    assert verdicts["relu__crash.py"].evidence is not None
+    assert verdicts["relu__timeout.py"].status == "timeout"
+    # the process that ran the verifier is still here and can verify again
+    assert verdicts["relu.py"].correct
+
+
+def test_library_calls_accepted_as_mixed_under_allow_library(tmp_path):
+    v = Verifier(VerifyOptions(trials=2, timeout_s=30, device="cpu", policy="allow-library", aot_target=None))
+    verdict = v.verify(read_problem(EXAMPLES / "problems" / "matmul.py"),
+                       (EXAMPLES / "broken" / "matmul__cheat.py").read_text(), "matmul__cheat.py")
+    # matmul__cheat does its matmul with torch.mm and launches a token kernel: under
+    # allow-library it is accepted, but labelled mixed with the op named.
+    assert verdict.status == "ok" and verdict.mixed
+    assert "aten.mm" in verdict.evidence.audit.library_ops
