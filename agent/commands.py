@@ -7,3 +7,6 @@ import argparse
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the sub-commands whose modules exist."""
+    from agent import cmd_optimize
+
+    cmd_optimize.register(sub)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -248,7 +249,7 @@ def draft_and_check(device: str, workdir: Path) -> dict[str, dict]:
         workdir=workdir,
     )
     drafts, checks = json.loads(drafts_file.read_text()), json.loads(checks_file.read_text())
-    return {name: {"draft": drafts[name], "check": checks.get(name)} for name in PROBLEMS}
+    return {name: {"device": device, "draft": drafts[name], "check": checks.get(name)} for name in PROBLEMS}
 
 
 @pytest.fixture(
@@ -275,8 +276,13 @@ def test_candidates_are_standalone(drafted):
         if not draft["ok"]:
             continue
         source = draft["source"]
-        for forbidden in ("torch._inductor", "async_compile", "triton_heuristics", "triton_helpers.", "extern_kernels"):
+        for forbidden in ("torch._inductor", "async_compile", "triton_heuristics", "extern_kernels"):
             assert forbidden not in source, f"{name}: candidate mentions {forbidden}"
+        # libdevice stays in GPU drafts (exact and fast there); the interpreter cannot run it.
+        leftovers = "triton_helpers|tl_math" + ("|libdevice" if entry["device"] == "cpu" else "")
+        assert not re.search(rf"(?<![/\w])({leftovers})\.\w+\(", source), (
+            f"{name}: Inductor runtime helper (or, on CPU, a libdevice call) left in the candidate"
+        )
         assert "class ModelNew(" in source and "@triton.jit" in source, name
         assert draft["kernels"], f"{name}: no Triton kernel launched"
         # Strict policy: no library calls for these problems (GEMMs come from Triton templates).

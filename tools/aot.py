@@ -21,6 +21,7 @@ import contextlib
 import contextvars
 import dataclasses
 import functools
+import inspect
 import io
 import linecache
 import os
@@ -194,6 +195,29 @@ def record_launches() -> Iterator[list[LaunchRecord]]:
             setattr(cls, name, original)
 
 
+def _def_line(jit: Any) -> int | None:
+    """1-based line of the kernel's `def` (Triton < 3.9 has no `def_file_line_number`)."""
+    line = getattr(jit, "def_file_line_number", None)
+    if line is not None:
+        return line
+    try:
+        lines, start = inspect.getsourcelines(jit.fn)
+    except (OSError, TypeError):
+        return None
+    for i, text in enumerate(lines):
+        if re.match(r"\s*def\s", text):
+            return start + i
+    return start
+
+
+def _file_name(jit: Any) -> str | None:
+    return (
+        getattr(jit, "file_name", None)
+        or getattr(jit.fn, "__code__", None)
+        and jit.fn.__code__.co_filename
+    )
+
+
 def _is_interpreted(kernel: Any) -> bool:
     from triton.runtime.interpreter import InterpretedFunction
 
@@ -208,7 +232,10 @@ def _make_record(kernel: Any, args: tuple, kwargs: dict) -> LaunchRecord | None:
         kwargs = dict(kwargs)
         grid = kwargs.pop("grid", None)
         kwargs.pop("warmup", None)
-        bound, specialization, options = _binder(jit)(*args, **kwargs)
+        try:
+            bound, specialization, options = _binder(jit)(*args, **kwargs)
+        except Exception:
+            bound, specialization, options = _specialize_by_hand(jit, args, kwargs)
     except Exception:
         return None
     signature: dict[str, str] = {}
@@ -228,8 +255,8 @@ def _make_record(kernel: Any, args: tuple, kwargs: dict) -> LaunchRecord | None:
         num_warps=int(options.get("num_warps") or DEFAULT_NUM_WARPS),
         num_stages=int(options.get("num_stages") or DEFAULT_NUM_STAGES),
         grid=_resolve_grid(grid, bound),
-        file=jit.file_name,
-        first_line=jit.def_file_line_number,
+        file=_file_name(jit),
+        first_line=_def_line(jit),
         aligned=aligned,
         options={
             k: v
@@ -267,6 +294,57 @@ def _binder(jit: Any) -> Any:
     binder = create_function_from_signature(jit.signature, jit.params, backend)
     _BINDERS[id(jit)] = (jit, binder)
     return binder
+
+
+_TORCH_TO_TRITON = {
+    "float32": "fp32",
+    "float16": "fp16",
+    "bfloat16": "bf16",
+    "float64": "fp64",
+    "int8": "i8",
+    "int16": "i16",
+    "int32": "i32",
+    "int64": "i64",
+    "bool": "u1",
+    "uint8": "u8",
+    "uint16": "u16",
+    "uint32": "u32",
+    "uint64": "u64",
+    "float8_e4m3fn": "fp8e4nv",
+    "float8_e5m2": "fp8e5",
+}
+
+
+def _specialize_by_hand(jit: Any, args: tuple, kwargs: dict) -> tuple[dict, list, dict]:
+    """What Triton's binder returns, for Triton versions whose binder we cannot call."""
+    names = [p.name for p in jit.params]
+    options = {k: v for k, v in kwargs.items() if k not in names}
+    call = inspect.signature(jit.fn).bind(*args, **{k: v for k, v in kwargs.items() if k in names})
+    call.apply_defaults()
+    bound = dict(call.arguments)
+    specialization = []
+    for param in jit.params:
+        value = bound[param.name]
+        if (
+            param.is_constexpr
+            or value is None
+            or (isinstance(value, int) and value == 1 and not isinstance(value, bool))
+        ):
+            specialization.append(("constexpr", value))
+        elif hasattr(value, "data_ptr") and hasattr(value, "dtype"):
+            dtype = _TORCH_TO_TRITON.get(str(value.dtype).removeprefix("torch."), str(value.dtype))
+            specialization.append(("*" + dtype, "D" if value.data_ptr() % 16 == 0 else ""))
+        elif isinstance(value, bool):
+            specialization.append(("u1", None))
+        elif isinstance(value, int):
+            ty = "i32" if -(2**31) <= value < 2**31 else "u64" if value >= 2**63 else "i64"
+            aligned = value % 16 == 0 and not param.do_not_specialize
+            specialization.append((ty, "D" if aligned else ""))
+        elif isinstance(value, float):
+            specialization.append(("fp32", None))
+        else:
+            raise TypeError(f"cannot type argument {param.name}={value!r}")
+    return bound, specialization, options
 
 
 # Python function -> JITFunction built from it (for kernels defined under the interpreter).
@@ -479,8 +557,8 @@ def aot_compile(record: LaunchRecord, target: str | int = "sm_90") -> KernelReso
             if record.file is None or record.first_line is None:
                 record = dataclasses.replace(
                     record,
-                    file=record.file or jit.file_name,
-                    first_line=record.first_line or jit.def_file_line_number,
+                    file=record.file or _file_name(jit),
+                    first_line=record.first_line or _def_line(jit),
                 )
             key = _cache_key(record, jit, cap)
         except Exception as exc:

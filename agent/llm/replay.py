@@ -55,6 +55,11 @@ class ReplayBackend:
         """Replies not yet handed out."""
         return len(self._queue)
 
+    def skip(self, count: int) -> None:
+        """Drop the next `count` replies (a resumed run has already used them)."""
+        for _ in range(min(count, len(self._queue))):
+            self._queue.popleft()
+
     def generate(
         self,
         prompt_or_messages: Prompt,

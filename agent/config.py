@@ -1,0 +1,102 @@
+"""Run configuration: a keyword-only dataclass built from CLI flags, with environment fallbacks.
+
+Configuration is what the user chose; counters and results live in the graph state
+(`agent.state`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from tools.compare import Tolerance
+from tools.errors import BadInputError
+from tools.verify import VerifyOptions
+
+BASELINES = ("eager", "compile", "best")
+
+
+def _env(name: str, default: Any = None) -> Any:
+    return os.environ.get(name, default)
+
+
+@dataclass(kw_only=True)
+class AgentConfig:
+    """Everything a run needs to know that is not state."""
+
+    budget: int = 20
+    """Candidate kernels to evaluate (the compiler seed, attempt 0, is not counted)."""
+    samples_per_round: int = 1
+    """Candidates drafted per round and evaluated in parallel."""
+    backend: str = "auto"
+    """auto | compiler | openai | vllm | hf | replay | langchain."""
+    model: str | None = field(default_factory=lambda: _env("TRITON_AGENT_MODEL"))
+    base_url: str | None = field(default_factory=lambda: _env("TRITON_AGENT_BASE_URL"))
+    api_key: str | None = None
+    replies: str | None = None
+    """JSONL reply script for the replay backend."""
+    prompt_format: str = "auto"
+    """auto | completion | chat: raw KernelLLM-style prompt or chat messages."""
+    prompt_template: str | None = None
+    temperature: float = 1.0
+    top_p: float = 0.97
+    max_tokens: int = 4096
+    compiler_seed: bool = True
+    """With an LLM backend, evaluate torch.compile's Triton as attempt 0 (the version to beat)."""
+    tune: bool = True
+    """On a GPU, search launch parameters of the best correct kernel without the LLM."""
+    target_speedup: float = 1.0
+    baseline: str = "eager"
+    time_limit_s: float | None = None
+    runs_dir: str = field(default_factory=lambda: _env("TRITON_AGENT_RUNS", "runs"))
+    run_id: str | None = None
+    # verification
+    trials: int = 5
+    seed: int = 42
+    atol: float | None = None
+    rtol: float | None = None
+    tolerance_preset: str = "default"
+    policy: str = "strict"
+    device: str = "auto"
+    timeout_s: float = 180.0
+    aot_target: str | None = "sm_90"
+    allow_large: bool = False
+
+    def __post_init__(self) -> None:
+        if self.budget < 1:
+            raise BadInputError("--budget must be at least 1")
+        if self.samples_per_round < 1:
+            raise BadInputError("--samples-per-round must be at least 1")
+        if self.baseline not in BASELINES:
+            raise BadInputError(f"--baseline must be one of {', '.join(BASELINES)}")
+        if self.prompt_format not in ("auto", "completion", "chat"):
+            raise BadInputError("--prompt-format must be auto, completion or chat")
+        if self.prompt_template and not os.path.isfile(self.prompt_template):
+            raise BadInputError(f"prompt template not found: {self.prompt_template}")
+        self.verify_options()  # validates tolerances, policy, device
+
+    def verify_options(self) -> VerifyOptions:
+        return VerifyOptions(
+            trials=self.trials,
+            seed=self.seed,
+            tolerance=Tolerance(atol=self.atol, rtol=self.rtol, preset=self.tolerance_preset),
+            policy=self.policy,
+            device=self.device,
+            timeout_s=self.timeout_s,
+            aot_target=self.aot_target,
+            allow_large=self.allow_large,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d.pop("api_key", None)  # never written to disk
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], **overrides: Any) -> AgentConfig:
+        names = {f.name for f in dataclasses.fields(cls)}
+        merged = {k: v for k, v in data.items() if k in names}
+        merged.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**merged)

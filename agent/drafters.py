@@ -1,0 +1,115 @@
+"""Where candidates come from: the LLM (first-round and refinement prompts) or the compiler
+(torch.compile's Triton, rewritten into a standalone ModelNew)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent.config import AgentConfig
+from agent.extract import extract_code
+from agent.prompts import render_chat, render_kernelllm, render_refinement
+from agent.state import Attempt, Candidate
+from tools.errors import BackendError
+from tools.sandbox import Limits, Sandbox
+
+# Rank of statuses when choosing which attempt of a round to refine: closest to done first.
+_PROGRESS = {
+    "ok": 0,
+    "slower": 1,
+    "mismatch": 2,
+    "shape_mismatch": 3,
+    "runtime_error": 4,
+    "cheat": 5,
+    "compile_error": 6,
+    "crash": 7,
+    "timeout": 8,
+    "syntax_error": 9,
+    "bad_input": 10,
+}
+
+
+def prompt_format(config: AgentConfig, backend: Any) -> str:
+    if config.prompt_format != "auto":
+        return config.prompt_format
+    return getattr(backend, "kind", "completion") or "completion"
+
+
+def first_prompt(problem_source: str, config: AgentConfig, backend: Any) -> Any:
+    if prompt_format(config, backend) == "chat":
+        return render_chat(problem_source)
+    return render_kernelllm(problem_source, config.prompt_template)
+
+
+def refinement_prompt(
+    problem_source: str,
+    attempts: list[Attempt],
+    best: Attempt | None,
+    config: AgentConfig,
+    backend: Any,
+    last_round: int,
+) -> Any:
+    """The next prompt: the most promising attempt of the last round, its evidence, the best
+    kernel so far and a one-line history of everything before."""
+    recent = [a for a in attempts if a["round"] == last_round] or attempts[-1:]
+    previous = min(recent, key=lambda a: (_PROGRESS.get(a["status"], 99), -a["index"]))
+    history = [(a["status"], f"attempt {a['index']}: {a['summary']}") for a in attempts if a is not previous]
+    best_summary = None
+    if best is not None:
+        best_summary = best["summary"]
+        if best["source"] == "compiler":
+            best_summary = "compiler-generated (torch.compile's Triton), the version to beat: " + best["summary"]
+    return render_refinement(
+        problem_source,
+        previous_code=previous["code"] or "(the previous reply contained no usable code)",
+        feedback=previous["feedback"],
+        history=history,
+        best_code=best["code"] if best else None,
+        best_summary=best_summary,
+        fmt="chat" if prompt_format(config, backend) == "chat" else "completion",
+    )
+
+
+def draft_llm(backend: Any, prompt: Any, k: int, config: AgentConfig) -> list[Candidate]:
+    """k samples for one prompt; raises BackendError when the backend fails for good."""
+    replies = backend.generate(
+        prompt, n=k, temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_tokens
+    )
+    if not replies:
+        raise BackendError("the LLM backend returned no replies")
+    name = getattr(backend, "name", None) or config.model or "llm"
+    return [
+        Candidate(source=f"llm:{name}", prompt=prompt, response=r, code=extract_code(r or ""))
+        for r in replies[:k]
+    ]
+
+
+class CompilerDrafter:
+    """torch.compile/Inductor's Triton as a candidate (tools.inductor_draft), run in a sandbox job:
+    the problem's code executes there, and Inductor's internals may be patched freely."""
+
+    def __init__(self, sandbox: Sandbox, device: str, timeout_s: float = 600.0):
+        self.sandbox = sandbox
+        self.device = device
+        self.timeout_s = timeout_s
+
+    def draft(self, problem_source: str, problem_path: str) -> Candidate:
+        out = self.sandbox.run(
+            "tools.inductor_draft:draft_job",
+            problem_source,
+            problem_path,
+            device=self.device,
+            limits=Limits(timeout_s=self.timeout_s, memory_mb=None, guard=False),
+        )
+        if out.kind == "ok" and isinstance(out.value, dict) and out.value.get("source"):
+            notes = out.value.get("notes") or []
+            response = "compiler drafter (torch.compile -> Triton)\n" + "\n".join(notes)
+            return Candidate(source="compiler", prompt=None, response=response, code=out.value["source"])
+        reason = (
+            out.value.get("error") if out.kind == "ok" and isinstance(out.value, dict) else None
+        ) or out.error or out.kind
+        return Candidate(
+            source="compiler",
+            prompt=None,
+            response=f"the compiler drafter failed: {reason}\n{out.stderr_tail}",
+            code=None,
+        )

@@ -1,0 +1,190 @@
+"""Graph nodes: each is `(state, runtime) -> partial state update`, small enough to read at once.
+
+Live objects (LLM backend, verifier, run directory) come from the runtime context
+(`agent.context.RunContext`); everything in the state is plain data, checkpointed after each node.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+from typing import Any, Literal
+
+from langgraph.runtime import Runtime
+
+from agent.context import RunContext
+from agent.drafters import draft_llm, first_prompt, refinement_prompt
+from agent.evaluation import evaluate_candidate
+from agent.report import write_final_files
+from agent.state import AgentState, Attempt, Candidate
+from tools.errors import BackendError
+from tools.problem import problem_from_source
+
+Decision = Literal["feedback", "tune", "finish"]
+
+
+def baseline(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """Load the problem, compute (and cache) reference outputs, time the baselines on a GPU."""
+    ctx = runtime.context
+    problem = problem_from_source(state["problem_source"], state["problem_path"])
+    ctx.verifier.reference(problem)  # raises ProblemError for a broken problem
+    update: dict[str, Any] = {}
+    if ctx.device == "cuda":
+        update["baselines"] = _time_baselines(ctx, problem)
+    else:
+        update["baselines"] = {"available": False, "reason": "no GPU: the Triton interpreter is not timed"}
+        update["notes"] = ["CPU only: kernels run under the Triton interpreter and are not timed, "
+                           "so the first correct kernel ends the run."]
+    ctx.emit("baseline", baselines=update["baselines"])
+    return update
+
+
+def draft(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """Draft this round's candidates: the compiler seed and/or LLM samples."""
+    ctx, cfg = runtime.context, runtime.context.config
+    round_ = state.get("round", 0) + 1
+    pending: list[Candidate] = []
+    update: dict[str, Any] = {"round": round_}
+    if round_ == 1 and state.get("start_code"):
+        pending.append(Candidate(source="given", prompt=None, response="", code=state["start_code"]))
+    elif round_ == 1 and ctx.drafter is not None:
+        ctx.emit("drafting", round=round_, source="compiler")
+        pending.append(ctx.drafter.draft(state["problem_source"], state["problem_path"]))
+    if ctx.backend is not None and not pending:
+        k = min(cfg.samples_per_round, state["budget_left"])
+        prompt = state.get("next_prompt") or first_prompt(state["problem_source"], cfg, ctx.backend)
+        ctx.emit("drafting", round=round_, source="llm", samples=k)
+        try:
+            pending.extend(draft_llm(ctx.backend, prompt, k, cfg))
+        except BackendError as exc:
+            update["stop_reason"] = f"LLM backend failed: {exc}"
+            ctx.emit("error", message=str(exc))
+        update["llm_samples_used"] = state.get("llm_samples_used", 0) + len(pending)
+    update["pending"] = pending
+    return update
+
+
+def evaluate(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """Verify (and on a GPU, profile) the pending candidates in parallel; keep the best."""
+    ctx = runtime.context
+    pending = state.get("pending") or []
+    if not pending:
+        return {}
+    problem = problem_from_source(state["problem_source"], state["problem_path"])
+    start = len(state.get("attempts") or [])
+    round_ = state.get("round", 1)
+
+    def run(i_cand: tuple[int, Candidate]) -> Attempt:
+        i, cand = i_cand
+        attempt = evaluate_candidate(ctx, problem, cand, index=start + i, round_=round_)
+        ctx.rundir.write_attempt(attempt, cand["prompt"], cand["response"])
+        ctx.emit("attempt", attempt=attempt)
+        return attempt
+
+    workers = max(1, min(len(pending), ctx.verifier.sandbox.slots))
+    with cf.ThreadPoolExecutor(max_workers=workers) as pool:
+        attempts = list(pool.map(run, enumerate(pending)))
+    # The compiler seed and a repair's starting kernel are free; the budget counts new drafts.
+    spent = sum(1 for c in pending if c["source"] not in ("compiler", "given"))
+    best = state.get("best")
+    for a in attempts:
+        if a["correct"] and _better(a, best):
+            best = a
+    return {
+        "attempts": attempts,
+        "pending": [],
+        "best": best,
+        "budget_left": state["budget_left"] - spent,
+    }
+
+
+def decide(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """Stop, tune or go on: the one place the stopping rules live."""
+    ctx, cfg = runtime.context, runtime.context.config
+    if state.get("stop_reason"):
+        return {"decision": "finish"}
+    best = state.get("best")
+    if best is not None:
+        if ctx.device != "cuda":
+            return {"decision": "finish", "stop_reason": "found a correct kernel (CPU: no timing, so correct ends the run)"}
+        if best["speedup"] is not None and best["speedup"] >= cfg.target_speedup:
+            return {"decision": "finish",
+                    "stop_reason": f"found a correct kernel {best['speedup']:.2f}x faster than {cfg.baseline}"}
+        if cfg.tune and not state.get("tuned"):
+            return {"decision": "tune"}
+    if ctx.backend is None:
+        return {"decision": "finish", "stop_reason": "no LLM backend to draft further candidates"}
+    if state["budget_left"] <= 0:
+        return {"decision": "finish", "stop_reason": "budget spent"}
+    left = ctx.time_left()
+    if left is not None and left <= 0:
+        return {"decision": "finish", "stop_reason": "time limit reached"}
+    return {"decision": "feedback"}
+
+
+def route(state: AgentState) -> Decision:
+    """Pure router after `decide`."""
+    decision = state.get("decision")
+    if decision in ("feedback", "tune", "finish"):
+        return decision  # type: ignore[return-value]
+    raise ValueError(f"decide left an unexpected decision: {decision!r}")
+
+
+def feedback(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """Render the refinement prompt from the evidence of the last round."""
+    ctx = runtime.context
+    if not any(a["code"] for a in state["attempts"]):
+        return {"next_prompt": None}  # nothing to refine yet (the compiler seed failed): start fresh
+    prompt = refinement_prompt(
+        state["problem_source"], state["attempts"], state.get("best"), ctx.config, ctx.backend,
+        state.get("round", 1),
+    )
+    return {"next_prompt": prompt}
+
+
+def tune(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """Launch-parameter search on the best correct kernel (GPU), without spending LLM budget."""
+    ctx = runtime.context
+    best = state.get("best")
+    update: dict[str, Any] = {"tuned": True}
+    if best is None or ctx.device != "cuda":
+        return update
+    try:
+        from agent.tuning import tune_attempt
+    except ImportError:
+        return update
+    result = tune_attempt(ctx, state, best)
+    if result is not None:
+        update.update(result)
+    return update
+
+
+def finish(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """Write best_kernel.py and the reports."""
+    ctx = runtime.context
+    reason = state.get("stop_reason") or "done"
+    write_final_files(ctx, {**state, "stop_reason": reason})
+    ctx.emit("finish", stop_reason=reason, best=state.get("best"))
+    return {"stop_reason": reason}
+
+
+def _better(a: Attempt, best: Attempt | None) -> bool:
+    if best is None:
+        return True
+    if a["speedup"] is not None and (best["speedup"] is None or a["speedup"] > best["speedup"]):
+        return True
+    return False
+
+
+def _time_baselines(ctx: RunContext, problem) -> dict[str, Any]:
+    try:
+        from tools import profile as prof
+    except ImportError:
+        return {"available": False, "reason": "profiling module unavailable"}
+    fn = getattr(prof, "time_baselines", None)
+    if fn is None:
+        return {"available": False, "reason": "baselines are timed with each candidate"}
+    try:
+        res = fn(problem, verifier=ctx.verifier)
+        return res.to_dict() if hasattr(res, "to_dict") else dict(res)
+    except Exception as exc:
+        return {"available": False, "reason": f"baseline timing failed: {exc}"}

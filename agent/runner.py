@@ -1,0 +1,114 @@
+"""Run the graph: create or resume a run directory, build the backend, checkpoint to SQLite."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from agent.config import AgentConfig
+from agent.context import RunContext
+from agent.drafters import CompilerDrafter
+from agent.graph import build_graph
+from agent.report import result_object
+from agent.rundir import RunDir, new_run_id
+from tools.errors import BackendError, BadInputError
+from tools.problem import read_kernel, read_problem
+from tools.verify import Verifier
+
+
+def make_llm_backend(config: AgentConfig) -> Any:
+    """The LLM backend the config names; None for the compiler-only mode."""
+    kind = config.backend
+    if kind == "compiler":
+        return None
+    if kind == "auto" and not (config.replies or config.base_url or config.model):
+        return None  # no model configured: the compiler drafter alone (said plainly by the CLI)
+    from agent.llm import make_backend
+
+    kw: dict[str, Any] = {}
+    if config.prompt_format != "auto":
+        kw["prompt_kind"] = config.prompt_format
+    return make_backend(kind, model=config.model, base_url=config.base_url, replies=config.replies,
+                        api_key=config.api_key, **kw)
+
+
+def run(
+    problem_path: str | None,
+    config: AgentConfig,
+    *,
+    resume: str | None = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+    backend: Any = None,
+    start_kernel: str | None = None,
+    mode: str = "optimize",
+) -> dict[str, Any]:
+    """Optimize (or repair, with `start_kernel`) one problem; returns the result object.
+
+    `backend` overrides the configured one (a host application's LangChain chat model wrapped in
+    `agent.llm.LangChainBackend`, say). `resume` continues a run from its checkpoint.
+    """
+    if resume:
+        rundir = RunDir.existing(config.runs_dir, resume)
+        saved = rundir.read_json("config.json")
+        config = AgentConfig.from_dict(saved, runs_dir=config.runs_dir)
+        problem_path = saved.get("_problem_path")
+        mode = saved.get("_mode", mode)
+    else:
+        if problem_path is None:
+            raise BadInputError("a problem file is required (or --resume RUN_ID)")
+        problem = read_problem(problem_path)  # static checks before anything is created
+        start_code = read_kernel(start_kernel) if start_kernel else None
+        run_id = config.run_id or new_run_id(problem_path)
+        rundir = RunDir.create(config.runs_dir, run_id)
+        rundir.write_json("config.json", {**config.to_dict(), "_problem_path": problem_path, "_mode": mode})
+
+    llm = backend if backend is not None else make_llm_backend(config)
+    verifier = Verifier(config.verify_options())
+    drafter = None
+    if mode == "optimize" and (llm is None or config.compiler_seed):
+        drafter = CompilerDrafter(verifier.sandbox, verifier.device)
+    ctx = RunContext(config=config, verifier=verifier, rundir=rundir, backend=llm, drafter=drafter,
+                     on_event=on_event or (lambda e: None), mode=mode)
+    if llm is None and drafter is None:
+        raise BackendError("nothing can draft candidates: configure an LLM backend or enable the compiler")
+
+    conn = sqlite3.connect(str(rundir.checkpoint_db), check_same_thread=False)
+    try:
+        graph = build_graph(checkpointer=SqliteSaver(conn))
+        thread = {"configurable": {"thread_id": rundir.run_id}}
+        if resume:
+            snapshot = graph.get_state(thread)
+            values = snapshot.values or {}
+            if not snapshot.next:
+                ctx.emit("resume", message="the run had already finished")
+                return result_object(ctx, values)
+            used = values.get("llm_samples_used", 0)
+            if used and hasattr(llm, "skip"):
+                llm.skip(used)  # a replay script continues where the killed run stopped
+            ctx.emit("resume", attempts=len(values.get("attempts") or []), next=list(snapshot.next))
+            graph.invoke(None, thread, context=ctx, durability="sync")
+        else:
+            initial = {
+                "problem_path": problem_path,
+                "problem_source": problem.source,
+                "start_code": start_code,
+                "attempts": [],
+                "pending": [],
+                "best": None,
+                "budget_left": config.budget,
+                "round": 0,
+                "llm_samples_used": 0,
+                "tuned": False,
+                "stop_reason": None,
+                "notes": [],
+            }
+            ctx.emit("start", run_id=rundir.run_id, run_dir=str(rundir.path), device=verifier.device,
+                     backend=getattr(llm, "name", None) if llm is not None else "compiler")
+            graph.invoke(initial, thread, context=ctx, durability="sync")
+        final = graph.get_state(thread).values
+        return result_object(ctx, final)
+    finally:
+        conn.close()
