@@ -10,3 +10,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     from agent import cmd_optimize
 
     cmd_optimize.register(sub)
+    from agent import cmd_profile
+
+    cmd_profile.register(sub)

@@ -1,0 +1,88 @@
+"""`python -m agent profile PROBLEM.py KERNEL.py`: verify, then time on the GPU.
+
+Exit 0 when the kernel is correct and faster than the chosen baseline; 1 otherwise (slower,
+noisy, not verified, or no GPU: `unavailable`); 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from agent.cli import COMMANDS, add_verify_options, emit_json, err_console, verify_options_from
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "profile", help="verify a kernel, then time it against eager and torch.compile"
+    )
+    p.add_argument("problem", help="problem .py file (KernelBench format)")
+    p.add_argument("kernel", help="candidate .py file defining ModelNew")
+    p.add_argument(
+        "--json", action="store_true", help="print the result as JSON (last line of stdout)"
+    )
+    p.add_argument(
+        "--baseline",
+        default="eager",
+        choices=["eager", "compile"],
+        help="the baseline to beat for exit code 0 (both are reported)",
+    )
+    p.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
+    p.add_argument("--refresh-baselines", action="store_true", help="re-time cached baselines")
+    add_verify_options(p)
+    COMMANDS["profile"] = cmd_profile
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    from tools.problem import read_kernel, read_problem
+    from tools.profile import ProfileOptions, profile
+    from tools.verify import Verifier
+
+    problem = read_problem(args.problem)
+    source = read_kernel(args.kernel)
+    options = ProfileOptions(
+        baseline=args.baseline,
+        compile_baseline=not args.no_compile,
+        refresh_baselines=args.refresh_baselines,
+    )
+    verifier = Verifier(verify_options_from(args))
+    with err_console.status(f"verifying and profiling {args.kernel} on {verifier.device} ..."):
+        result = profile(
+            problem, source, verifier=verifier, kernel_path=args.kernel, options=options
+        )
+    print_profile(result)
+    if args.json:
+        emit_json(result.to_dict())
+    return 0 if result.status == "ok" else 1
+
+
+def print_profile(r) -> None:
+    from rich.table import Table
+
+    from tools.roofline import format_ms, format_speedup
+
+    style = {"ok": "green", "slower": "yellow", "noisy": "yellow"}.get(r.status, "red")
+    err_console.print(f"[bold {style}]{r.status}[/bold {style}] ({r.device}, {r.duration_s:.1f} s)")
+    if r.candidate is not None:
+        t = Table(title=f"{r.problem} / {r.kernel}", title_justify="left")
+        for col in ("", "median", "p20-p80", "IQR", "n", "speedup [p20/p80 range]"):
+            t.add_column(col, justify="right" if col else "left")
+
+        def row(label, s, sp) -> None:
+            if s is not None:
+                t.add_row(
+                    label,
+                    format_ms(s.median_ms),
+                    f"{format_ms(s.p20_ms)}-{format_ms(s.p80_ms)}",
+                    format_ms(s.iqr_ms),
+                    str(s.n),
+                    format_speedup(sp) if sp else "",
+                )
+
+        row("eager" + (" (cached)" if r.baselines_cached else ""), r.eager, None)
+        row("torch.compile" + (" (cached)" if r.baselines_cached else ""), r.compiled, None)
+        for i, s in enumerate(r.candidate_runs):
+            row(f"candidate run {i + 1}", s, None)
+        row("candidate vs eager", r.candidate, r.speedup_eager)
+        row("candidate vs compile", r.candidate, r.speedup_compile)
+        err_console.print(t)
+    err_console.print(r.feedback(), markup=False)

@@ -1,0 +1,448 @@
+"""The timing job. Runs ONLY inside a sandbox job process on a GPU (`tools.sandbox`), one per GPU
+at a time, after the candidate was verified correct.
+
+Order inside the job matters for honesty:
+1. device peaks (when not cached), the problem, its inputs, the bytes/FLOPs of one forward, and
+   the reference outputs for the freshness check are all computed *before* the candidate's code
+   is imported, and so are the eager and `torch.compile` baselines: an imported candidate could
+   patch torch and slow the baselines down.
+2. the candidate is timed in two independent sequences (a third when they disagree);
+3. a torch.profiler pass gives the per-kernel breakdown, a launch hook the bytes each Triton
+   kernel was handed;
+4. freshness: new values are written *in place* into the buffers the candidate was timed on and
+   its output is compared again, so a kernel that caches its result by data pointer fails.
+
+Timing method ("synchronised events"): before each repetition the L2 is flushed (a write over a
+buffer of twice its size) and the device synchronised; then start event, the call,
+`torch.cuda.synchronize()` (which waits for *every* stream, so work left running on a side stream
+is counted), end event. The same loop around an empty call measures the fixed cost of that
+bracket, which is subtracted from every sample. What remains is the latency of one forward from
+call to finished result: the first launch's host cost plus device time. Input sets (clones) are
+rotated when one set fits in L2. Returns raw samples; statistics are computed by the caller.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import statistics
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from tools import guard
+from tools.compare import normalise_outputs
+from tools.roofline import input_sets_for, repetitions
+from tools.worker import (
+    _clone,
+    _copy_matching_weights,
+    _device_context,
+    _to_device,
+    exec_module,
+    job_device,
+)
+
+Call = Callable[[list], Any]
+
+
+class Timer:
+    """Synchronised-event timing with an L2 flush before every repetition."""
+
+    def __init__(
+        self, l2_bytes: int, *, warmup_ms: float, rep_ms: float, min_reps: int, max_reps: int
+    ):
+        # do_bench flushes 256 MB; H200's L2 is 50-60 MB, so 2x L2 is below that.
+        n = max(256 << 20, 2 * l2_bytes)
+        self.cache = torch.empty(n // 4, dtype=torch.int32, device="cuda")
+        self.warmup_ms, self.rep_ms = warmup_ms, rep_ms
+        self.min_reps, self.max_reps = min_reps, max_reps
+        self.overhead_ms = 0.0
+        self.overhead_ms = statistics.median(self.sequence(lambda args: None, [[]], 200))
+
+    def sequence(self, call: Call, sets: list[list], reps: int) -> list[float]:
+        """`reps` timed calls, rotating over `sets`; ms each, bracket overhead subtracted."""
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+        for i in range(reps):
+            args = sets[i % len(sets)]
+            self.cache.zero_()
+            torch.cuda.synchronize()
+            starts[i].record()
+            call(args)
+            torch.cuda.synchronize()  # every stream of the device: side-stream work is counted
+            ends[i].record()
+        torch.cuda.synchronize()
+        return [
+            max(s.elapsed_time(e) - self.overhead_ms, 1e-4)
+            for s, e in zip(starts, ends, strict=True)
+        ]
+
+    def measure(self, call: Call, sets: list[list]) -> list[float]:
+        """Warm up (compiles, autotuning, caches), then one sequence of repetitions."""
+        for i in range(3):
+            call(sets[i % len(sets)])
+        torch.cuda.synchronize()
+        estimate = statistics.median(self.sequence(call, sets, 5))
+        for i in range(repetitions(estimate, budget_ms=self.warmup_ms, least=1, most=500)):
+            call(sets[i % len(sets)])
+        torch.cuda.synchronize()
+        reps = repetitions(estimate, budget_ms=self.rep_ms, least=self.min_reps, most=self.max_reps)
+        return self.sequence(call, sets, reps)
+
+
+# ------------------------------------------------------------------------------------------
+# Device peaks
+
+
+def _events_ms(fn: Callable[[], Any], reps: int, warmup: int = 3) -> float:
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(reps):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / reps
+
+
+def _copy_ms(nbytes: int) -> float:
+    src = torch.randn(nbytes // 4, device="cuda")
+    dst = torch.empty_like(src)
+    return _events_ms(lambda: dst.copy_(src), reps=20)
+
+
+def _matmul_ms(size: int, dtype: torch.dtype) -> float:
+    a = torch.randn(size, size, device="cuda", dtype=dtype)
+    b = torch.randn(size, size, device="cuda", dtype=dtype)
+    return _events_ms(lambda: a @ b, reps=10)
+
+
+def measure_peaks(device_name: str) -> dict[str, Any]:
+    """A 1 GiB device-to-device copy (bytes read + written) and large matrix products on random
+    data (zeros run faster than real data)."""
+    n = 1 << 30
+    copy_ms = _copy_ms(n)
+    flops: dict[str, float] = {}
+    saved = torch.backends.cuda.matmul.allow_tf32
+    try:
+        for key, dtype, size, tf32 in (
+            ("bf16", torch.bfloat16, 8192, False),
+            ("fp16", torch.float16, 8192, False),
+            ("tf32", torch.float32, 8192, True),
+            ("fp32", torch.float32, 4096, False),
+        ):
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            flops[key] = 2 * size**3 / (_matmul_ms(size, dtype) / 1e3)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = saved
+    torch.cuda.empty_cache()
+    return {
+        "device": device_name,
+        "bandwidth": 2 * n / (copy_ms / 1e3),
+        "flops": flops,
+        "how": "1 GiB device-to-device copy (read+write); 8192^3 bf16/fp16/tf32 and 4096^3 fp32 "
+        "matmul on random data; torch " + torch.__version__,
+    }
+
+
+# ------------------------------------------------------------------------------------------
+# Breakdown
+
+
+@contextlib.contextmanager
+def _launch_bytes():
+    """Record, per Triton kernel name, the bytes of the tensors each launch was handed (each
+    distinct buffer once): the bytes that kernel must move at the least."""
+    from triton.runtime.jit import JITFunction
+
+    seen: dict[str, int] = {}
+    original = JITFunction.run
+
+    def run(self_fn, *args, **kwargs):
+        fn = getattr(self_fn, "fn", None)
+        name = getattr(fn, "__name__", None) or "kernel"
+        sizes: dict[int, int] = {}
+        for a in list(args) + list(kwargs.values()):
+            if isinstance(a, torch.Tensor) and a.numel():
+                ptr = a.data_ptr()
+                sizes[ptr] = max(sizes.get(ptr, 0), a.numel() * a.element_size())
+        seen[name] = seen.get(name, 0) + sum(sizes.values())
+        return original(self_fn, *args, **kwargs)
+
+    JITFunction.run = run
+    try:
+        yield seen
+    finally:
+        JITFunction.run = original
+
+
+def breakdown(call: Call, sets: list[list], calls: int) -> tuple[list[dict[str, Any]], list[str]]:
+    """Per-kernel device time per forward (torch.profiler), largest first."""
+    from torch.profiler import ProfilerActivity, profile
+
+    notes: list[str] = []
+    with _launch_bytes() as launched:
+        call(sets[0])
+        torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for i in range(calls):
+            call(sets[i % len(sets)])
+        torch.cuda.synchronize()
+    totals: dict[str, list[float]] = {}
+    for e in prof.events():
+        if e.device_type != torch.autograd.DeviceType.CUDA:
+            continue
+        entry = totals.setdefault(e.name, [0.0, 0])
+        entry[0] += e.time_range.elapsed_us()
+        entry[1] += 1
+    if not totals:
+        notes.append("torch.profiler recorded no GPU kernels; no per-kernel breakdown")
+        return [], notes
+    whole = sum(t for t, _ in totals.values()) or 1.0
+    rows = [
+        {
+            "name": name,
+            "calls": n / calls,
+            "time_us": t / calls,
+            "share": t / whole,
+            "bytes": launched.get(name),
+            "triton": name in launched,
+        }
+        for name, (t, n) in totals.items()
+    ]
+    rows.sort(key=lambda r: -r["time_us"])
+    return rows, notes
+
+
+# ------------------------------------------------------------------------------------------
+# The job
+
+
+def _work(model: torch.nn.Module, inputs: list) -> dict[str, Any]:
+    """Bytes that must move (inputs and parameters read once, outputs written once) and FLOPs."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with torch.no_grad(), FlopCounterMode(display=False) as fc:
+        out = normalise_outputs(model(*_clone(inputs)))
+    torch.cuda.synchronize()
+    tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
+    state = list(model.state_dict().values())
+    nbytes = sum(
+        t.numel() * t.element_size()
+        for t in tensors + state + list(out)
+        if isinstance(t, torch.Tensor)
+    )
+    dtype = next(
+        (str(t.dtype) for t in out if isinstance(t, torch.Tensor) and t.is_floating_point()),
+        "torch.float32",
+    )
+    return {
+        "bytes": int(nbytes),
+        "flops": int(fc.get_total_flops()),
+        "dtype": dtype,
+        "input_bytes": int(sum(t.numel() * t.element_size() for t in tensors)),
+    }
+
+
+def _fresh_values(inputs: list) -> list:
+    """New values for the floating-point inputs, same shapes and dtypes."""
+    return [
+        (torch.randn_like(x) * 1.5 + 0.25)
+        if isinstance(x, torch.Tensor) and x.is_floating_point()
+        else x
+        for x in inputs
+    ]
+
+
+def _error(stage: str, exc: BaseException, limit: int = 6) -> dict[str, Any]:
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-limit))
+    return {
+        "error": f"{stage}: {type(exc).__name__}: {exc}",
+        "traceback": tb[-3000:],
+        "stage": stage,
+    }
+
+
+def profile_job(
+    problem_source: str,
+    problem_path: str,
+    kernel_source: str,
+    kernel_path: str,
+    *,
+    settings: dict[str, Any],
+    cached_baselines: dict[str, dict[str, Any]],
+    cached_peaks: dict[str, dict[str, Any]],
+    atol: float,
+    rtol: float,
+) -> dict[str, Any]:
+    """Time the baselines and the candidate on this job's GPU. Returns raw samples and evidence."""
+    if job_device() != "cuda" or not torch.cuda.is_available():
+        return {"error": "no CUDA device in the timing job", "stage": "device"}
+    import triton
+
+    props = torch.cuda.get_device_properties(0)
+    name = torch.cuda.get_device_name(0)
+    l2 = int(getattr(props, "L2_cache_size", 50 << 20))
+    result: dict[str, Any] = {
+        "device": name,
+        "l2_bytes": l2,
+        "torch_version": torch.__version__,
+        "triton_version": triton.__version__,
+        "notes": [],
+    }
+    t0 = time.perf_counter()
+    if name in cached_peaks:
+        result["peaks"], result["peaks_measured"] = cached_peaks[name], False
+    else:
+        result["peaks"], result["peaks_measured"] = measure_peaks(name), True
+    timer = Timer(
+        l2,
+        warmup_ms=settings["warmup_ms"],
+        rep_ms=settings["rep_ms"],
+        min_reps=settings["min_reps"],
+        max_reps=settings["max_reps"],
+    )
+    result["bracket_overhead_ms"] = timer.overhead_ms
+    seed = int(settings.get("seed", 42))
+    with _device_context():
+        problem = exec_module(problem_source, problem_path, "problem")
+        init = list(problem.get_init_inputs())
+        torch.manual_seed(seed)
+        model = problem.Model(*init).to("cuda").eval()
+        torch.manual_seed(seed + 1000)
+        base = _to_device(list(problem.get_inputs()), "cuda")
+        work = _work(model, base)
+        result["work"] = work
+        k = input_sets_for(work["input_bytes"], l2)
+        sets = [_clone(base) for _ in range(k)]
+        result["input_sets"] = k
+        fresh = _fresh_values(base)
+        with torch.no_grad():
+            fresh_ref = [o.clone() for o in normalise_outputs(model(*_clone(fresh)))]
+
+        def eager(args: list) -> Any:
+            with torch.no_grad():
+                return model(*args)
+
+        cached = cached_baselines.get(name) or {}
+        want_compile = bool(settings.get("compile", True))
+        if cached.get("eager") and (
+            not want_compile or "compile" in cached or "compile_error" in cached
+        ):
+            result["baselines"] = cached
+            result["baselines_from_cache"] = True
+        else:
+            baselines: dict[str, Any] = {"eager_samples": timer.measure(eager, sets)}
+            if want_compile:
+                try:
+                    compiled = torch.compile(model)
+
+                    def run_compiled(args: list) -> Any:
+                        with torch.no_grad():
+                            return compiled(*args)
+
+                    baselines["compile_samples"] = timer.measure(run_compiled, sets)
+                except Exception as exc:  # a baseline that cannot compile is a note, not a failure
+                    baselines["compile_error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
+            result["baselines"] = baselines
+            result["baselines_from_cache"] = False
+        result["timings"] = {"baselines_s": time.perf_counter() - t0}
+
+        # ---- from here on, the candidate's code is loaded ----
+        violations_before = len(guard.VIOLATIONS)
+        local_path = os.path.join(os.getcwd(), os.path.basename(kernel_path) or "candidate.py")
+        with open(local_path, "w") as f:
+            f.write(kernel_source)
+        try:
+            cand = exec_module(kernel_source, local_path, "candidate")
+            torch.manual_seed(seed)
+            model_new = cand.ModelNew(*init)
+            if isinstance(model_new, torch.nn.Module):
+                model_new = model_new.to("cuda")
+                _copy_matching_weights(model, model_new)
+        except BaseException as exc:  # noqa: BLE001 - a candidate's SystemExit is its fault too
+            return {**result, **_error("candidate load", exc)}
+
+        def candidate(args: list) -> Any:
+            with torch.no_grad():
+                return model_new(*args)
+
+        t1 = time.perf_counter()
+        try:
+            runs = [timer.measure(candidate, sets), timer.measure(candidate, sets)]
+            if not _agree_samples(runs[0], runs[1], settings["noise_floor"]):
+                runs.append(timer.measure(candidate, sets))
+            result["candidate_samples"] = runs
+            result["timings"]["candidate_s"] = time.perf_counter() - t1
+            try:
+                result["kernels"], notes = breakdown(
+                    candidate, sets, int(settings["profile_calls"])
+                )
+                result["notes"] += notes
+            except Exception as exc:  # the profiler is evidence, not a verdict
+                result["kernels"] = []
+                result["notes"].append(
+                    f"per-kernel breakdown unavailable: {type(exc).__name__}: {exc}"
+                )
+            result["fresh"] = _freshness(candidate, sets[0], fresh, fresh_ref, atol, rtol)
+        except BaseException as exc:  # noqa: BLE001
+            return {**result, **_error("candidate run", exc)}
+        result["violations"] = list(guard.VIOLATIONS[violations_before:])
+    result["timings"]["total_s"] = time.perf_counter() - t0
+    return result
+
+
+def _sync() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def _agree_samples(a: list[float], b: list[float], floor: float) -> bool:
+    from tools.roofline import agree, summarize
+
+    return agree(summarize(a), summarize(b), floor)
+
+
+def _freshness(
+    call: Call, bufs: list, fresh: list, expected: list, atol: float, rtol: float
+) -> dict[str, Any]:
+    """Write new values into the very buffers the candidate was timed on and check its output.
+
+    A result cached by data pointer (or any other memoisation of the inputs' identity) is now
+    stale and fails this."""
+    if not any(isinstance(x, torch.Tensor) and x.is_floating_point() for x in bufs):
+        return {"checked": False, "ok": True, "message": "no floating-point inputs to rewrite"}
+    for buf, val in zip(bufs, fresh, strict=True):
+        if isinstance(buf, torch.Tensor) and buf.is_floating_point():
+            buf.copy_(val)
+    _sync()
+    got = normalise_outputs(call(bufs))
+    _sync()
+    if len(got) != len(expected):
+        return {
+            "checked": True,
+            "ok": False,
+            "message": f"{len(got)} outputs instead of {len(expected)}",
+        }
+    for i, (g, e) in enumerate(zip(got, expected, strict=True)):
+        if not isinstance(g, torch.Tensor) or g.shape != e.shape:
+            return {
+                "checked": True,
+                "ok": False,
+                "message": f"output {i} changed shape on new input values",
+            }
+        close = torch.isclose(g.double(), e.double(), atol=atol, rtol=rtol, equal_nan=True)
+        if not bool(close.all()):
+            bad = int((~close).sum())
+            return {
+                "checked": True,
+                "ok": False,
+                "message": f"output {i}: {bad} of {e.numel()} elements wrong after new values were "
+                "written into the same input buffers (a result cached by the input's address?)",
+            }
+    return {"checked": True, "ok": True, "message": "output follows new values in the same buffers"}
