@@ -13,3 +13,15 @@ import triton.runtime.interpreter  # noqa: F401
 
 import tools.guard  # noqa: F401
 import tools.worker  # noqa: F401
+import tools.audit  # noqa: F401, E402
+import tools.devshim  # noqa: F401, E402
+
+try:  # KernelLLM's Inductor-style outputs import these; importing them costs ~1.6 s, so do it once
+    import torch._inductor.runtime.triton_heuristics  # noqa: F401
+    from torch._inductor.runtime import triton_helpers  # noqa: F401
+except Exception:
+    pass
+try:
+    import tools.aot  # noqa: F401
+except Exception:
+    pass

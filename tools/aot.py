@@ -400,6 +400,16 @@ def _as_jit(kernel: Any) -> Any:
     return jit
 
 
+def _unwrapped(kernel: Any) -> Any:
+    """The JITFunction/InterpretedFunction under autotuner and heuristics wrappers."""
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    while not isinstance(kernel, JITFunction | InterpretedFunction) and hasattr(kernel, "fn"):
+        kernel = kernel.fn
+    return kernel
+
+
 def _convert_helper(value: Any) -> Any:
     from triton.runtime.interpreter import InterpretedFunction
 
@@ -407,14 +417,15 @@ def _convert_helper(value: Any) -> Any:
 
 
 @contextlib.contextmanager
-def _compilable_language() -> Iterator[None]:
+def _compilable_language(kernel: Any = None) -> Iterator[None]:
     """Let the real compiler see `triton.language` as it is without the interpreter.
 
     When `TRITON_INTERPRET=1` was set as Triton was imported, the standard library's
     `@triton.jit` functions (`tl.sum`, `tl.max`, `tl.cdiv`, `tl.softmax`, `tl.rand`, ...) and the
     tensor methods forwarding to them (`x.sum()`) are interpreter objects, which the code
     generator would call as plain Python. For the duration of a compile they are swapped for real
-    `JITFunction`s, then put back so the interpreter keeps working.
+    `JITFunction`s, then put back so the interpreter keeps working. The same goes for modules the
+    kernel reaches through its globals (Inductor's `triton_helpers.maximum`, ...).
     """
     import sys
 
@@ -424,11 +435,17 @@ def _compilable_language() -> Iterator[None]:
     _undo_leaked_interpreter_patches()
     changes: list[tuple[Any, str, Any]] = []
     try:
-        for name, module in list(sys.modules.items()):
-            if module is None or not (
-                name == "triton.language" or name.startswith("triton.language.")
-            ):
-                continue
+        modules = [
+            module
+            for name, module in list(sys.modules.items())
+            if module is not None
+            and (name == "triton.language" or name.startswith("triton.language."))
+        ]
+        pyfn = getattr(kernel, "fn", None)
+        for value in getattr(pyfn, "__globals__", {}).values():
+            if isinstance(value, types.ModuleType) and all(value is not m for m in modules):
+                modules.append(value)
+        for module in modules:
             for attr, value in list(vars(module).items()):
                 if isinstance(value, InterpretedFunction):
                     changes.append((module, attr, value))
@@ -551,7 +568,7 @@ def aot_compile(record: LaunchRecord, target: str | int = "sm_90") -> KernelReso
     `OutOfResources`, ...), never raised.
     """
     target_name, cap = parse_target(target)
-    with _compilable_language():
+    with _compilable_language(_unwrapped(record.fn)):
         try:
             jit = _as_jit(record.fn)
             if record.file is None or record.first_line is None:
@@ -578,7 +595,7 @@ def aot_compile_all(
     _, cap = parse_target(target)
     for record in records:
         try:
-            with _compilable_language():
+            with _compilable_language(_unwrapped(record.fn)):
                 key = _cache_key(record, _as_jit(record.fn), cap)
         except Exception:
             key = ("unkeyed", record.name, record.file, record.first_line)

@@ -172,6 +172,13 @@ def render_feedback(r: ProfileResult) -> str:
         lines.append(r.roofline_text())
     for k in r.kernels[:6]:
         lines.append("  " + r.kernel_text(k))
+    busy_us = sum(k.time_us for k in r.kernels)
+    if r.candidate is not None and r.kernels and busy_us < 0.5 * r.candidate.median_ms * 1e3:
+        lines.append(
+            f"The GPU kernels account for {format_ms(busy_us / 1e3)} of the "
+            f"{format_ms(r.candidate.median_ms)} a call takes: launch overhead dominates (fewer "
+            "launches, less Python work in forward, or more work per launch)."
+        )
     if r.status in ("slower", "ok") and r.roofline is not None:
         lines.append(_advice(r))
     for n in r.notes[:4]:

@@ -115,6 +115,8 @@ class Evidence:
     stderr_tail: str = ""
     """The last lines the worker printed, for crashes."""
     notes: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    """Seconds spent in the job's stages (import, runs, aot), for overhead accounting."""
 
 
 @dataclass(kw_only=True)

@@ -273,6 +273,8 @@ def roofline_line(r: Roofline) -> str:
 
 
 def format_ms(ms: float) -> str:
+    if ms < 1e-3:
+        return f"{ms * 1e6:.0f} ns"
     if ms < 1.0:
         return f"{ms * 1e3:.1f} us"
     return f"{ms:.3f} ms"

@@ -208,7 +208,16 @@ class Sandbox:
                     data = conn.recv_bytes()
                 except (EOFError, OSError):
                     return self._crashed(proc, peak)
-                kind, payload = pickle.loads(data)
+                try:
+                    kind, payload = _load_reply(data)
+                except Exception as exc:  # noqa: BLE001 - a forged or corrupt reply is a dead job
+                    return JobOutcome(
+                        kind="crash",
+                        error=f"the job's reply could not be read safely ({type(exc).__name__}: "
+                        f"{str(exc).splitlines()[0][:200] if str(exc) else ''}); only tensors, "
+                        "numbers, strings and containers of them may cross the process boundary",
+                        peak_rss_mb=peak or None,
+                    )
                 if kind == "ok":
                     return JobOutcome(kind="ok", value=payload, peak_rss_mb=peak or None)
                 return JobOutcome(kind="error", error=payload, peak_rss_mb=peak or None)
@@ -394,14 +403,47 @@ def _child_main(conn, workdir: str, env: dict[str, str], lim: Limits, device: st
         result = ("error", traceback.format_exc(limit=-12))
     try:
         try:
-            data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+            data = _dump_reply(result)
         except Exception:
-            data = pickle.dumps(("error", "result not picklable:\n" + traceback.format_exc()))
+            data = _dump_reply(("error", "result not serialisable:\n" + traceback.format_exc()))
         conn.send_bytes(data)
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
+
+
+def _dump_reply(result: tuple) -> bytes:
+    import io
+
+    import torch
+
+    buf = io.BytesIO()
+    torch.save(result, buf)
+    return buf.getvalue()
+
+
+def _load_reply(data: bytes) -> tuple[str, Any]:
+    """Read a job's reply with torch's weights-only unpickler.
+
+    The job process runs untrusted code, which can write anything to the reply pipe (or replace
+    the worker's own reply). A plain `pickle.loads` here would run whatever callable the bytes
+    name *in the agent's process*; the weights-only unpickler only rebuilds tensors, dtypes,
+    numbers, strings and containers, so a forged reply can at worst be wrong, never execute.
+    """
+    import io
+    import warnings
+
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reply = torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
+    if not (isinstance(reply, tuple) and len(reply) == 2 and reply[0] in ("ok", "error")):
+        raise ValueError("malformed reply")
+    if reply[0] == "error" and not isinstance(reply[1], str):
+        raise ValueError("malformed error reply")
+    return reply
 
 
 def _apply_rlimits(lim: Limits, device: str) -> None:

@@ -181,7 +181,7 @@ def judge(outcome: JobOutcome, ref: Reference, options: VerifyOptions) -> Verdic
     violations = data.get("violations") or []
     audit = Audit(**data["audit"]) if data.get("audit") else Audit()
     audit.sandbox_violations = list(violations)
-    evidence = Evidence(audit=audit, notes=list(data.get("notes", [])))
+    evidence = Evidence(audit=audit, notes=list(data.get("notes", [])), timings=dict(data.get("timings", {})))
     evidence.resources = [KernelResources(**r) for r in data.get("resources", [])]
     evidence.aot_errors = [SourceError(**e) for e in data.get("aot_errors", [])]
     evidence.expected_shapes = [list(o.shape) for o in ref.outputs[0] if hasattr(o, "shape")]
