@@ -166,15 +166,19 @@ json.dump(results, open(out, "w"))
 """
 
 CHECK_SCRIPT = r"""
-import json, sys, types, traceback
+import json, os, sys, types, traceback
 import torch
 
 problems, drafts, device, out = (json.load(open(sys.argv[1])), json.load(open(sys.argv[2])),
                                  sys.argv[3], sys.argv[4])
 
 def module(name, source):
+    # A real file: Triton's @jit reads the kernel source back from it (compiled mode).
+    path = os.path.join(os.path.dirname(out), name.replace("/", "_") + ".py")
+    with open(path, "w") as f:
+        f.write(source)
     m = types.ModuleType(name)
-    exec(compile(source, f"<{name}>", "exec"), m.__dict__)
+    exec(compile(source, path, "exec"), m.__dict__)
     return m
 
 def leaves(x):
@@ -189,8 +193,8 @@ for name, source in problems.items():
     if not drafts[name]["ok"]:
         continue
     try:
-        problem = module("problem", source)
-        candidate = module("candidate", drafts[name]["source"])
+        problem = module(f"problem_{name}", source)
+        candidate = module(f"candidate_{name}", drafts[name]["source"])
         init = problem.get_init_inputs()
         torch.manual_seed(0)
         model = problem.Model(*init).to(device)

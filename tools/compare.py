@@ -68,7 +68,8 @@ def compare_outputs(
         )
     for i, (g, e) in enumerate(zip(got, expected)):
         if not isinstance(g, torch.Tensor):
-            return Difference(kind="shape", message=f"output {i} is {type(g).__name__}, not a tensor")
+            what = g if isinstance(g, str) and g.startswith("<") else type(g).__name__
+            return Difference(kind="shape", message=f"output {i} is {what}, not a tensor")
         if tuple(g.shape) != tuple(e.shape):
             return Difference(
                 kind="shape",

@@ -16,7 +16,7 @@ import sys
 VIOLATIONS: list[str] = []
 
 # Programs Triton and the CUDA toolchain legitimately run while compiling a kernel.
-TOOLCHAIN = {
+TOOLCHAIN = frozenset({
     "ptxas",
     "ptxas-blackwell",
     "cc",
@@ -34,7 +34,18 @@ TOOLCHAIN = {
     "fatbinary",
     "hipcc",
     "ld.lld",
-}
+})
+# libc / CPython symbols whose lookup through ctypes is refused (process creation, sockets,
+# file writes, signals, the audit-hook machinery itself).
+NATIVE_DENY = frozenset({
+    "system", "popen", "execv", "execve", "execvp", "execvpe", "execl", "execle", "execlp",
+    "fexecve", "fork", "vfork", "clone", "clone3", "posix_spawn", "posix_spawnp", "socket",
+    "socketpair", "connect", "bind", "sendto", "sendmsg", "open", "open64", "openat",
+    "openat64", "creat", "creat64", "fopen", "fopen64", "freopen", "unlink", "unlinkat",
+    "rename", "renameat", "truncate", "ftruncate", "kill", "killpg", "ptrace", "syscall",
+    "mprotect", "setrlimit", "prlimit", "prlimit64", "dup2", "dup3", "write", "pwrite",
+    "pwrite64",
+})
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 _ALLOWED_WRITE_PREFIXES = ("/dev/null", "/dev/shm/", "/proc/self/")
 _state: dict[str, object] = {"root": None, "installed": False}
@@ -106,3 +117,11 @@ def _hook(event: str, args: tuple) -> None:
         _deny(f"process creation ({event})")
     elif event == "pty.spawn":
         _deny("process creation (pty.spawn)")
+    elif event == "ctypes.dlsym":
+        # ctypes reaches libc directly, past every Python-level check above. Kernels have no
+        # use for these symbols; neither torch nor triton look them up through ctypes.
+        name = args[1] if len(args) > 1 else ""
+        if isinstance(name, bytes):
+            name = name.decode(errors="replace")
+        if isinstance(name, str) and (name in NATIVE_DENY or name.startswith(("PySys_", "_PyRuntime"))):
+            _deny(f"calling the native function {name}() through ctypes")

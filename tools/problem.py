@@ -180,7 +180,53 @@ def check_candidate_source(source: str, path: str = "candidate.py") -> Candidate
             status="bad_input",
             message="the candidate defines no @triton.jit kernel: the work must be done in Triton",
         )
+    tripped = _introspection_use(tree, source)
+    if tripped is not None:
+        node, what = tripped
+        lines = source.splitlines()
+        line = getattr(node, "lineno", None)
+        return CandidateCheck(
+            ok=False,
+            status="cheat",
+            message=f"the candidate uses {what} (line {line}): a kernel has no use for process "
+            "introspection or dynamic code, which is how a candidate reaches into the harness",
+            line=line,
+            code=lines[line - 1] if line and 0 < line <= len(lines) else None,
+            kernels=kernels,
+        )
     return CandidateCheck(ok=True, kernels=kernels)
+
+
+# Names a kernel never needs and a candidate attacking the harness in its own process does:
+# walking the heap or the stack to reach the harness's objects (its reply pipe, the audit mode),
+# popping the audit's dispatch mode, switching the profiler off, rewriting functions in place,
+# and running code built from strings (which defeats this check). A tripwire, not a boundary:
+# the dynamic checks (dispatch mode + profiler, integrity snapshot, guard) stand behind it.
+INTROSPECTION_NAMES = frozenset({
+    "get_objects", "get_referrers", "get_referents", "_getframe", "currentframe", "f_back",
+    "f_locals", "f_globals", "send_bytes", "addaudithook", "_pop_mode", "_pop_mode_temporarily",
+    "_disable_current_modes", "_pop_torch_dispatch_stack", "_DisableTorchDispatch",
+    "_ExcludeDispatchKeyGuard", "_disable_profiler", "_unset_dispatch_mode", "__closure__",
+    "__code__", "__globals__", "_child_main",
+})
+DYNAMIC_CODE_CALLS = frozenset({"exec", "eval", "__import__"})
+
+
+def _introspection_use(tree: ast.Module, source: str) -> tuple[ast.AST, str] | None:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in INTROSPECTION_NAMES:
+            return node, f"`{node.attr}`"
+        if isinstance(node, ast.Name) and node.id in INTROSPECTION_NAMES:
+            return node, f"`{node.id}`"
+        if isinstance(node, ast.alias) and node.name.split(".")[-1] in INTROSPECTION_NAMES:
+            return node, f"`{node.name}`"
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in DYNAMIC_CODE_CALLS
+        ):
+            return node, f"`{node.func.id}()`"
+    return None
 
 
 def _is_triton_decorator(d: ast.expr) -> bool:

@@ -44,6 +44,11 @@ class VerifyOptions:
     allow_large: bool = False
     poison: bool = True
     memory_mb: int | None = 8192
+    input_scales: tuple[float, ...] = ()
+    """Generalisation check: one extra trial per factor with the floating-point inputs scaled by
+    it (e.g. `(100.0,)` catches kernels that are right only inside randn's range, like a ReLU
+    that also clamps at 6). Off by default: scaling shrinks the relative weight of `atol`, so
+    sums that cancel can fail honest kernels."""
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -91,7 +96,8 @@ class Verifier:
 
     # -- stage: reference -------------------------------------------------------------------
     def reference(self, problem: Problem) -> Reference:
-        key = (problem.digest, self.options.trials, self.options.seed, self.device)
+        key = (problem.digest, self.options.trials, self.options.seed, self.device,
+               tuple(self.options.input_scales))
         with self._lock:
             if key in self._refs:
                 return self._refs[key]
@@ -102,6 +108,7 @@ class Verifier:
             trials=self.options.trials,
             seed=self.options.seed,
             check_size=not self.options.allow_large,
+            input_scales=tuple(self.options.input_scales),
             timeout=max(self.options.timeout_s, 60.0),
         )
         if out.kind == "timeout":
@@ -175,8 +182,17 @@ def judge(outcome: JobOutcome, ref: Reference, options: VerifyOptions) -> Verdic
             "out-of-bounds load/store without a mask, os._exit, exhausting memory",
             evidence=Evidence(stderr_tail=outcome.stderr_tail),
         )
-    if outcome.kind == "error":
-        raise SandboxError(f"internal error in the candidate job:\n{outcome.error}")
+    if outcome.kind == "error" or not isinstance(outcome.value, dict):
+        # The job function itself raised. It shares its process with the candidate, which can
+        # break anything in it (patch torch.Tensor.clone, delete harness globals), so this is the
+        # candidate's fault until shown otherwise; the traceback says where.
+        tail = (outcome.error or "no result")[-3000:]
+        return Verdict(
+            status="crash", compiled=False, correct=False,
+            message="the candidate's job failed outside the candidate's own code (did it patch "
+            f"torch or the harness?): {tail.strip().splitlines()[-1] if tail.strip() else ''}",
+            evidence=Evidence(stderr_tail=tail),
+        )
     data = outcome.value
     violations = data.get("violations") or []
     audit = Audit(**data["audit"]) if data.get("audit") else Audit()
@@ -211,6 +227,12 @@ def judge(outcome: JobOutcome, ref: Reference, options: VerifyOptions) -> Verdic
         return Verdict(status="cheat", compiled=True, correct=False,
                        message="no Triton kernel was launched during forward: the work must be done in Triton",
                        evidence=evidence)
+    idle = data.get("idle_runs") or []
+    if idle:
+        return Verdict(status="cheat", compiled=True, correct=False,
+                       message=f"forward launched no Triton kernel in {len(idle)} of its calls "
+                       f"({idle[0]}): every call must compute its output (a cached or memoised "
+                       "result is not a kernel)", evidence=evidence)
     if audit.torch_compute_ops:
         return Verdict(status="cheat", compiled=True, correct=False,
                        message="PyTorch computed inside forward (" + ", ".join(audit.torch_compute_ops[:6])
@@ -231,6 +253,12 @@ def judge(outcome: JobOutcome, ref: Reference, options: VerifyOptions) -> Verdic
                        message=f"the candidate modified input {audit.mutated_inputs[0]} in place; the "
                        "reference does not. Write results to a new output tensor", evidence=evidence)
     outputs = data["outputs"]
+    n_plain = len(ref.outputs) - len(options.input_scales)
+    if options.input_scales:
+        evidence.notes.append(
+            f"trials {n_plain}..{len(ref.outputs) - 1} are the generalisation check (inputs scaled by "
+            + ", ".join(f"{x:g}" for x in options.input_scales) + ")"
+        )
     evidence.got_shapes = [list(o.shape) for o in outputs[0][0] if hasattr(o, "shape")] if outputs else []
     for trial, (pair, expected) in enumerate(zip(outputs, ref.outputs)):
         for run, got in zip(("first", "second"), pair):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 import traceback
 import types
@@ -113,9 +114,12 @@ def reference_job(
     seed: int,
     check_size: bool = True,
     extra_input_seeds: int = 0,
+    input_scales: tuple[float, ...] | list[float] = (),
 ) -> dict[str, Any]:
     """Load the problem, check the contract, return inputs and reference outputs per trial.
 
+    `input_scales`: one extra trial per factor, with the floating-point inputs multiplied by it
+    (the generalisation check against kernels that are right only for randn's range).
     Returns {"error": message} for a problem that breaks the contract.
     """
     device = "cuda" if job_device() == "cuda" else "cpu"
@@ -160,12 +164,18 @@ def reference_job(
         model = model.to(device)
         timings["load"] = time.perf_counter() - t0
         all_inputs, all_outputs = [], []
-        for trial in range(trials + extra_input_seeds):
+        scales = [1.0] * (trials + extra_input_seeds) + [float(x) for x in input_scales]
+        for trial, scale in enumerate(scales):
             torch.manual_seed(seed + 1000 * (trial + 1))
             try:
                 inputs = mod.get_inputs()
             except Exception as exc:
                 return {"error": f"get_inputs() raised: {_short_tb(exc)}"}
+            if scale != 1.0 and isinstance(inputs, (list, tuple)):
+                inputs = [
+                    x * scale if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+                    for x in inputs
+                ]
             if not isinstance(inputs, (list, tuple)) or not inputs:
                 return {"error": f"get_inputs() must return a non-empty list, got {type(inputs).__name__}"}
             bad = [i for i, x in enumerate(inputs) if not isinstance(x, (torch.Tensor, int, float, bool))]
@@ -246,7 +256,7 @@ def candidate_job(
 ) -> dict[str, Any]:
     """Import the candidate, build it like the reference, run it before and after the reference
     on cloned inputs under the audit. Returns outputs and evidence; never judges them."""
-    from tools.audit import audited
+    from tools.audit import Integrity, ProfilerObserver, audited
 
     device = "cuda" if job_device() == "cuda" else "cpu"
     result: dict[str, Any] = {"stage": "import", "timings": {}}
@@ -262,6 +272,17 @@ def candidate_job(
         except Exception as exc:  # the reference job already validated this
             result.update(stage="problem", error=_map_error(exc, problem_path))
             return result
+        # What the candidate must leave alone (timers, torch entry points, this harness, the
+        # guard's settings), and which threads exist before it runs.
+        integrity = Integrity()
+        threads_before = set(threading.enumerate())
+        tamper: list[str] = []
+
+        def check_integrity(where: str, snap: Integrity) -> None:
+            for label in snap.changed():
+                msg = f"replacing {label} ({where})"
+                if msg not in tamper:
+                    tamper.append(msg)
         # Write the candidate where its tracebacks point: the job's private directory.
         local_path = os.path.join(os.getcwd(), os.path.basename(kernel_path) or "candidate.py")
         with open(local_path, "w") as f:
@@ -270,8 +291,10 @@ def candidate_job(
             cand = exec_module(kernel_source, local_path, "candidate")
         except BaseException as exc:  # noqa: BLE001 - SystemExit from a candidate is an error too
             result.update(error=_map_error(exc, local_path), error_class="compile_error")
-            result["violations"] = list(guard.VIOLATIONS)
+            check_integrity("while importing", integrity)
+            result["violations"] = _violations(tamper)
             return result
+        check_integrity("at import", integrity)
         result["timings"]["import"] = time.perf_counter() - t0
         result["stage"] = "construct"
         model_new_cls = getattr(cand, "ModelNew", None)
@@ -286,8 +309,10 @@ def candidate_job(
                 _copy_matching_weights(model, model_new)
         except BaseException as exc:  # noqa: BLE001
             result.update(error=_map_error(exc, local_path), error_class="runtime_error")
-            result["violations"] = list(guard.VIOLATIONS)
+            check_integrity("in the constructor", integrity)
+            result["violations"] = _violations(tamper)
             return result
+        check_integrity("in the constructor", integrity)
         result["stage"] = "run"
         outputs: list[list[list]] = []
         audit: dict[str, Any] = {
@@ -307,6 +332,10 @@ def candidate_job(
                 records = stack.enter_context(recorder)
             except Exception as exc:
                 result.setdefault("notes", []).append(f"launch recorder unavailable: {exc}")
+        # Second snapshot: the launch recorder above legitimately patched triton's `run`.
+        during = Integrity()
+        observer = stack.enter_context(ProfilerObserver())
+        idle_runs: list[str] = []
         t_run = time.perf_counter()
         for trial, inputs in enumerate(inputs_per_trial):
             base = _to_device(inputs, device)
@@ -323,23 +352,28 @@ def candidate_job(
                 keep = _clone(base)
                 try:
                     with torch.no_grad(), audited(poison=poison) as (mode, launches):
-                        out = model_new(*args)
-                        _sync()
+                        with observer.forward():
+                            out = model_new(*args)
+                            _sync()
                 except BaseException as exc:  # noqa: BLE001
-                    during = launches.failed
+                    failed_launch = launches.failed
                     err = _map_error(exc, local_path)
                     in_kernel = _line_in_kernel(kernel_source, err.get("line"))
                     result.update(
                         error=err,
-                        error_class="compile_error" if during and in_kernel else "runtime_error",
-                        error_during_launch=bool(during),
+                        error_class="compile_error" if failed_launch and in_kernel else "runtime_error",
+                        error_during_launch=bool(failed_launch),
                         trial=trial,
                     )
-                    result["violations"] = list(guard.VIOLATIONS)
+                    check_integrity("in forward", during)
+                    result["violations"] = _violations(tamper + observer.tampered)
                     audit["triton_launches"] += launches.count
                     result["audit"] = audit
                     return result
-                flat = normalise_outputs(out)
+                check_integrity("in forward", during)
+                if launches.count == 0:
+                    idle_runs.append(f"trial {trial}, {run} run")
+                flat = _checked_outputs(normalise_outputs(out), tamper)
                 audit["triton_launches"] += launches.count
                 for k in launches.names:
                     if k not in audit["kernels"]:
@@ -354,7 +388,7 @@ def candidate_job(
                     if isinstance(a, torch.Tensor) and not _same(a, k) and i not in audit["mutated_inputs"]:
                         audit["mutated_inputs"].append(i)
                 in_ptrs = {
-                    a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor) and a.numel()
+                    a.untyped_storage().data_ptr() for a in args if type(a) is torch.Tensor and a.numel()
                 }
                 for j, o in enumerate(flat):
                     if (
@@ -367,9 +401,22 @@ def candidate_job(
                 pair.append(_cpu_copy(flat))
             outputs.append(pair)
         result["timings"]["runs"] = time.perf_counter() - t_run
+        observer.__exit__(None, None, None)
+        hidden, hidden_lib = observer.ops()
+        if hidden and not audit["torch_compute_ops"]:
+            # The profiler saw compute the dispatch mode did not: the mode was popped/bypassed.
+            audit["torch_compute_ops"] += [f"{op} (hidden from the dispatch audit)" for op in hidden]
+        if hidden_lib and not audit["library_ops"]:
+            audit["library_ops"] += [f"{op} (hidden from the dispatch audit)" for op in hidden_lib]
+        check_integrity("after forward", during)
+        alive = [t for t in threading.enumerate() if t not in threads_before and t.is_alive()]
+        if alive:
+            tamper.append(f"leaving {len(alive)} thread(s) running after forward ({alive[0].name})")
+    check_integrity("by the end of the job", integrity)
     result["outputs"] = outputs
     result["audit"] = audit
-    result["violations"] = list(guard.VIOLATIONS)
+    result["idle_runs"] = idle_runs
+    result["violations"] = _violations(tamper + observer.tampered)
     result["stage"] = "done"
     if aot_target and records:
         t_aot = time.perf_counter()
@@ -383,6 +430,37 @@ def candidate_job(
             result.setdefault("notes", []).append(f"ahead-of-time compile unavailable: {exc}")
         result["timings"]["aot"] = time.perf_counter() - t_aot
     return result
+
+
+def _violations(tamper: list[str]) -> list[str]:
+    """Guard refusals plus tampering, as plain strings (the list itself lives in the candidate's
+    reach, so copy it defensively)."""
+    out = []
+    try:
+        out = [str(v)[:300] for v in list(guard.VIOLATIONS)]
+    except Exception:  # noqa: BLE001
+        out = ["the sandbox's violation list was tampered with"]
+    return out + tamper
+
+
+def _checked_outputs(flat: list, tamper: list[str]) -> list:
+    """Only plain tensors (and numbers) cross to the parent. A tensor subclass can compute its
+    values lazily when the harness reads it (outside the audit), so it is a cheat; any other
+    object becomes a string naming its type, which the comparison reports."""
+    out = []
+    for j, o in enumerate(flat):
+        if type(o) in (torch.Tensor, torch.nn.Parameter):
+            out.append(o)
+        elif isinstance(o, torch.Tensor):
+            msg = f"returning a torch.Tensor subclass ({type(o).__name__}) as output {j}"
+            if msg not in tamper:
+                tamper.append(msg)
+            out.append(f"<{type(o).__name__} tensor subclass>")
+        elif o is None or type(o) in (int, float, bool, str):
+            out.append(o)
+        else:
+            out.append(f"<{type(o).__name__} object>")
+    return out
 
 
 def _line_in_kernel(source: str, line: int | None) -> bool:
