@@ -13,3 +13,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     from agent import cmd_profile
 
     cmd_profile.register(sub)
+    __import__("agent.cmd_bench", fromlist=["register"]).register(sub)
+    __import__("agent.cmd_integrations", fromlist=["register"]).register(sub)  # mcp, repl

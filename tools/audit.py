@@ -87,6 +87,9 @@ VIEW_OPS = {
     "dim",
     "record_stream",
     "set_",
+    "_record_function_enter",
+    "_record_function_enter_new",
+    "_record_function_exit",
 }
 LIBRARY_OPS = {
     "mm",

@@ -146,7 +146,7 @@ def measure_peaks(device_name: str) -> dict[str, Any]:
         "bandwidth": 2 * n / (copy_ms / 1e3),
         "flops": flops,
         "how": "1 GiB device-to-device copy (read+write); 8192^3 bf16/fp16/tf32 and 4096^3 fp32 "
-        "matmul on random data; torch " + torch.__version__,
+        "matmul on random data; torch " + str(torch.__version__),
     }
 
 
@@ -291,8 +291,8 @@ def profile_job(
     result: dict[str, Any] = {
         "device": name,
         "l2_bytes": l2,
-        "torch_version": torch.__version__,
-        "triton_version": triton.__version__,
+        "torch_version": str(torch.__version__),
+        "triton_version": str(triton.__version__),
         "notes": [],
     }
     t0 = time.perf_counter()

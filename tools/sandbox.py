@@ -413,13 +413,54 @@ def _child_main(conn, workdir: str, env: dict[str, str], lim: Limits, device: st
         os._exit(0)
 
 
+def _plain(obj: Any, depth: int = 0) -> Any:
+    """A job's return value as plain data: tensors, numbers, strings, bytes, None, dtypes and
+    devices in dicts, lists and tuples (dataclasses become dicts, anything else its repr)."""
+    import dataclasses
+
+    import torch
+
+    if depth > 50:
+        return "<nested too deep>"
+    if obj is None or type(obj) in (bool, int, float, str, bytes):
+        return obj
+    if isinstance(obj, torch.Tensor):
+        t = obj.detach()
+        return t if type(t) is torch.Tensor else t.as_subclass(torch.Tensor)
+    if isinstance(obj, (torch.dtype, torch.device)):
+        return obj
+    if isinstance(obj, bool):
+        return bool(obj)
+    if isinstance(obj, int):
+        return int(obj)
+    if isinstance(obj, float):
+        return float(obj)
+    if isinstance(obj, str):
+        return str(obj)
+    if isinstance(obj, dict):
+        return {_plain(k, depth + 1): _plain(v, depth + 1) for k, v in obj.items()}
+    if isinstance(obj, tuple):
+        return tuple(_plain(v, depth + 1) for v in obj)
+    if isinstance(obj, (list, set, frozenset)):
+        return [_plain(v, depth + 1) for v in obj]
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return _plain(dataclasses.asdict(obj), depth + 1)
+    item = getattr(obj, "item", None)  # numpy scalars
+    if callable(item) and getattr(obj, "shape", None) == ():
+        try:
+            return _plain(item(), depth + 1)
+        except Exception:
+            pass
+    return repr(obj)[:500]
+
+
 def _dump_reply(result: tuple) -> bytes:
     import io
 
     import torch
 
     buf = io.BytesIO()
-    torch.save(result, buf)
+    torch.save(_plain(result), buf)
     return buf.getvalue()
 
 

@@ -351,10 +351,9 @@ def candidate_job(
                 args = _clone(base)
                 keep = _clone(base)
                 try:
-                    with torch.no_grad(), audited(poison=poison) as (mode, launches):
-                        with observer.forward():
-                            out = model_new(*args)
-                            _sync()
+                    with torch.no_grad(), observer.forward(), audited(poison=poison) as (mode, launches):
+                        out = model_new(*args)
+                        _sync()
                 except BaseException as exc:  # noqa: BLE001
                     failed_launch = launches.failed
                     err = _map_error(exc, local_path)

@@ -1,0 +1,1110 @@
+"""Benchmark runner: pass@k, fast_p and reports over a directory of problems.
+
+Two modes (docs/bench.md):
+- `sample`: N independent candidates per problem, all drawn from the first-round prompt (the
+  published KernelLLM protocol: temperature 1.0, top_p 0.97). pass@k is Chen et al.'s unbiased
+  estimator over the N samples. With the compiler "backend", one compiler candidate per problem.
+- `loop`: the agent (`agent.runner.run`) with a budget of N candidates per problem;
+  success@k = a correct kernel among the first k candidates the loop drafted.
+
+Every candidate and its verdict is kept under `OUT/<problem>/<NN>/` (`response.txt`,
+`kernel.py`, `verdict.json`, `sample.json`, written last as the "done" mark), so a rerun skips
+what is done and `rebuild_report(OUT)` makes the report from the files alone.
+
+Verification runs through one `Verifier` (one sandbox slot per GPU, or per CPU core) fed from a
+thread pool; `executor="ray"` sends one task per problem to a Ray cluster instead, each task
+evaluating through the same `evaluate_sample`.
+
+This module imports only `tools/` and the light `agent` modules (no langgraph, rich or openai):
+the loop mode and the LLM backends are imported when used, so the compiler mode and the
+throughput benchmark run on a machine without them.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import json
+import logging
+import math
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent.config import AgentConfig
+from agent.rundir import write_atomic
+from tools.errors import BackendError, BadInputError, TritonAgentError
+from tools.problem import Problem, read_problem
+from tools.verify import Verifier, VerifyOptions
+
+log = logging.getLogger(__name__)
+
+BENCH_SCHEMA_VERSION = 1
+MODES = ("sample", "loop")
+PROTOCOLS = ("ours", "kernelbench")
+EXECUTORS = ("thread", "ray")
+FAST_P = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
+KERNELBENCH_TRIALS = 5
+KERNELBENCH_TIMING_TRIALS = 100
+
+Event = Callable[[dict[str, Any]], None]
+
+
+# ---------------------------------------------------------------------------------------------
+# Metrics (pure)
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k (Chen et al. 2021): 1 - C(n-c, k) / C(n, k), in the stable product form
+    1 - prod_{i=n-c+1}^{n} (1 - k/i)."""
+    if not 0 <= c <= n:
+        raise ValueError(f"need 0 <= c <= n (n={n}, c={c})")
+    if k < 1 or k > n:
+        raise ValueError(f"need 1 <= k <= n (n={n}, k={k})")
+    if n - c < k:
+        return 1.0
+    prod = 1.0
+    for i in range(n - c + 1, n + 1):
+        prod *= 1.0 - k / i
+    return 1.0 - prod
+
+
+def solved_within(order_correct: Sequence[bool], k: int, free: bool = False) -> bool:
+    """Loop mode: a correct kernel among the first k drafted candidates (or a free one: the
+    compiler seed)."""
+    return free or any(order_correct[:k])
+
+
+def geomean(values: Iterable[float]) -> float | None:
+    vals = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
+    if not vals:
+        return None
+    return math.exp(sum(math.log(v) for v in vals) / len(vals))
+
+
+def fast_p(best_speedups: Sequence[float | None], solved: Sequence[bool], p: float) -> float:
+    """Fraction of problems with a correct candidate whose speedup is > p.
+
+    `best_speedups[i]` is problem i's best speedup among its correct candidates (None: not
+    timed); `solved[i]` whether it has a correct candidate at all. fast_0 is the correctness rate.
+    """
+    if not solved:
+        return 0.0
+    hits = 0
+    for sp, ok in zip(best_speedups, solved, strict=True):
+        if not ok:
+            continue
+        if p <= 0.0 or (sp is not None and sp > p):
+            hits += 1
+    return hits / len(solved)
+
+
+# ---------------------------------------------------------------------------------------------
+# Configuration and records
+
+
+@dataclass(kw_only=True)
+class BenchConfig:
+    """What a benchmark run was asked to do (written to OUT/bench.json)."""
+
+    mode: str = "sample"
+    samples: int = 20
+    """Candidates per problem (sample mode) or the loop's budget (loop mode)."""
+    ks: tuple[int, ...] = (1, 10, 20)
+    protocol: str = "ours"
+    """`ours` (tools.verify defaults) or `kernelbench` (5 trials, atol=rtol=1e-2, 100 timing
+    trials against eager)."""
+    executor: str = "thread"
+    ray_address: str | None = None
+    out: str
+    only: tuple[str, ...] = ()
+    """Problem names (file stems) to run; empty for all."""
+    compiler_seed: bool = False
+    """Loop mode: also evaluate torch.compile's Triton as a free attempt 0."""
+    agent: AgentConfig = field(default_factory=AgentConfig)
+    """Backend, sampling and verification settings, as for `optimize`."""
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise BadInputError(f"--mode must be one of {', '.join(MODES)}")
+        if self.protocol not in PROTOCOLS:
+            raise BadInputError(f"--protocol must be one of {', '.join(PROTOCOLS)}")
+        if self.executor not in EXECUTORS:
+            raise BadInputError(f"--executor must be one of {', '.join(EXECUTORS)}")
+        if self.samples < 1:
+            raise BadInputError("--samples must be at least 1")
+        if not self.ks or any(k < 1 for k in self.ks):
+            raise BadInputError("--k takes positive integers, e.g. 1,10,20")
+        self.ks = tuple(sorted(set(self.ks)))
+        if self.protocol == "kernelbench":
+            self.agent = dataclasses.replace(
+                self.agent, trials=KERNELBENCH_TRIALS, tolerance_preset="kernelbench-v0",
+                atol=None, rtol=None,
+            )
+
+    @property
+    def compiler_only(self) -> bool:
+        a = self.agent
+        return a.backend == "compiler" or (
+            a.backend == "auto" and not (a.replies or a.base_url or a.model)
+        )
+
+    @property
+    def per_problem(self) -> int:
+        """Candidates per problem in sample mode (the compiler drafts one)."""
+        return 1 if self.compiler_only and self.mode == "sample" else self.samples
+
+    def verify_options(self) -> VerifyOptions:
+        return self.agent.verify_options()
+
+    def settings(self) -> dict[str, Any]:
+        a = self.agent
+        return {
+            "mode": self.mode,
+            "samples": self.samples,
+            "per_problem": self.per_problem,
+            "ks": list(self.ks),
+            "protocol": self.protocol,
+            "executor": self.executor,
+            "backend": "compiler" if self.compiler_only else a.backend,
+            "model": None if self.compiler_only else a.model,
+            "base_url": None if self.compiler_only else a.base_url,
+            "replies": a.replies,
+            "prompt_format": a.prompt_format,
+            "temperature": a.temperature,
+            "top_p": a.top_p,
+            "max_tokens": a.max_tokens,
+            "compiler_seed": self.compiler_seed,
+            "trials": a.trials,
+            "tolerance_preset": a.tolerance_preset,
+            "atol": a.atol,
+            "rtol": a.rtol,
+            "policy": a.policy,
+            "seed": a.seed,
+            "timeout_s": a.timeout_s,
+            "aot_target": a.aot_target,
+        }
+
+
+# Settings that must match when a run is resumed into the same --out (others may change).
+_RESUME_KEYS = ("mode", "protocol", "backend", "model", "trials", "tolerance_preset", "atol",
+                "rtol", "policy", "seed", "temperature", "top_p", "prompt_format")
+
+
+def profile_options(protocol: str) -> Any:
+    """ProfileOptions for the protocol; None when tools.profile is not available."""
+    try:
+        from tools.profile import ProfileOptions
+    except ImportError:
+        return None
+    if protocol == "kernelbench":
+        try:  # KernelBench times 100 trials of the candidate against the eager baseline
+            return ProfileOptions(baseline="eager", min_reps=KERNELBENCH_TIMING_TRIALS,
+                                  max_reps=KERNELBENCH_TIMING_TRIALS)
+        except TypeError:
+            return ProfileOptions(baseline="eager")
+    return ProfileOptions(baseline="eager")
+
+
+@dataclass(kw_only=True)
+class Draft:
+    """A candidate waiting for evaluation."""
+
+    problem: str
+    sample: int
+    source: str
+    """`llm:<name>`, `compiler`, or `compiler:pending` (drafted inside the evaluation task)."""
+    response: str = ""
+    code: str | None = None
+
+
+@dataclass(kw_only=True)
+class SampleRecord:
+    """One evaluated candidate (OUT/<problem>/<NN>/sample.json)."""
+
+    problem: str
+    sample: int
+    source: str
+    status: str
+    correct: bool
+    compiled: bool
+    speedups: dict[str, float] = field(default_factory=dict)
+    """Over `eager` and `compile`, where timed (GPU, correct kernels)."""
+    profile_status: str | None = None
+    summary: str = ""
+    duration_s: float = 0.0
+    device: str = "cpu"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SampleRecord:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+@dataclass(kw_only=True)
+class Evaluated:
+    """What an evaluation task hands back: the record, its evidence and the (maybe just
+    drafted) candidate."""
+
+    record: SampleRecord
+    verdict: dict[str, Any]
+    profile: dict[str, Any] | None
+    draft: Draft
+
+
+# ---------------------------------------------------------------------------------------------
+# Evaluating one candidate: the one code path for every executor
+
+
+def evaluate_sample(
+    verifier: Verifier, problem: Problem, draft: Draft, *, protocol: str = "ours"
+) -> Evaluated:
+    """Verify a candidate and, on a GPU, time it (tools.profile). A compiler draft still
+    pending is drafted first, here, in the same sandbox. Never raises for a bad candidate;
+    raises TritonAgentError when the problem itself cannot run."""
+    start = time.monotonic()
+    if draft.source == "compiler:pending":
+        draft = _draft_compiler(verifier, problem, draft)
+    kpath = f"{problem.name}_{draft.sample:02d}.py"
+    profile: dict[str, Any] | None = None
+    speedups: dict[str, float] = {}
+    if draft.code is None:
+        verdict = _no_code_verdict(draft)
+    elif verifier.device == "cuda":
+        verdict, profile = _verify_and_time(verifier, problem, draft.code, kpath, protocol)
+        if profile is not None:
+            speedups = speedups_of(profile)
+    else:
+        verdict = verifier.verify(problem, draft.code, kpath)
+    status = verdict.status
+    if verdict.correct and speedups.get("eager") is not None and speedups["eager"] < 1.0:
+        status = "slower"
+    if verdict.correct:
+        summary = ("correct, " + ", ".join(f"{v:.2f}x over {k}" for k, v in speedups.items())
+                   if speedups else "correct (not timed)")
+    else:
+        first = verdict.message.strip().splitlines()[0] if verdict.message else status
+        summary = f"{status}: {first[:200]}"
+    record = SampleRecord(
+        problem=draft.problem, sample=draft.sample, source=draft.source, status=status,
+        correct=verdict.correct, compiled=verdict.compiled, speedups=speedups,
+        profile_status=(profile or {}).get("status"), summary=summary,
+        duration_s=round(time.monotonic() - start, 3),
+        device="cuda" if verifier.device == "cuda" else "cpu",
+    )
+    return Evaluated(record=record, verdict=verdict.to_dict(), profile=profile, draft=draft)
+
+
+def speedups_of(profile: dict[str, Any]) -> dict[str, float]:
+    """{"eager": x, "compile": y} from a ProfileResult dict (either its `speedups` mapping or
+    its `speedup_eager` / `speedup_compile` entries)."""
+    out: dict[str, float] = {}
+    given = profile.get("speedups")
+    if isinstance(given, dict):
+        out.update({k: float(v) for k, v in given.items() if isinstance(v, (int, float)) and v})
+    for name, key in (("eager", "speedup_eager"), ("compile", "speedup_compile")):
+        s = profile.get(key)
+        val = s.get("value") if isinstance(s, dict) else s
+        if name not in out and isinstance(val, (int, float)) and val and math.isfinite(val):
+            out[name] = float(val)
+    return out
+
+
+def _verify_and_time(verifier: Verifier, problem: Problem, code: str, kpath: str,
+                     protocol: str) -> tuple[Any, dict[str, Any] | None]:
+    """On a GPU: tools.profile verifies, then times (one call, no double verification)."""
+    opts = profile_options(protocol)
+    if opts is None:
+        return verifier.verify(problem, code, kpath), None
+    from tools import profile as prof
+
+    try:
+        result = prof.profile(problem, code, verifier=verifier, kernel_path=kpath, options=opts)
+    except TritonAgentError:
+        raise
+    except Exception as exc:  # a profiling failure must not lose the verdict
+        log.warning("profiling %s failed: %s", kpath, exc)
+        return verifier.verify(problem, code, kpath), {"status": "error", "message": str(exc)}
+    data = result.to_dict()
+    verdict = result.verdict if result.verdict is not None else verifier.verify(problem, code, kpath)
+    return verdict, data
+
+
+def _draft_compiler(verifier: Verifier, problem: Problem, draft: Draft) -> Draft:
+    from agent.drafters import CompilerDrafter
+
+    cand = CompilerDrafter(verifier.sandbox, verifier.device).draft(
+        problem.source, os.path.abspath(problem.path))
+    return dataclasses.replace(draft, source="compiler", response=cand["response"], code=cand["code"])
+
+
+def _no_code_verdict(draft: Draft) -> Any:
+    from agent.evaluation import no_code_verdict
+
+    return no_code_verdict({"source": draft.source.split(":")[0], "prompt": None,
+                            "response": draft.response, "code": None})
+
+
+# ---------------------------------------------------------------------------------------------
+# The output directory
+
+
+class BenchDir:
+    """OUT/bench.json, OUT/<problem>/prompt.txt, OUT/<problem>/<NN>/{response.txt, kernel.py,
+    verdict.json, profile.json, sample.json}, OUT/report.{md,json}, plots."""
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = Path(path)
+
+    def sample_dir(self, problem: str, sample: int) -> Path:
+        return self.path / problem / f"{sample:02d}"
+
+    def read_settings(self) -> dict[str, Any] | None:
+        p = self.path / "bench.json"
+        return json.loads(p.read_text()) if p.exists() else None
+
+    def write_json(self, rel: str | Path, data: Any) -> None:
+        write_atomic(self.path / rel, json.dumps(data, indent=2, default=str) + "\n")
+
+    def write_draft(self, d: Draft) -> None:
+        sd = self.sample_dir(d.problem, d.sample)
+        write_atomic(sd / "response.txt", d.response or "")
+        if d.code:
+            write_atomic(sd / "kernel.py", d.code)
+        write_atomic(sd / "draft.json", json.dumps({"source": d.source}) + "\n")
+
+    def read_draft(self, problem: str, sample: int) -> Draft | None:
+        """A candidate drawn before an interruption but not yet evaluated (not asked again)."""
+        sd = self.sample_dir(problem, sample)
+        if not (sd / "draft.json").exists():
+            return None
+        source = json.loads((sd / "draft.json").read_text())["source"]
+        code = (sd / "kernel.py").read_text() if (sd / "kernel.py").exists() else None
+        response = (sd / "response.txt").read_text() if (sd / "response.txt").exists() else ""
+        return Draft(problem=problem, sample=sample, source=source, response=response, code=code)
+
+    def write_evaluated(self, ev: Evaluated) -> None:
+        d = ev.draft
+        self.write_draft(d)  # a compiler draft is only known now
+        sd = self.sample_dir(d.problem, d.sample)
+        write_atomic(sd / "verdict.json", json.dumps(ev.verdict, indent=2, default=str) + "\n")
+        if ev.profile is not None:
+            write_atomic(sd / "profile.json", json.dumps(ev.profile, indent=2, default=str) + "\n")
+        # sample.json last: its presence means "done".
+        write_atomic(sd / "sample.json", json.dumps(ev.record.to_dict(), indent=2) + "\n")
+
+    def done_samples(self, problem: str) -> dict[int, SampleRecord]:
+        out: dict[int, SampleRecord] = {}
+        pdir = self.path / problem
+        if not pdir.is_dir():
+            return out
+        for sd in pdir.iterdir():
+            if sd.is_dir() and sd.name.isdigit() and (sd / "sample.json").exists():
+                rec = _read_record(sd, problem)
+                if rec is not None:
+                    out[int(sd.name)] = rec
+        return out
+
+    def problems_on_disk(self) -> list[str]:
+        if not self.path.is_dir():
+            return []
+        return sorted(p.name for p in self.path.iterdir()
+                      if p.is_dir() and ((p / "problem.json").exists() or any(
+                          c.is_dir() and c.name.isdigit() for c in p.iterdir())))
+
+
+def _read_record(sd: Path, problem: str) -> SampleRecord | None:
+    try:
+        return SampleRecord.from_dict(json.loads((sd / "sample.json").read_text()))
+    except (OSError, ValueError, TypeError):
+        pass
+    # sample.json unreadable: rebuild what the verdict says
+    try:
+        v = json.loads((sd / "verdict.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return SampleRecord(problem=problem, sample=int(sd.name), source="?", status=v["status"],
+                        correct=bool(v["correct"]), compiled=bool(v.get("compiled")),
+                        device=v.get("device", "cpu"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Running
+
+
+def discover_problems(path: str | os.PathLike[str], only: Sequence[str] = ()) -> list[str]:
+    p = Path(path)
+    if p.is_file():
+        files = [p]
+    elif p.is_dir():
+        files = sorted(f for f in p.glob("*.py") if f.name != "__init__.py" and not f.name.startswith("."))
+    else:
+        raise BadInputError(f"problem directory not found: {path}")
+    if only:
+        wanted = set(only)
+        files = [f for f in files if f.stem in wanted]
+        missing = wanted - {f.stem for f in files}
+        if missing:
+            raise BadInputError(f"--only names problems not in {path}: {', '.join(sorted(missing))}")
+    if not files:
+        raise BadInputError(f"no problem .py files in {path}")
+    return [str(f) for f in files]
+
+
+def run_bench(
+    problems_path: str,
+    cfg: BenchConfig,
+    *,
+    backend: Any = None,
+    on_event: Event | None = None,
+) -> dict[str, Any]:
+    """Run (or resume) a benchmark into `cfg.out`; returns the report object."""
+    emit = _safe(on_event)
+    bdir = BenchDir(cfg.out)
+    paths = discover_problems(problems_path, cfg.only)
+    _check_resume(bdir, cfg)
+    problems: dict[str, Problem] = {}
+    errors: dict[str, str] = {}
+    for p in paths:
+        try:
+            prob = read_problem(p)
+        except BadInputError as exc:
+            errors[Path(p).stem] = str(exc)
+            continue
+        problems[prob.name] = prob
+    settings = {**cfg.settings(), "problems_path": os.path.abspath(problems_path),
+                "problems": [Path(p).stem for p in paths]}
+    prev = bdir.read_settings() or {}
+    settings["started"] = prev.get("started") or time.strftime("%Y-%m-%dT%H:%M:%S")
+    bdir.write_json("bench.json", settings)
+    for name, prob in problems.items():
+        bdir.write_json(Path(name) / "problem.json", {"name": name, "path": os.path.abspath(prob.path),
+                                                      "digest": prob.digest})
+    started = time.monotonic()
+    if cfg.mode == "sample":
+        errors.update(_run_sample_mode(problems, cfg, bdir, backend, emit))
+    else:
+        errors.update(_run_loop_mode(problems, cfg, bdir, backend, emit))
+    elapsed = time.monotonic() - started
+    for name, msg in errors.items():
+        bdir.write_json(Path(name) / "error.json", {"error": msg})
+    for name in problems:
+        if name not in errors and (bdir.path / name / "error.json").exists():
+            (bdir.path / name / "error.json").unlink()
+    report = rebuild_report(bdir.path, elapsed_s=elapsed)
+    emit({"event": "finish", "report": report})
+    return report
+
+
+def _check_resume(bdir: BenchDir, cfg: BenchConfig) -> None:
+    prev = bdir.read_settings()
+    if prev is None:
+        return
+    now = cfg.settings()
+    diff = [k for k in _RESUME_KEYS if prev.get(k) != now.get(k)]
+    if diff:
+        raise BadInputError(
+            f"{bdir.path} holds a benchmark with other settings ({', '.join(f'{k}: {prev.get(k)!r} -> {now.get(k)!r}' for k in diff)}); "
+            "rerun with the same settings to resume, or choose another --out")
+
+
+def _make_backend(cfg: BenchConfig) -> Any:
+    if cfg.compiler_only:
+        return None
+    from agent.llm import make_backend
+
+    a = cfg.agent
+    kw: dict[str, Any] = {}
+    if a.prompt_format != "auto":
+        kw["prompt_kind"] = a.prompt_format
+    return make_backend(a.backend, model=a.model, base_url=a.base_url, replies=a.replies,
+                        api_key=a.api_key, **kw)
+
+
+def _run_sample_mode(problems: dict[str, Problem], cfg: BenchConfig, bdir: BenchDir,
+                     backend: Any, emit: Event) -> dict[str, str]:
+    """Draw (in this thread, problem after problem: a replay script stays in order) and
+    evaluate (in parallel) every candidate not yet done. Returns per-problem errors."""
+    errors: dict[str, str] = {}
+    n = cfg.per_problem
+    work: dict[str, list[Draft]] = {}
+    todo = {}
+    for name in problems:
+        done = bdir.done_samples(name)
+        missing = [i for i in range(n) if i not in done]
+        todo[name] = missing
+        emit({"event": "problem", "problem": name, "done": len(done), "todo": len(missing)})
+    if not any(todo.values()):
+        return errors
+    llm = None
+    if not cfg.compiler_only:
+        llm = backend if backend is not None else _make_backend(cfg)
+
+    def drafts_for(name: str) -> list[Draft]:
+        prob = problems[name]
+        drafts: list[Draft] = []
+        need: list[int] = []
+        for i in todo[name]:
+            d = bdir.read_draft(name, i)
+            if d is not None:
+                drafts.append(d)
+            else:
+                need.append(i)
+        if not need:
+            return drafts
+        if llm is None:
+            return drafts + [Draft(problem=name, sample=i, source="compiler:pending") for i in need]
+        from agent.drafters import draft_llm, first_prompt
+
+        prompt = first_prompt(prob.source, cfg.agent, llm)
+        _write_prompt(bdir, name, prompt)
+        emit({"event": "drafting", "problem": name, "samples": len(need)})
+        cands = draft_llm(llm, prompt, len(need), cfg.agent)  # raises BackendError
+        for i, cand in zip(need, cands, strict=False):
+            d = Draft(problem=name, sample=i, source=cand["source"], response=cand["response"],
+                      code=cand["code"])
+            bdir.write_draft(d)
+            drafts.append(d)
+        if len(cands) < len(need):
+            raise BackendError(f"the backend returned {len(cands)} of {len(need)} samples")
+        return drafts
+
+    if cfg.executor == "ray":
+        for name in problems:
+            if not todo[name]:
+                continue
+            try:
+                work[name] = drafts_for(name)
+            except TritonAgentError as exc:
+                errors[name] = str(exc)
+                emit({"event": "error", "problem": name, "message": str(exc)})
+                if isinstance(exc, BackendError):
+                    break  # the backend is gone: the rest stays to do (rerun resumes)
+        errors.update(_evaluate_with_ray(problems, work, cfg, bdir, emit))
+        return errors
+
+    verifier = Verifier(cfg.verify_options())
+    slots = verifier.sandbox.slots
+    emit({"event": "start", "device": verifier.device, "slots": slots})
+    lock = threading.Lock()
+
+    def task(d: Draft) -> Evaluated:
+        ev = evaluate_sample(verifier, problems[d.problem], d, protocol=cfg.protocol)
+        bdir.write_evaluated(ev)
+        return ev
+
+    pool = cf.ThreadPoolExecutor(max_workers=slots, thread_name_prefix="bench")
+    futures: dict[cf.Future, Draft] = {}
+    try:
+        for name in problems:
+            if not todo[name]:
+                continue
+            try:
+                drafts = drafts_for(name)
+            except TritonAgentError as exc:
+                errors[name] = str(exc)
+                emit({"event": "error", "problem": name, "message": str(exc)})
+                if isinstance(exc, BackendError):
+                    # Evaluate what was drawn; the rest stays to do (a rerun resumes).
+                    drafts = [d for i in todo[name] if (d := bdir.read_draft(name, i))]
+                    for d in drafts:
+                        futures[pool.submit(task, d)] = d
+                    break
+                continue
+            for d in drafts:
+                futures[pool.submit(task, d)] = d
+        for fut in cf.as_completed(futures):
+            d = futures[fut]
+            try:
+                ev = fut.result()
+            except TritonAgentError as exc:  # the problem itself (reference) cannot run
+                with lock:
+                    errors.setdefault(d.problem, str(exc))
+                emit({"event": "error", "problem": d.problem, "message": str(exc)})
+                continue
+            emit({"event": "sample", "record": ev.record.to_dict()})
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+    return errors
+
+
+def _write_prompt(bdir: BenchDir, name: str, prompt: Any) -> None:
+    if isinstance(prompt, list):
+        text = "\n\n".join(f"[{m.get('role')}]\n{m.get('content')}" for m in prompt)
+    else:
+        text = str(prompt)
+    write_atomic(bdir.path / name / "prompt.txt", text)
+
+
+# -- Ray ----------------------------------------------------------------------------------------
+
+
+def evaluate_problem(problem_path: str, problem_source: str, drafts: list[dict[str, Any]],
+                     verify_options: VerifyOptions, protocol: str) -> list[dict[str, Any]]:
+    """One problem's candidates, evaluated on this machine (a Ray task's body): a Verifier on
+    the GPUs this process may use (Ray sets CUDA_VISIBLE_DEVICES), candidates in parallel."""
+    from tools.problem import problem_from_source
+    from tools.sandbox import Limits, Sandbox
+    from tools.verify import resolve_device
+
+    device = resolve_device(verify_options.device)
+    limits = Limits(timeout_s=verify_options.timeout_s, memory_mb=verify_options.memory_mb)
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    gpus = [int(x) for x in visible.split(",") if x.strip().isdigit()] if device == "cuda" else None
+    sandbox = Sandbox(device=device, gpus=gpus or None, max_workers=1, limits=limits)
+    verifier = Verifier(verify_options, sandbox=sandbox)
+    problem = problem_from_source(problem_source, problem_path)
+    ds = [Draft(**d) for d in drafts]
+    with cf.ThreadPoolExecutor(max_workers=sandbox.slots) as pool:
+        results = list(pool.map(lambda d: evaluate_sample(verifier, problem, d, protocol=protocol), ds))
+    return [{"record": e.record.to_dict(), "verdict": e.verdict, "profile": e.profile,
+             "draft": dataclasses.asdict(e.draft)} for e in results]
+
+
+def _ray_init(address: str | None) -> Any:
+    try:
+        import ray
+    except ImportError as exc:
+        raise BadInputError("--executor ray needs Ray: pip install 'triton-agent[ray]'") from exc
+    if not ray.is_initialized():
+        root = str(Path(__file__).resolve().parent.parent)
+        if address:
+            import agent
+            import tools
+
+            ray.init(address=address, runtime_env={"py_modules": [agent, tools]},
+                     log_to_driver=False)
+        else:
+            path = os.pathsep.join(x for x in (root, os.environ.get("PYTHONPATH")) if x)
+            ray.init(runtime_env={"env_vars": {"PYTHONPATH": path}}, log_to_driver=False,
+                     include_dashboard=False)
+    return ray
+
+
+def _ray_resources(cfg: BenchConfig) -> dict[str, Any]:
+    from tools.verify import resolve_device
+
+    return {"num_gpus": 1} if resolve_device(cfg.agent.device) == "cuda" else {"num_cpus": 1}
+
+
+def _evaluate_with_ray(problems: dict[str, Problem], work: dict[str, list[Draft]], cfg: BenchConfig,
+                       bdir: BenchDir, emit: Event) -> dict[str, str]:
+    errors: dict[str, str] = {}
+    if not work:
+        return errors
+    ray = _ray_init(cfg.ray_address)
+    remote = ray.remote(evaluate_problem).options(**_ray_resources(cfg), max_retries=0)
+    emit({"event": "start", "device": "ray", "slots": int(ray.cluster_resources().get(
+        "GPU" if "num_gpus" in _ray_resources(cfg) else "CPU", 0))})
+    refs = {}
+    for name, drafts in work.items():
+        prob = problems[name]
+        refs[remote.remote(os.path.abspath(prob.path), prob.source,
+                           [dataclasses.asdict(d) for d in drafts], cfg.verify_options(),
+                           cfg.protocol)] = name
+    pending = list(refs)
+    while pending:
+        ready, pending = ray.wait(pending, num_returns=1)
+        name = refs[ready[0]]
+        try:
+            results = ray.get(ready[0])
+        except Exception as exc:  # RayTaskError wraps the task's exception
+            cause = getattr(exc, "cause", None) or exc
+            errors[name] = str(cause).strip().splitlines()[-1] if str(cause).strip() else repr(cause)
+            emit({"event": "error", "problem": name, "message": errors[name]})
+            continue
+        for r in results:
+            ev = Evaluated(record=SampleRecord.from_dict(r["record"]), verdict=r["verdict"],
+                           profile=r["profile"], draft=Draft(**r["draft"]))
+            bdir.write_evaluated(ev)
+            emit({"event": "sample", "record": ev.record.to_dict()})
+    return errors
+
+
+# -- loop mode ----------------------------------------------------------------------------------
+
+
+def loop_problem(problem_path: str, agent_cfg: AgentConfig, runs_dir: str,
+                 backend: Any = None, on_event: Event | None = None) -> list[dict[str, Any]]:
+    """Run the agent on one problem; return its attempts as sample entries (record, verdict,
+    response, code). Used in-process and as a Ray task's body."""
+    from agent.runner import run
+
+    cfg = dataclasses.replace(agent_cfg, runs_dir=runs_dir, run_id="run")
+    result = run(problem_path, cfg, backend=backend, on_event=on_event)
+    name = Path(problem_path).stem
+    device = result.get("device", "cpu")
+    out = []
+    for i, a in enumerate(result["attempts"]):
+        ad = Path(result["run_dir"]) / "attempts" / f"{a['index']:02d}"
+        meta = json.loads((ad / "attempt.json").read_text())
+        speedups = {k: float(v) for k, v in (meta.get("speedups") or {}).items() if v}
+        rec = SampleRecord(problem=name, sample=i, source=meta["source"], status=meta["status"],
+                           correct=bool(meta["correct"]), compiled=bool(json.loads(
+                               (ad / "verdict.json").read_text()).get("compiled")),
+                           speedups=speedups, summary=meta.get("summary") or "",
+                           device="cuda" if device == "cuda" else "cpu",
+                           profile_status=(meta.get("profile") or {}).get("status"))
+        out.append({
+            "record": rec.to_dict(),
+            "verdict": json.loads((ad / "verdict.json").read_text()),
+            "profile": meta.get("profile"),
+            "draft": {"problem": name, "sample": i, "source": meta["source"],
+                      "response": (ad / "response.txt").read_text() if (ad / "response.txt").exists() else "",
+                      "code": (ad / "kernel.py").read_text() if (ad / "kernel.py").exists() else None},
+        })
+    return out
+
+
+def _loop_problem_ray(problem_path: str, agent_cfg: AgentConfig) -> list[dict[str, Any]]:
+    with tempfile.TemporaryDirectory(prefix="ta-bench-loop-") as tmp:
+        return loop_problem(problem_path, agent_cfg, tmp)
+
+
+def _run_loop_mode(problems: dict[str, Problem], cfg: BenchConfig, bdir: BenchDir,
+                   backend: Any, emit: Event) -> dict[str, str]:
+    """One agent run per problem not yet done (OUT/<problem>/done.json). A problem interrupted
+    mid-run starts over (its partial attempts are dropped)."""
+    errors: dict[str, str] = {}
+    agent_cfg = dataclasses.replace(cfg.agent, budget=cfg.samples, compiler_seed=cfg.compiler_seed)
+    todo = []
+    for name in problems:
+        if (bdir.path / name / "done.json").exists():
+            emit({"event": "problem", "problem": name, "done": 1, "todo": 0})
+            continue
+        for sd in (bdir.path / name).glob("[0-9]*"):
+            shutil.rmtree(sd, ignore_errors=True)
+        shutil.rmtree(bdir.path / name / "run", ignore_errors=True)
+        todo.append(name)
+        emit({"event": "problem", "problem": name, "done": 0, "todo": 1})
+
+    def store(name: str, entries: list[dict[str, Any]]) -> None:
+        for e in entries:
+            ev = Evaluated(record=SampleRecord.from_dict(e["record"]), verdict=e["verdict"],
+                           profile=e["profile"], draft=Draft(**e["draft"]))
+            bdir.write_evaluated(ev)
+            emit({"event": "sample", "record": ev.record.to_dict()})
+        bdir.write_json(Path(name) / "done.json", {"attempts": len(entries)})
+
+    if cfg.executor == "ray":
+        if agent_cfg.replies or agent_cfg.backend == "replay" or backend is not None:
+            raise BadInputError("--mode loop --executor ray builds the LLM backend inside each task; "
+                                "a replay script or an in-process backend cannot be shared that way")
+        ray = _ray_init(cfg.ray_address)
+        remote = ray.remote(_loop_problem_ray).options(**_ray_resources(cfg), max_retries=0)
+        refs = {remote.remote(os.path.abspath(problems[n].path), agent_cfg): n for n in todo}
+        pending = list(refs)
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            name = refs[ready[0]]
+            try:
+                store(name, ray.get(ready[0]))
+            except Exception as exc:
+                cause = getattr(exc, "cause", None) or exc
+                errors[name] = str(cause)
+                emit({"event": "error", "problem": name, "message": str(cause)})
+        return errors
+
+    llm = backend if backend is not None else _make_backend(cfg)
+    for name in todo:
+        emit({"event": "drafting", "problem": name, "samples": cfg.samples})
+        try:
+            entries = loop_problem(problems[name].path, agent_cfg, str(bdir.path / name), backend=llm)
+        except TritonAgentError as exc:
+            errors[name] = str(exc)
+            emit({"event": "error", "problem": name, "message": str(exc)})
+            continue
+        store(name, entries)
+    return errors
+
+
+# ---------------------------------------------------------------------------------------------
+# The report (from files alone)
+
+
+def rebuild_report(out: str | os.PathLike[str], *, elapsed_s: float | None = None) -> dict[str, Any]:
+    """Read OUT/ and write report.json, report.md and the plots; returns the report object."""
+    bdir = BenchDir(out)
+    settings = bdir.read_settings()
+    if settings is None:
+        raise BadInputError(f"{out} is not a benchmark directory (no bench.json)")
+    names = settings.get("problems") or bdir.problems_on_disk()
+    problems = []
+    for name in names:
+        recs = sorted(bdir.done_samples(name).values(), key=lambda r: r.sample)
+        err_file = bdir.path / name / "error.json"
+        err = json.loads(err_file.read_text())["error"] if err_file.exists() else None
+        problems.append((name, recs, err))
+    report = compute_report(settings, problems)
+    if elapsed_s is not None:
+        report["elapsed_s"] = round(elapsed_s, 1)
+    report["out"] = str(bdir.path)
+    notes = report["notes"]
+    plots = write_plots(bdir.path, report)
+    notes.extend(plots)
+    bdir.write_json("report.json", report)
+    write_atomic(bdir.path / "report.md", render_markdown(report))
+    return report
+
+
+def compute_report(settings: dict[str, Any], problems: list[tuple[str, list[SampleRecord], str | None]]
+                   ) -> dict[str, Any]:
+    """The metrics. Pure: settings + records in, report object out."""
+    mode = settings["mode"]
+    per = int(settings.get("per_problem") or settings["samples"])
+    ks = [int(k) for k in settings["ks"]]
+    rows = []
+    notes: list[str] = []
+    status_total: Counter[str] = Counter()
+    for name, recs, err in problems:
+        n = len(recs)
+        c = sum(r.correct for r in recs)
+        statuses = Counter(r.status for r in recs)
+        status_total.update(statuses)
+        best: dict[str, float | None] = {}
+        for base in ("eager", "compile"):
+            vals = [r.speedups[base] for r in recs if r.correct and r.speedups.get(base)]
+            best[base] = max(vals) if vals else None
+        if mode == "loop":
+            free = any(r.correct for r in recs if r.source in ("compiler", "given"))
+            drafted = [r.correct for r in recs if r.source not in ("compiler", "given")]
+            pk = {str(k): (1.0 if solved_within(drafted, k, free) else 0.0) if n else None for k in ks}
+        else:
+            pk = {str(k): pass_at_k(n, c, k) if 0 < n and k <= n else None for k in ks}
+        per_sample_fast = {}
+        for p in FAST_P:
+            hits = sum(1 for r in recs if r.correct and (p <= 0 or (r.speedups.get("eager") or 0) > p))
+            per_sample_fast[_pkey(p)] = hits / n if n else None
+        rows.append({
+            "problem": name, "n": n, "correct": c, "complete": n >= per and err is None,
+            "error": err, "pass_at_k": pk, "statuses": dict(sorted(statuses.items())),
+            "best_speedup": best, "fast_p_per_sample": per_sample_fast,
+            "samples": [r.to_dict() for r in recs],
+        })
+    timed = any(r["best_speedup"]["eager"] is not None for r in rows)
+    device = next((s["device"] for r in rows for s in r["samples"]), None)
+    solved = [r["correct"] > 0 for r in rows]
+    bests = [r["best_speedup"]["eager"] for r in rows]
+    pass_k: dict[str, float | None] = {}
+    for k in ks:
+        vals = [r["pass_at_k"][str(k)] for r in rows]
+        if rows and all(v is not None for v in vals):
+            pass_k[str(k)] = sum(vals) / len(vals)
+        else:
+            pass_k[str(k)] = None
+            short = [r["problem"] for r, v in zip(rows, vals, strict=True) if v is None]
+            notes.append(f"pass@{k} not reported: {len(short)} problem(s) have fewer than {k} "
+                         f"evaluated candidates ({', '.join(short[:5])})")
+    fast = {}
+    fast_ps = {}
+    for p in FAST_P:
+        if p > 0 and not timed:
+            continue
+        fast[_pkey(p)] = fast_p(bests, solved, p) if rows else None
+        vals = [r["fast_p_per_sample"][_pkey(p)] for r in rows if r["n"]]
+        fast_ps[_pkey(p)] = sum(vals) / len(vals) if vals else None
+    if not timed:
+        why = ("on the CPU speedups are unavailable (Triton interpreter timings are not speed)"
+               if device in (None, "cpu") else "no correct kernel was timed")
+        notes.append(f"only fast_0 (= the correctness rate) is reported: {why}")
+    geo = {}
+    for base in ("eager", "compile"):
+        vals = [r["best_speedup"][base] for r in rows if r["best_speedup"][base] is not None]
+        geo[base] = {"value": geomean(vals), "problems": len(vals)}
+    incomplete = [r["problem"] for r in rows if not r["complete"]]
+    if incomplete:
+        notes.append(f"{len(incomplete)} problem(s) incomplete or failed: {', '.join(incomplete)} "
+                     "(rerun the same command to resume)")
+    if mode == "loop":
+        notes.append("loop mode: pass@k is success@k, a correct kernel among the first k "
+                     "candidates the agent drafted with feedback (not the unbiased estimator)")
+    return {
+        "schema_version": BENCH_SCHEMA_VERSION,
+        "command": "bench",
+        "status": "ok" if rows and not incomplete else "incomplete",
+        "settings": settings,
+        "device": device,
+        "timed": timed,
+        "metrics": {
+            "pass_at_k": pass_k,
+            "fast_p": fast,
+            "fast_p_per_sample": fast_ps,
+            "correct_rate": sum(solved) / len(rows) if rows else None,
+            "geomean_speedup": geo,
+            "statuses": dict(sorted(status_total.items())),
+        },
+        "totals": {"problems": len(rows), "complete": len(rows) - len(incomplete),
+                   "candidates": sum(r["n"] for r in rows),
+                   "correct_candidates": sum(r["correct"] for r in rows)},
+        "problems": rows,
+        "notes": notes,
+    }
+
+
+def _pkey(p: float) -> str:
+    return f"{p:g}"
+
+
+def render_markdown(r: dict[str, Any]) -> str:
+    s = r["settings"]
+    m = r["metrics"]
+    who = s["backend"] + (f" ({s['model']})" if s.get("model") else "")
+    lines = [
+        f"# triton-agent bench: {s.get('problems_path', '')}",
+        "",
+        f"Mode **{s['mode']}**, {s['per_problem']} candidate(s) per problem, backend {who}, "
+        f"temperature {s['temperature']}, top_p {s['top_p']}; protocol **{s['protocol']}** "
+        f"({s['trials']} trials, tolerance {s['tolerance_preset']}"
+        + (f", atol {s['atol']}" if s.get("atol") is not None else "")
+        + (f", rtol {s['rtol']}" if s.get("rtol") is not None else "")
+        + f", policy {s['policy']}); device {r['device'] or '-'}.",
+        "",
+        f"Problems: {r['totals']['problems']} ({r['totals']['complete']} complete), candidates "
+        f"evaluated: {r['totals']['candidates']}, correct: {r['totals']['correct_candidates']}"
+        + (f", wall time {r['elapsed_s']:.0f} s." if r.get("elapsed_s") is not None else "."),
+        "",
+    ]
+    label = "success@k (loop)" if s["mode"] == "loop" else "pass@k"
+    lines += [f"| {label} | " + " | ".join(f"k={k}" for k in m["pass_at_k"]) + " |",
+              "|---|" + "---|" * len(m["pass_at_k"]),
+              "| | " + " | ".join(_pct(v) for v in m["pass_at_k"].values()) + " |", ""]
+    lines += ["| fast_p | " + " | ".join(f"p={p}" for p in m["fast_p"]) + " |",
+              "|---|" + "---|" * len(m["fast_p"]),
+              "| any candidate | " + " | ".join(_pct(v) for v in m["fast_p"].values()) + " |",
+              "| per sample | " + " | ".join(_pct(v) for v in m["fast_p_per_sample"].values()) + " |", ""]
+    g = m["geomean_speedup"]
+    lines += ["Geometric-mean speedup of the best correct kernel per problem: "
+              + "; ".join(f"over {'torch.compile' if b == 'compile' else b}: "
+                          + (f"{g[b]['value']:.2f}x ({g[b]['problems']} problems)" if g[b]["value"] else "n/a")
+                          for b in ("eager", "compile")), ""]
+    lines += ["Statuses: " + (", ".join(f"{k} {v}" for k, v in m["statuses"].items()) or "-"), ""]
+    lines += ["| problem | n | correct | pass@1 | best vs eager | best vs compile | statuses |",
+              "|---|---|---|---|---|---|---|"]
+    for p in r["problems"]:
+        st = ", ".join(f"{k}×{v}" for k, v in p["statuses"].items())
+        if p["error"]:
+            st = (st + "; " if st else "") + "error: " + p["error"].splitlines()[0][:100].replace("|", "\\|")
+        b = p["best_speedup"]
+        lines.append(f"| {p['problem']} | {p['n']} | {p['correct']} | {_pct(p['pass_at_k'].get('1'))} | "
+                     f"{_x(b['eager'])} | {_x(b['compile'])} | {st} |")
+    lines.append("")
+    for n in r["notes"]:
+        lines.append(f"Note: {n}")
+    lines.append("")
+    lines.append("pass@k: unbiased estimator 1 - C(n-c,k)/C(n,k) (Chen et al. 2021), averaged over "
+                 "problems. fast_p: fraction of problems with a correct candidate whose speedup over "
+                 "eager is > p (fast_0 = correctness rate); 'per sample' averages over each problem's "
+                 "candidates (the single-sample expectation).")
+    return "\n".join(lines) + "\n"
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.1f}%"
+
+
+def _x(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}x"
+
+
+def write_plots(out: Path, r: dict[str, Any]) -> list[str]:
+    """passk.png and speedup.png; returns notes about plots not drawn."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return ["plots not drawn: matplotlib is not installed (pip install 'triton-agent[plot]')"]
+    notes = []
+    rows = [p for p in r["problems"] if p["n"]]
+    if rows:
+        nmax = min(p["n"] for p in rows)
+        ks = list(range(1, nmax + 1))
+        ys = []
+        for k in ks:
+            if r["settings"]["mode"] == "loop":
+                vals = []
+                for p in rows:
+                    s = p["samples"]
+                    free = any(x["correct"] for x in s if x["source"] in ("compiler", "given"))
+                    drafted = [x["correct"] for x in s if x["source"] not in ("compiler", "given")]
+                    vals.append(1.0 if solved_within(drafted, k, free) else 0.0)
+            else:
+                vals = [pass_at_k(p["n"], p["correct"], k) for p in rows]
+            ys.append(100 * sum(vals) / len(vals))
+        fig, ax = plt.subplots(figsize=(5, 3.5))
+        ax.plot(ks, ys, marker="o")
+        ax.set_xlabel("k")
+        ax.set_ylabel("success@k (%)" if r["settings"]["mode"] == "loop" else "pass@k (%)")
+        ax.set_ylim(0, 100)
+        ax.set_title(f"{r['settings']['mode']} mode, {len(rows)} problems")
+        ax.grid(alpha=0.3)
+        _save(fig, plt, out / "passk.png")
+    speeds = {b: sorted(v for p in rows if (v := p["best_speedup"][b]) is not None)
+              for b in ("eager", "compile")}
+    if speeds["eager"] or speeds["compile"]:
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        for b, vals in speeds.items():
+            if vals:
+                ax.plot(range(1, len(vals) + 1), vals, marker="o", linestyle="",
+                        label=f"over {'torch.compile' if b == 'compile' else b}")
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_yscale("log")
+        ax.set_xlabel("problem (sorted by speedup)")
+        ax.set_ylabel("best correct kernel's speedup")
+        ax.legend()
+        _save(fig, plt, out / "speedup.png")
+    else:
+        notes.append("speedup.png not drawn: no correct kernel was timed")
+    return notes
+
+
+def _save(fig: Any, plt: Any, path: Path) -> None:
+    fig.tight_layout()
+    tmp = path.with_name(f".{path.name}.tmp")
+    fig.savefig(tmp, format="png")
+    plt.close(fig)
+    tmp.replace(path)
+
+
+def _safe(on_event: Event | None) -> Event:
+    def emit(e: dict[str, Any]) -> None:
+        if on_event is None:
+            return
+        try:
+            on_event(e)
+        except Exception:  # progress display must never break a run
+            log.debug("progress callback failed", exc_info=True)
+
+    return emit
+
+
+def default_out() -> str:
+    return os.path.join(os.environ.get("TRITON_AGENT_RUNS", "runs"), f"bench-{time.strftime('%Y%m%d-%H%M%S')}")
+
+
+__all__ = [
+    "BenchConfig",
+    "BenchDir",
+    "Draft",
+    "SampleRecord",
+    "compute_report",
+    "evaluate_sample",
+    "fast_p",
+    "geomean",
+    "pass_at_k",
+    "rebuild_report",
+    "run_bench",
+]

@@ -1,0 +1,229 @@
+"""`python -m agent mcp`: the tools as an MCP server over stdio (official `mcp` SDK, 2.x API).
+
+Tools: `verify`, `profile`, `optimize`, `repair`. `problem` and `kernel` are a path (resolved
+against the server's working directory) or the file's source text. Results are structured:
+`verify` returns the Verdict dict, `profile` the ProfileResult dict, `optimize`/`repair` the run's
+result object (schemas in docs/json.md). `optimize` and `repair` report each loop event as an MCP
+progress notification when the client asked for progress. Bad input comes back as a tool error
+carrying the message; the server keeps running.
+
+Stdout is the protocol channel: the SDK moves fd 1 to stderr while it serves, so anything a
+worker or a candidate kernel prints cannot corrupt the stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Annotated, Any, Literal
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
+
+from tools.errors import BadInputError, TritonAgentError
+
+Problem = Annotated[str, Field(description="Problem file (KernelBench format): a path, or the file's source text.")]
+Kernel = Annotated[str, Field(description="Candidate kernel file defining ModelNew: a path, or the file's source text.")]
+Trials = Annotated[int, Field(ge=1, le=100, description="Random input sets to compare.")]
+Timeout = Annotated[float, Field(gt=0, description="Seconds allowed per candidate job.")]
+Target = Annotated[
+    str | None,
+    Field(description="On CPU, also compile kernels ahead of time for this CUDA target (e.g. sm_90); null to skip."),
+]
+Tol = Annotated[float | None, Field(ge=0, description="Tolerance; null for the per-dtype default.")]
+Preset = Literal["default", "kernelbench-v0"]
+Policy = Literal["strict", "allow-library"]
+BackendName = Literal["auto", "compiler", "openai", "vllm", "hf", "replay"]
+
+INSTRUCTIONS = (
+    "Turn PyTorch nn.Modules (KernelBench format: class Model, get_inputs, get_init_inputs) into "
+    "verified Triton kernels. `verify` checks a candidate ModelNew; `profile` times it (GPU); "
+    "`optimize` drafts and refines kernels with an LLM; `repair` starts from a failing kernel."
+)
+
+
+class _Verifiers:
+    """One Verifier per set of options for the server's lifetime: worker processes and
+    reference outputs are reused across calls."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def get(self, **options: Any) -> Any:
+        from agent.api import verify_options
+        from tools.verify import Verifier
+
+        opts = verify_options(**options)
+        key = repr(opts)
+        with self._lock:
+            if key not in self._by_key:
+                self._by_key[key] = Verifier(opts)
+            return self._by_key[key]
+
+
+def _tool_error(exc: Exception) -> ToolError:
+    kind = "bad input" if isinstance(exc, BadInputError) else "error"
+    return ToolError(f"{kind}: {exc}")
+
+
+async def _call(fn: Any, *args: Any, **kw: Any) -> Any:
+    """Run blocking work off the event loop; domain errors become tool errors."""
+    try:
+        return await anyio.to_thread.run_sync(lambda: fn(*args, **kw))
+    except (TritonAgentError, TypeError, ValueError) as exc:
+        raise _tool_error(exc) from exc
+
+
+def _progress_reporter(ctx: Context) -> Any:
+    """A loop `on_event` callback (called from worker threads) that sends MCP progress
+    notifications, in order, with a strictly increasing progress counter."""
+    loop = asyncio.get_running_loop()
+    lock = threading.Lock()
+    count = 0
+
+    def on_event(event: dict[str, Any]) -> None:
+        nonlocal count
+        with lock:
+            count += 1
+            coro = ctx.report_progress(count, None, describe_event(event))
+            try:
+                asyncio.run_coroutine_threadsafe(coro, loop).result(timeout=10)
+            except Exception:  # progress is best effort; the run goes on
+                pass
+
+    return on_event
+
+
+def describe_event(e: dict[str, Any]) -> str:
+    """One line for a loop event (the same facts the CLI prints)."""
+    kind = e.get("event")
+    if kind == "start":
+        return f"run {e.get('run_id')} on {e.get('device')} with {e.get('backend')}"
+    if kind == "drafting":
+        what = "compiler" if e.get("source") == "compiler" else f"{e.get('samples', 1)} LLM sample(s)"
+        return f"round {e.get('round')}: drafting {what}"
+    if kind == "attempt":
+        a = e.get("attempt") or {}
+        return f"attempt {a.get('index')}: {a.get('status')}: {str(a.get('summary') or '')[:200]}"
+    if kind == "finish":
+        return f"stopped: {e.get('stop_reason')}"
+    if kind == "resume":
+        return f"resuming ({e.get('attempts', 0)} attempts done)"
+    return f"{kind}: {e.get('message', '')}"
+
+
+def build_server(runs_dir: str | None = None) -> MCPServer:
+    """The MCP server with its four tools. `runs_dir`: where optimize/repair runs go (default:
+    the configured one, ./runs or $TRITON_AGENT_RUNS)."""
+    mcp = MCPServer(name="triton-agent", instructions=INSTRUCTIONS)
+    verifiers = _Verifiers()
+
+    @mcp.tool(description="Check a candidate Triton kernel (ModelNew) against a PyTorch problem. "
+              "Returns the verdict: status (ok, mismatch, compile_error, ...), evidence, message.")
+    async def verify(
+        problem: Problem,
+        kernel: Kernel,
+        trials: Trials = 5,
+        atol: Tol = None,
+        rtol: Tol = None,
+        tolerance_preset: Preset = "default",
+        policy: Policy = "strict",
+        timeout_s: Timeout = 180.0,
+        aot_target: Target = "sm_90",
+    ) -> dict[str, Any]:
+        from agent import api
+
+        def work() -> dict[str, Any]:
+            v = verifiers.get(trials=trials, atol=atol, rtol=rtol, tolerance_preset=tolerance_preset,
+                              policy=policy, timeout_s=timeout_s, aot_target=aot_target)
+            return api.verify(problem, kernel, verifier=v).to_dict()
+
+        return await _call(work)
+
+    @mcp.tool(description="Verify, then time a kernel against eager PyTorch and torch.compile (GPU only; "
+              "status 'unavailable' without one). Returns the profile result.")
+    async def profile(
+        problem: Problem,
+        kernel: Kernel,
+        baseline: Literal["eager", "compile"] = "eager",
+        trials: Trials = 5,
+        timeout_s: Timeout = 180.0,
+        aot_target: Target = "sm_90",
+    ) -> dict[str, Any]:
+        from agent import api
+
+        def work() -> dict[str, Any]:
+            v = verifiers.get(trials=trials, timeout_s=timeout_s, aot_target=aot_target)
+            return api.profile(problem, kernel, baseline=baseline, verifier=v).to_dict()
+
+        return await _call(work)
+
+    async def loop(ctx: Context, problem: str, kernel: str | None, **options: Any) -> dict[str, Any]:
+        from agent import api
+
+        options = {k: v for k, v in options.items() if v is not None or k == "aot_target"}
+        if runs_dir and "runs_dir" not in options:
+            options["runs_dir"] = runs_dir
+        on_event = _progress_reporter(ctx)
+        if kernel is None:
+            result = await _call(api.optimize, problem, on_event=on_event, **options)
+        else:
+            result = await _call(api.repair, problem, kernel, on_event=on_event, **options)
+        return result.to_dict()
+
+    @mcp.tool(description="Draft, verify and refine Triton kernels for a PyTorch problem with an LLM "
+              "until one is correct (and faster, on a GPU) or the budget is spent. Long-running: "
+              "progress notifications report each attempt. Returns the run's result object.")
+    async def optimize(
+        ctx: Context,
+        problem: Problem,
+        budget: Annotated[int, Field(ge=1, le=1000, description="Candidate kernels to evaluate.")] = 20,
+        backend: BackendName = "auto",
+        model: Annotated[str | None, Field(description="Model name or local path.")] = None,
+        base_url: Annotated[str | None, Field(description="OpenAI-compatible endpoint.")] = None,
+        replies: Annotated[str | None, Field(description="Replay backend: JSONL file of {\"text\": ...}.")] = None,
+        samples_per_round: Annotated[int, Field(ge=1, le=64)] = 1,
+        compiler_seed: Annotated[bool, Field(description="Evaluate torch.compile's Triton as attempt 0.")] = True,
+        time_limit_s: Annotated[float | None, Field(gt=0, description="Seconds for the whole run.")] = None,
+        trials: Trials = 5,
+        timeout_s: Timeout = 180.0,
+        aot_target: Target = "sm_90",
+        runs_dir: Annotated[str | None, Field(description="Where run directories go.")] = None,
+    ) -> dict[str, Any]:
+        return await loop(ctx, problem, None, budget=budget, backend=backend, model=model, base_url=base_url,
+                          replies=replies, samples_per_round=samples_per_round, compiler_seed=compiler_seed,
+                          time_limit_s=time_limit_s, trials=trials, timeout_s=timeout_s, aot_target=aot_target,
+                          runs_dir=runs_dir)
+
+    @mcp.tool(description="Repair a failing Triton kernel: it is attempt 0, its verdict the first "
+              "evidence the LLM reads; the loop refines until a kernel is correct or the budget is "
+              "spent. Progress notifications report each attempt. Returns the run's result object.")
+    async def repair(
+        ctx: Context,
+        problem: Problem,
+        kernel: Kernel,
+        budget: Annotated[int, Field(ge=1, le=1000, description="New candidate kernels to evaluate.")] = 20,
+        backend: BackendName = "auto",
+        model: Annotated[str | None, Field(description="Model name or local path.")] = None,
+        base_url: Annotated[str | None, Field(description="OpenAI-compatible endpoint.")] = None,
+        replies: Annotated[str | None, Field(description="Replay backend: JSONL file of {\"text\": ...}.")] = None,
+        samples_per_round: Annotated[int, Field(ge=1, le=64)] = 1,
+        time_limit_s: Annotated[float | None, Field(gt=0, description="Seconds for the whole run.")] = None,
+        trials: Trials = 5,
+        timeout_s: Timeout = 180.0,
+        aot_target: Target = "sm_90",
+        runs_dir: Annotated[str | None, Field(description="Where run directories go.")] = None,
+    ) -> dict[str, Any]:
+        return await loop(ctx, problem, kernel, budget=budget, backend=backend, model=model, base_url=base_url,
+                          replies=replies, samples_per_round=samples_per_round, time_limit_s=time_limit_s,
+                          trials=trials, timeout_s=timeout_s, aot_target=aot_target, runs_dir=runs_dir)
+
+    return mcp
+
+
+def serve(runs_dir: str | None = None) -> None:
+    """Serve over stdio until the client closes the stream."""
+    build_server(runs_dir).run("stdio")
