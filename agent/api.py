@@ -287,6 +287,83 @@ def _run(problem: PathOrSource, kernel: PathOrSource | None, *, mode: str, budge
 
 
 # ------------------------------------------------------------------------------------------
+# Embedding the graph in a host's LangGraph application
+
+
+@dataclass
+class PreparedRun:
+    """What `build_graph()` needs to run inside a host's graph: the runtime `context` (pass as
+    `context=`) and the initial `state`; `result(final_state)` types the outcome."""
+
+    context: Any
+    """`agent.context.RunContext`."""
+    state: dict[str, Any]
+
+    def result(self, final_state: dict[str, Any]) -> OptimizeResult:
+        from agent.report import result_object
+
+        return OptimizeResult.from_dict(result_object(self.context, final_state))
+
+
+def prepare_run(
+    problem: PathOrSource,
+    kernel: PathOrSource | None = None,
+    *,
+    backend: Any = None,
+    chat_model: Any = None,
+    on_event: Callable[[Event], None] | None = None,
+    **config: Any,
+) -> PreparedRun:
+    """Set up a run without running it, for a host that invokes the compiled graph itself
+    (as a subgraph, say): creates the run directory, the verifier and the backend. With
+    `kernel` the run is a repair starting from it. Options as for `optimize`.
+
+        kernel_agent = agent.build_graph()
+        prepared = agent.prepare_run("problem.py", chat_model=model, budget=4)
+        final = kernel_agent.invoke(prepared.state, context=prepared.context)
+        result = prepared.result(final)
+    """
+    from agent.context import RunContext
+    from agent.drafters import CompilerDrafter
+    from agent.rundir import RunDir, new_run_id
+    from agent.runner import make_llm_backend
+    from tools.verify import Verifier
+
+    options = dict(config)
+    llm = resolve_backend(backend, chat_model, options)
+    cfg = make_config(**options)
+    prob = load_problem(problem)
+    path = materialize(problem, "problem", cfg.runs_dir)
+    start_code = load_kernel(kernel)[0] if kernel is not None else None
+    mode = "repair" if kernel is not None else "optimize"
+    if llm is None:
+        llm = make_llm_backend(cfg)
+    verifier = Verifier(cfg.verify_options())
+    drafter = None
+    if mode == "optimize" and (llm is None or cfg.compiler_seed):
+        drafter = CompilerDrafter(verifier.sandbox, verifier.device)
+    rundir = RunDir.create(cfg.runs_dir, cfg.run_id or new_run_id(path))
+    rundir.write_json("config.json", {**cfg.to_dict(), "_problem_path": path, "_mode": mode})
+    ctx = RunContext(config=cfg, verifier=verifier, rundir=rundir, backend=llm, drafter=drafter,
+                     on_event=on_event or (lambda e: None), mode=mode)
+    state = {
+        "problem_path": path,
+        "problem_source": prob.source,
+        "start_code": start_code,
+        "attempts": [],
+        "pending": [],
+        "best": None,
+        "budget_left": cfg.budget,
+        "round": 0,
+        "llm_samples_used": 0,
+        "tuned": False,
+        "stop_reason": None,
+        "notes": [],
+    }
+    return PreparedRun(context=ctx, state=state)
+
+
+# ------------------------------------------------------------------------------------------
 # generate_triton: KernelLLM's helper
 
 

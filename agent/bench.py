@@ -117,7 +117,8 @@ class BenchConfig:
     mode: str = "sample"
     samples: int = 20
     """Candidates per problem (sample mode) or the loop's budget (loop mode)."""
-    ks: tuple[int, ...] = (1, 10, 20)
+    ks: tuple[int, ...] | None = None
+    """pass@k values; default 1, 10, 20 (those not above the candidates per problem)."""
     protocol: str = "ours"
     """`ours` (tools.verify defaults) or `kernelbench` (5 trials, atol=rtol=1e-2, 100 timing
     trials against eager)."""
@@ -140,6 +141,8 @@ class BenchConfig:
             raise BadInputError(f"--executor must be one of {', '.join(EXECUTORS)}")
         if self.samples < 1:
             raise BadInputError("--samples must be at least 1")
+        if self.ks is None:
+            self.ks = tuple(k for k in (1, 10, 20) if k <= self.per_problem) or (1,)
         if not self.ks or any(k < 1 for k in self.ks):
             raise BadInputError("--k takes positive integers, e.g. 1,10,20")
         self.ks = tuple(sorted(set(self.ks)))
@@ -673,12 +676,15 @@ def evaluate_problem(problem_path: str, problem_source: str, drafts: list[dict[s
              "draft": dataclasses.asdict(e.draft)} for e in results]
 
 
-def _ray_init(address: str | None) -> Any:
+def _ray_init(address: str | None) -> tuple[Any, bool]:
+    """The `ray` module, initialised (a local instance without an address); and whether this
+    call started it (the caller shuts it down again)."""
     try:
         import ray
     except ImportError as exc:
         raise BadInputError("--executor ray needs Ray: pip install 'triton-agent[ray]'") from exc
-    if not ray.is_initialized():
+    started = not ray.is_initialized()
+    if started:
         root = str(Path(__file__).resolve().parent.parent)
         if address:
             import agent
@@ -690,7 +696,7 @@ def _ray_init(address: str | None) -> Any:
             path = os.pathsep.join(x for x in (root, os.environ.get("PYTHONPATH")) if x)
             ray.init(runtime_env={"env_vars": {"PYTHONPATH": path}}, log_to_driver=False,
                      include_dashboard=False)
-    return ray
+    return ray, started
 
 
 def _ray_resources(cfg: BenchConfig) -> dict[str, Any]:
@@ -704,7 +710,17 @@ def _evaluate_with_ray(problems: dict[str, Problem], work: dict[str, list[Draft]
     errors: dict[str, str] = {}
     if not work:
         return errors
-    ray = _ray_init(cfg.ray_address)
+    ray, started = _ray_init(cfg.ray_address)
+    try:
+        _ray_evaluate(ray, problems, work, cfg, bdir, emit, errors)
+    finally:
+        if started:
+            ray.shutdown()
+    return errors
+
+
+def _ray_evaluate(ray: Any, problems: dict[str, Problem], work: dict[str, list[Draft]],
+                  cfg: BenchConfig, bdir: BenchDir, emit: Event, errors: dict[str, str]) -> None:
     remote = ray.remote(evaluate_problem).options(**_ray_resources(cfg), max_retries=0)
     emit({"event": "start", "device": "ray", "slots": int(ray.cluster_resources().get(
         "GPU" if "num_gpus" in _ray_resources(cfg) else "CPU", 0))})
@@ -730,7 +746,6 @@ def _evaluate_with_ray(problems: dict[str, Problem], work: dict[str, list[Draft]
                            profile=r["profile"], draft=Draft(**r["draft"]))
             bdir.write_evaluated(ev)
             emit({"event": "sample", "record": ev.record.to_dict()})
-    return errors
 
 
 # -- loop mode ----------------------------------------------------------------------------------
@@ -802,19 +817,23 @@ def _run_loop_mode(problems: dict[str, Problem], cfg: BenchConfig, bdir: BenchDi
         if agent_cfg.replies or agent_cfg.backend == "replay" or backend is not None:
             raise BadInputError("--mode loop --executor ray builds the LLM backend inside each task; "
                                 "a replay script or an in-process backend cannot be shared that way")
-        ray = _ray_init(cfg.ray_address)
-        remote = ray.remote(_loop_problem_ray).options(**_ray_resources(cfg), max_retries=0)
-        refs = {remote.remote(os.path.abspath(problems[n].path), agent_cfg): n for n in todo}
-        pending = list(refs)
-        while pending:
-            ready, pending = ray.wait(pending, num_returns=1)
-            name = refs[ready[0]]
-            try:
-                store(name, ray.get(ready[0]))
-            except Exception as exc:
-                cause = getattr(exc, "cause", None) or exc
-                errors[name] = str(cause)
-                emit({"event": "error", "problem": name, "message": str(cause)})
+        ray, started = _ray_init(cfg.ray_address)
+        try:
+            remote = ray.remote(_loop_problem_ray).options(**_ray_resources(cfg), max_retries=0)
+            refs = {remote.remote(os.path.abspath(problems[n].path), agent_cfg): n for n in todo}
+            pending = list(refs)
+            while pending:
+                ready, pending = ray.wait(pending, num_returns=1)
+                name = refs[ready[0]]
+                try:
+                    store(name, ray.get(ready[0]))
+                except Exception as exc:  # RayTaskError wraps the task's exception
+                    cause = getattr(exc, "cause", None) or exc
+                    errors[name] = str(cause)
+                    emit({"event": "error", "problem": name, "message": str(cause)})
+        finally:
+            if started:
+                ray.shutdown()
         return errors
 
     llm = backend if backend is not None else _make_backend(cfg)
@@ -846,7 +865,8 @@ def rebuild_report(out: str | os.PathLike[str], *, elapsed_s: float | None = Non
         recs = sorted(bdir.done_samples(name).values(), key=lambda r: r.sample)
         err_file = bdir.path / name / "error.json"
         err = json.loads(err_file.read_text())["error"] if err_file.exists() else None
-        problems.append((name, recs, err))
+        finished = (bdir.path / name / "done.json").exists() if settings["mode"] == "loop" else None
+        problems.append((name, recs, err, finished))
     report = compute_report(settings, problems)
     if elapsed_s is not None:
         report["elapsed_s"] = round(elapsed_s, 1)
@@ -859,16 +879,20 @@ def rebuild_report(out: str | os.PathLike[str], *, elapsed_s: float | None = Non
     return report
 
 
-def compute_report(settings: dict[str, Any], problems: list[tuple[str, list[SampleRecord], str | None]]
-                   ) -> dict[str, Any]:
-    """The metrics. Pure: settings + records in, report object out."""
+def compute_report(
+    settings: dict[str, Any],
+    problems: list[tuple[str, list[SampleRecord], str | None, bool | None]],
+) -> dict[str, Any]:
+    """The metrics. Pure: settings and, per problem, (name, records, error, finished) in; the
+    report object out. `finished` is the loop's "run ended" mark (None in sample mode: there a
+    problem is complete when it has all its candidates)."""
     mode = settings["mode"]
     per = int(settings.get("per_problem") or settings["samples"])
     ks = [int(k) for k in settings["ks"]]
     rows = []
     notes: list[str] = []
     status_total: Counter[str] = Counter()
-    for name, recs, err in problems:
+    for name, recs, err, finished in problems:
         n = len(recs)
         c = sum(r.correct for r in recs)
         statuses = Counter(r.status for r in recs)
@@ -888,7 +912,7 @@ def compute_report(settings: dict[str, Any], problems: list[tuple[str, list[Samp
             hits = sum(1 for r in recs if r.correct and (p <= 0 or (r.speedups.get("eager") or 0) > p))
             per_sample_fast[_pkey(p)] = hits / n if n else None
         rows.append({
-            "problem": name, "n": n, "correct": c, "complete": n >= per and err is None,
+            "problem": name, "n": n, "correct": c, "complete": (finished if finished is not None else n >= per) and err is None,
             "error": err, "pass_at_k": pk, "statuses": dict(sorted(statuses.items())),
             "best_speedup": best, "fast_p_per_sample": per_sample_fast,
             "samples": [r.to_dict() for r in recs],
@@ -990,7 +1014,8 @@ def render_markdown(r: dict[str, Any]) -> str:
                           + (f"{g[b]['value']:.2f}x ({g[b]['problems']} problems)" if g[b]["value"] else "n/a")
                           for b in ("eager", "compile")), ""]
     lines += ["Statuses: " + (", ".join(f"{k} {v}" for k, v in m["statuses"].items()) or "-"), ""]
-    lines += ["| problem | n | correct | pass@1 | best vs eager | best vs compile | statuses |",
+    one = "success@1" if s["mode"] == "loop" else "pass@1"
+    lines += [f"| problem | n | correct | {one} | best vs eager | best vs compile | statuses |",
               "|---|---|---|---|---|---|---|"]
     for p in r["problems"]:
         st = ", ".join(f"{k}×{v}" for k, v in p["statuses"].items())

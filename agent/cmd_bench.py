@@ -28,7 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="sample: N independent first-round samples per problem (published protocol); "
                    "loop: the agent with a budget of N per problem")
     p.add_argument("--samples", type=int, default=20, help="candidates per problem (loop: the budget)")
-    p.add_argument("--k", type=_ks, default=(1, 10, 20), help="pass@k values, e.g. 1,10,20")
+    p.add_argument("--k", type=_ks, default=None,
+                   help="pass@k values, e.g. 1,10,20 (default: those of 1,10,20 not above --samples)")
     p.add_argument("--protocol", default="ours", choices=["ours", "kernelbench"],
                    help="kernelbench: 5 trials, atol=rtol=1e-2, 100 timing trials vs eager")
     p.add_argument("--out", default=None, help="output directory (default runs/bench-<timestamp>); "

@@ -30,7 +30,7 @@ import os
 import re
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -43,10 +43,9 @@ log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
 OP_FAMILIES = ("elementwise", "reduction", "norm", "softmax", "matmul", "conv", "loss", "other")
-FINAL = "final"
-"""Ledger outcomes that are never retried: a verdict was reached (or the pair is a duplicate).
-Drafter failures and infrastructure errors are retried by the next build."""
 RETRY_STATUSES = ("draft_failed", "error")
+"""Ledger outcomes retried by the next build (drafter failures, infrastructure errors); every
+other outcome (a verdict, a duplicate) is final."""
 
 Event = Callable[[dict[str, Any]], None]
 
@@ -139,7 +138,7 @@ def pair_key(python_code: str, triton_code: str) -> str:
 # (get_inputs' torch.randn would otherwise look like compute).
 _FAMILY_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("loss", re.compile(r"loss|cross_entropy|\bnll|kl_div|hinge|triplet|margin_ranking|"
-                        r"cosine_embedding|smooth_l1|huber", re.I)),
+                        r"cosine_embedding|smooth_l1|huber|mean\(\s*\(.+-.+\)\s*\*\*\s*2", re.I)),
     ("conv", re.compile(r"conv(?:_?transpose)?[123]d|\bconv\(|\bunfold\b|\bfold\b", re.I)),
     ("matmul", re.compile(r"matmul|\bmm\(|\bbmm\(|addmm|baddbmm|einsum|\blinear\b|\bbilinear\b|"
                           r"[^@]@[^@]|\bdot\(|\bouter\(|\btensordot\b", re.I)),
@@ -245,12 +244,15 @@ def _read_text(path: Path) -> str | None:
 
 
 def _defined(tree: ast.Module) -> tuple[set[str], list[str]]:
-    """Top-level names, and the classes that subclass something called `Module`."""
+    """Top-level names, and the classes that subclass something called `Module`. A
+    `@triton.jit` function adds the name `@triton.jit`."""
     names: set[str] = set()
     modules: list[str] = []
     for node in tree.body:
         if isinstance(node, (ast.ClassDef, ast.FunctionDef)):
             names.add(node.name)
+        if isinstance(node, ast.FunctionDef) and any("triton" in ast.unparse(d) for d in node.decorator_list):
+            names.add("@triton.jit")
         if isinstance(node, ast.ClassDef) and any(
             (isinstance(b, ast.Attribute) and b.attr == "Module") or (isinstance(b, ast.Name) and b.id == "Module")
             for b in node.bases
@@ -274,13 +276,13 @@ def _file_items(path: Path, found: Discovery, *, device: str, problems_dir: str 
         return
     names, modules = _defined(tree)
     repo = repo_name or str(path.parent)
-    if "ModelNew" in names:
+    if "ModelNew" in names or "@triton.jit" in names:  # a candidate (the verifier judges the rest)
         problem_path = _problem_for_kernel(path, problems_dir)
         if problem_path is None:
             where = problems_dir or f"{path.parent.parent / 'problems'} or {path.parent}"
             found.skipped.append(f"{path}: a kernel, but no problem of that name in {where}")
             return
-        problem = _problem(problem_path, found)
+        problem = _problem_file(problem_path, found)
         if problem is not None:
             found.items.append(WorkItem(
                 key=pair_key(problem.source, text), origin=str(path), problem=problem, code=text,
@@ -294,14 +296,8 @@ def _file_items(path: Path, found: Discovery, *, device: str, problems_dir: str 
             found.items.append(_compiler_item(problem, device, repo, {"kind": "problem", "path": str(path)}))
         return
     if modules:
-        try:
-            source, entry = module_to_problem(text, path)
-        except BadInputError as e:
-            found.skipped.append(str(e))
-            return
-        problem = _problem(path, found, source)
+        problem = _problem_file(path, found, text)
         if problem is not None:
-            problem.name = entry
             found.items.append(_compiler_item(problem, device, repo, {"kind": "module", "path": str(path)}))
         return
     found.skipped.append(f"{path}: neither a problem, a module nor a kernel")
@@ -323,6 +319,30 @@ def _problem(path: Path, found: Discovery, source: str | None = None) -> Problem
     except TritonAgentError as e:
         found.skipped.append(str(e))
         return None
+
+
+def _problem_file(path: Path, found: Discovery, text: str | None = None) -> Problem | None:
+    """A KernelBench problem file as is; a plain module file through its input recipe."""
+    text = text if text is not None else _read_text(path)
+    if text is None:
+        found.skipped.append(f"{path}: unreadable problem")
+        return None
+    try:
+        names, _ = _defined(ast.parse(text))
+    except SyntaxError as e:
+        found.skipped.append(f"{path}: syntax error at line {e.lineno}")
+        return None
+    if {"Model", "get_inputs", "get_init_inputs"} <= names:
+        return _problem(path, found, text)
+    try:
+        source, entry = module_to_problem(text, path)
+    except BadInputError as e:
+        found.skipped.append(str(e))
+        return None
+    problem = _problem(path, found, source)
+    if problem is not None:
+        problem.name = entry
+    return problem
 
 
 def _problem_for_kernel(kernel: Path, problems_dir: str | None) -> Path | None:
@@ -760,7 +780,7 @@ def stats(path: str | os.PathLike[str]) -> dict[str, Any]:
         "file": str(path),
         "records": len(records),
         "problems": len({normalize_code(r.python_code) for r in records}),
-        "by_source": dict(Counter(_source_group(r.source) for r in records).most_common()),
+        "by_source": dict(Counter(r.source for r in records).most_common()),
         "by_op_family": {f: n for f, n in Counter(classify_op(r.python_code) for r in records).most_common()},
         "by_status": dict(by_status.most_common()),
         "status_from": "ledger" if ledger else "records",
@@ -769,10 +789,6 @@ def stats(path: str | os.PathLike[str]) -> dict[str, Any]:
         "median_speedup": speedups[len(speedups) // 2] if speedups else None,
         "schema_version": SCHEMA_VERSION,
     }
-
-
-def _source_group(source: str) -> str:
-    return source
 
 
 def plot_stats(summary: dict[str, Any], path: str | os.PathLike[str]) -> None:
@@ -787,7 +803,7 @@ def plot_stats(summary: dict[str, Any], path: str | os.PathLike[str]) -> None:
     panels = [("source", summary["by_source"]), ("op family", summary["by_op_family"]),
               (f"outcome ({summary['status_from']})", summary["by_status"])]
     fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4))
-    for ax, (title, counts) in zip(axes, panels):
+    for ax, (title, counts) in zip(axes, panels, strict=True):
         labels = list(counts) or ["(none)"]
         ax.bar(range(len(labels)), [counts.get(k, 0) for k in labels], color="#4c72b0")
         ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
@@ -797,7 +813,3 @@ def plot_stats(summary: dict[str, Any], path: str | os.PathLike[str]) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
-
-
-def iter_records(path: str | os.PathLike[str]) -> Iterator[PairRecord]:
-    yield from read_pairs(path)

@@ -88,6 +88,10 @@ class CompilerDrafter:
     the problem's code executes there, and Inductor's internals may be patched freely."""
 
     def __init__(self, sandbox: Sandbox, device: str, timeout_s: float = 600.0):
+        if device == "cpu":
+            # Inductor needs real Triton objects: a CPU sandbox runs the interpreter, so drafting
+            # gets its own spawn-based sandbox without TRITON_INTERPRET (one job per run).
+            sandbox = Sandbox(device="cpu", max_workers=1, start_method="spawn", interpret=False)
         self.sandbox = sandbox
         self.device = device
         self.timeout_s = timeout_s

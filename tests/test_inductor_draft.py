@@ -3,8 +3,9 @@
 Every problem (the inline ones below and examples/problems/*.py) is drafted in ONE subprocess
 (Inductor's import and first compile cost ~4 s; later problems ~0.5 s each), then every candidate
 is run against its Model in ONE more subprocess under TRITON_INTERPRET=1 (Triton reads it when
-`@triton.jit` runs, so it must be set before the candidate is imported). The GPU variant drafts
-with Inductor's CUDA codegen and runs the candidates natively.
+`@triton.jit` runs, so it must be set before the candidate is imported; on a machine with a GPU
+the CPU drafts run natively instead). The GPU variant drafts with Inductor's CUDA codegen and
+runs the candidates natively.
 
 Run by hand on a GPU machine: `python tests/test_inductor_draft.py --device cuda`.
 """
@@ -224,7 +225,9 @@ json.dump(results, open(out, "w"))
 """
 
 
-def _run(script: str, args: list[str], *, interpret: bool, workdir: Path, timeout: int = 240) -> None:
+def _run(
+    script: str, args: list[str], *, interpret: bool, workdir: Path, timeout: int = 240
+) -> None:
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env.update(
         PYTHONPATH=str(ROOT),
@@ -241,19 +244,39 @@ def _run(script: str, args: list[str], *, interpret: bool, workdir: Path, timeou
         raise AssertionError(f"subprocess failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
 
 
+def _has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def draft_and_check(device: str, workdir: Path) -> dict[str, dict]:
     """Draft every problem, then run every candidate against its Model: name -> results."""
-    problems_file, drafts_file, checks_file = (workdir / n for n in ("problems.json", "drafts.json", "checks.json"))
+    problems_file, drafts_file, checks_file = (
+        workdir / n for n in ("problems.json", "drafts.json", "checks.json")
+    )
     problems_file.write_text(json.dumps(PROBLEMS))
-    _run(DRAFT_SCRIPT, [str(problems_file), device, str(drafts_file)], interpret=False, workdir=workdir)
+    _run(
+        DRAFT_SCRIPT,
+        [str(problems_file), device, str(drafts_file)],
+        interpret=False,
+        workdir=workdir,
+    )
+    # CPU drafts run under the interpreter, or natively where there is a GPU: Triton 3.6's
+    # interpreter (the GPU machine's) fails on any kernel with a loop bound it made a tensor
+    # ("only 0-dimensional arrays can be converted to Python scalars"); Triton 3.9's runs them.
+    run_on = "cuda" if device == "cuda" or _has_cuda() else "cpu"
     _run(
         CHECK_SCRIPT,
-        [str(problems_file), str(drafts_file), device, str(checks_file)],
-        interpret=(device == "cpu"),
+        [str(problems_file), str(drafts_file), run_on, str(checks_file)],
+        interpret=(run_on == "cpu"),
         workdir=workdir,
     )
     drafts, checks = json.loads(drafts_file.read_text()), json.loads(checks_file.read_text())
-    return {name: {"device": device, "draft": drafts[name], "check": checks.get(name)} for name in PROBLEMS}
+    return {
+        name: {"device": device, "draft": drafts[name], "check": checks.get(name)}
+        for name in PROBLEMS
+    }
 
 
 @pytest.fixture(
@@ -280,7 +303,12 @@ def test_candidates_are_standalone(drafted):
         if not draft["ok"]:
             continue
         source = draft["source"]
-        for forbidden in ("torch._inductor", "async_compile", "triton_heuristics", "extern_kernels"):
+        for forbidden in (
+            "torch._inductor",
+            "async_compile",
+            "triton_heuristics",
+            "extern_kernels",
+        ):
             assert forbidden not in source, f"{name}: candidate mentions {forbidden}"
         # libdevice stays in GPU drafts (exact and fast there); the interpreter cannot run it.
         leftovers = "triton_helpers|tl_math" + ("|libdevice" if entry["device"] == "cpu" else "")
@@ -290,7 +318,9 @@ def test_candidates_are_standalone(drafted):
         assert "class ModelNew(" in source and "@triton.jit" in source, name
         assert draft["kernels"], f"{name}: no Triton kernel launched"
         # Strict policy: no library calls for these problems (GEMMs come from Triton templates).
-        assert not draft["mixed"] and not draft["library_calls"], f"{name}: {draft['library_calls']}"
+        assert not draft["mixed"] and not draft["library_calls"], (
+            f"{name}: {draft['library_calls']}"
+        )
 
 
 def test_parameters_are_read_from_the_module(drafted):
@@ -330,7 +360,9 @@ def test_problem_without_model_is_a_problem_error():
     from tools.inductor_draft import draft_candidate
 
     with pytest.raises(ProblemError, match="Model"):
-        draft_candidate("import torch\n\ndef get_inputs():\n    return []\n\ndef get_init_inputs():\n    return []\n")
+        draft_candidate(
+            "import torch\n\ndef get_inputs():\n    return []\n\ndef get_init_inputs():\n    return []\n"
+        )
 
 
 if __name__ == "__main__":
@@ -348,5 +380,7 @@ if __name__ == "__main__":
         status = "MATCH" if check and check["match"] else "FAIL"
         failures += status != "MATCH"
         detail = draft.get("error") or "; ".join((check or {}).get("problems", []))
-        print(f"{status:5} {name:28} {draft['seconds']:5.1f}s kernels={draft.get('kernels')} {detail}")
+        print(
+            f"{status:5} {name:28} {draft['seconds']:5.1f}s kernels={draft.get('kernels')} {detail}"
+        )
     sys.exit(1 if failures else 0)

@@ -166,6 +166,8 @@ class LaunchCounter:
         self.failed = False
         """True when an exception escaped a kernel launch (compile or interpreter error)."""
         self.names: list[str] = []
+        self.depth = 0
+        """> 0 while a kernel runs (the interpreter's own tensor handling is not the candidate's)."""
         self._saved: list[tuple[type, object]] = []
 
     def _wrap(self, cls: type) -> None:
@@ -175,12 +177,15 @@ class LaunchCounter:
         def run(self_fn, *args, **kwargs):
             fn = getattr(self_fn, "fn", None)
             name = getattr(fn, "__name__", None) or getattr(self_fn, "__name__", "kernel")
+            counter.depth += 1
             try:
                 with _disable_current_modes():
                     result = original(self_fn, *args, **kwargs)
             except BaseException:
                 counter.failed = True
                 raise
+            finally:
+                counter.depth -= 1
             # Only a launch that completed counts: a kernel that raises (and a `try/except` that
             # falls back to PyTorch) must not satisfy "at least one Triton launch".
             counter.count += 1
@@ -205,10 +210,45 @@ class LaunchCounter:
         self._saved.clear()
 
 
+# Ways out of torch that the dispatch mode cannot see: compute in numpy or plain Python on the
+# tensor's values, then wrap the result as a tensor again.
+_ESCAPES = (
+    (torch.Tensor, "numpy"),
+    (torch.Tensor, "__array__"),
+    (torch.Tensor, "tolist"),
+    (torch, "from_numpy"),
+    (torch, "frombuffer"),
+)
+
+
+@contextlib.contextmanager
+def _watch_escapes(mode: AuditMode, launches: LaunchCounter):
+    saved = []
+    for owner, name in _ESCAPES:
+        own = name in vars(owner)
+        original = getattr(owner, name)
+
+        def wrapper(*args, __original=original, __name=name, **kwargs):
+            if launches.depth == 0:
+                mode.compute[f"{__name} (numpy/Python round-trip outside Triton)"] += 1
+            return __original(*args, **kwargs)
+
+        saved.append((owner, name, own, vars(owner).get(name)))
+        setattr(owner, name, wrapper)
+    try:
+        yield
+    finally:
+        for owner, name, own, value in reversed(saved):
+            if own:
+                setattr(owner, name, value)
+            else:
+                delattr(owner, name)
+
+
 @contextlib.contextmanager
 def audited(poison: bool = True):
     """Context for running one forward: yields (AuditMode, LaunchCounter)."""
-    with LaunchCounter() as launches, AuditMode(poison=poison) as mode:
+    with LaunchCounter() as launches, AuditMode(poison=poison) as mode, _watch_escapes(mode, launches):
         yield mode, launches
 
 
@@ -235,6 +275,18 @@ PROFILER_FREE = ALLOC_OPS | VIEW_OPS | {
     "_has_compatible_shallow_copy_type",
     "_nested_tensor_from_mask_left_aligned",
     "record_stream",
+    "detach_",
+    "lift",
+    "requires_grad_",
+    "as_strided_",
+    "squeeze_",
+    "unsqueeze_",
+    "t_",
+    "transpose_",
+    "empty_permuted",
+    "resize_as_",
+    "_copy_from",
+    "_copy_from_and_resize",
 }
 
 

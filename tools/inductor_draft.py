@@ -113,7 +113,11 @@ def check_torch_support() -> list[str]:
         )
     missing = []
     probes = {
-        "torch._inductor.config": ["cpu_backend", "max_autotune_gemm", "max_autotune_gemm_backends"],
+        "torch._inductor.config": [
+            "cpu_backend",
+            "max_autotune_gemm",
+            "max_autotune_gemm_backends",
+        ],
         "torch._inductor.graph": ["GraphLowering"],
         "torch._inductor.compile_fx": ["compile_fx"],
         "torch._inductor.select_algorithm": ["AlgorithmSelectorCache", "TritonTemplateCaller"],
@@ -141,7 +145,9 @@ def check_torch_support() -> list[str]:
     notes = []
     tested = {tuple(int(p) for p in v.split(".")) for v in TESTED_TORCH}
     if version not in tested:
-        notes.append(f"torch {torch.__version__} is not among the versions tested ({', '.join(TESTED_TORCH)})")
+        notes.append(
+            f"torch {torch.__version__} is not among the versions tested ({', '.join(TESTED_TORCH)})"
+        )
     return notes
 
 
@@ -175,12 +181,16 @@ def _load_problem(source: str, device: str) -> _Problem:
         raise ProblemError(f"problem source fails when run: {type(exc).__name__}: {exc}") from exc
     for name in ("Model", "get_inputs", "get_init_inputs"):
         if not hasattr(module, name):
-            raise ProblemError(f"problem has no `{name}` (KernelBench format needs Model, get_inputs, get_init_inputs)")
+            raise ProblemError(
+                f"problem has no `{name}` (KernelBench format needs Model, get_inputs, get_init_inputs)"
+            )
     try:
         model = module.Model(*module.get_init_inputs())
         inputs = list(module.get_inputs())
     except Exception as exc:
-        raise ProblemError(f"building Model or its inputs failed: {type(exc).__name__}: {exc}") from exc
+        raise ProblemError(
+            f"building Model or its inputs failed: {type(exc).__name__}: {exc}"
+        ) from exc
     model = model.to(device)
     inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
     return _Problem(module, tree, source, model, inputs)
@@ -214,7 +224,9 @@ def _attribute_expr(path: str, kind: str) -> str:
     return f"self.{getter}({path!r})"
 
 
-def _tensor_sources(problem: _Problem, forward_args: list[str], vararg: str | None) -> list[tuple[Any, str]]:
+def _tensor_sources(
+    problem: _Problem, forward_args: list[str], vararg: str | None
+) -> list[tuple[Any, str]]:
     """(tensor, expression inside ModelNew.forward) for every tensor Inductor may take as input."""
     import torch
 
@@ -400,7 +412,11 @@ def _conv_bias_peeled() -> Iterator[None]:
         bias_view = lowering.lowerings[aten.view.default](bias, [channels] + [1] * spatial)
         return lowering.lowerings[aten.add.Tensor](result, bias_view)
 
-    patched = {k: convolution for k in (aten.convolution, aten.convolution.default) if k in lowering.lowerings}
+    patched = {
+        k: convolution
+        for k in (aten.convolution, aten.convolution.default)
+        if k in lowering.lowerings
+    }
     with unittest.mock.patch.dict(lowering.lowerings, patched):
         yield
 
@@ -437,15 +453,21 @@ def _capture_inductor(problem: _Problem, device: str) -> _Capture:
     with contextlib.ExitStack() as stack:
         stack.enter_context(inductor_config.patch(_inductor_options(device)))
         stack.enter_context(
-            unittest.mock.patch.object(GraphLowering, "save_output_code", staticmethod(save_output_code))
+            unittest.mock.patch.object(
+                GraphLowering, "save_output_code", staticmethod(save_output_code)
+            )
         )
-        stack.enter_context(unittest.mock.patch.object(GraphLowering, "compile_to_module", compile_to_module))
+        stack.enter_context(
+            unittest.mock.patch.object(GraphLowering, "compile_to_module", compile_to_module)
+        )
         if stop_at_source:
             stack.enter_context(_stand_in_driver_if_needed())
             stack.enter_context(_conv_bias_peeled())
             stack.enter_context(
                 unittest.mock.patch.object(
-                    AlgorithmSelectorCache, "__call__", _first_triton_choice(AlgorithmSelectorCache.__call__)
+                    AlgorithmSelectorCache,
+                    "__call__",
+                    _first_triton_choice(AlgorithmSelectorCache.__call__),
                 )
             )
         torch._dynamo.reset()
@@ -517,7 +539,9 @@ def _load_kernels(wrapper: str, compiled_module: Any, workdir: str) -> dict[str,
         unhandled = re.findall(r"async_compile\.(\w+)\(", wrapper)
         unhandled = sorted(set(unhandled) - {"triton", "wait"})
         if unhandled:
-            raise DraftUnsupportedError(f"Inductor emitted non-Triton kernels ({', '.join(unhandled)})")
+            raise DraftUnsupportedError(
+                f"Inductor emitted non-Triton kernels ({', '.join(unhandled)})"
+            )
     return kernels
 
 
@@ -595,7 +619,9 @@ def _strip_inductor_scaffolding(src: str, name: str) -> str:
     i = 0
     while i < len(lines):
         line = lines[i]
-        if re.match(r"(import triton\b|from torch\._inductor|triton_helpers\.set_driver_to_)", line):
+        if re.match(
+            r"(import triton\b|from torch\._inductor|triton_helpers\.set_driver_to_)", line
+        ):
             i += 1
             continue
         if line.startswith("@triton_heuristics."):
@@ -642,13 +668,19 @@ class _KernelRewriter:
         if self.interpreter_safe and "(idx_q < " in body:
             # Triton interpreter (3.9) bug: `block_mask & (0-d tensor < n)` gives int32 data
             # that tl.store rejects; a [1, 1] tensor broadcasts correctly.
-            body = re.sub(r"\(idx_q < (\w+)\)", r"(tl.full([1, 1], 0, tl.int32) + idx_q < \1)", body)
+            body = re.sub(
+                r"\(idx_q < (\w+)\)", r"(tl.full([1, 1], 0, tl.int32) + idx_q < \1)", body
+            )
         return self._rewrite_calls(body, where=kernel.name).strip() + "\n"
 
     def _rewrite_calls(self, text: str, where: str) -> str:
-        text = re.sub(r"(?<![\w.])triton_helpers\.(\w+)", lambda m: self._helper(m.group(1), where), text)
+        text = re.sub(
+            r"(?<![\w.])triton_helpers\.(\w+)", lambda m: self._helper(m.group(1), where), text
+        )
         text = re.sub(r"(?<![\w.])tl_math\.(\w+)", lambda m: self._tl_math(m.group(1)), text)
-        text = re.sub(r"(?<![\w.])libdevice\.(\w+)", lambda m: self._libdevice(m.group(1), where), text)
+        text = re.sub(
+            r"(?<![\w.])libdevice\.(\w+)", lambda m: self._libdevice(m.group(1), where), text
+        )
         return text
 
     def _tl_math(self, name: str) -> str:
@@ -701,7 +733,9 @@ class _KernelRewriter:
         src = src[src.index("def ") :]
         # Other triton_helpers globals it uses: JIT functions (copied first) and constexprs.
         module_names = {
-            n for n in re.findall(r"(?<![\w.])([A-Za-z_]\w*)", src) if n != name and hasattr(triton_helpers, n)
+            n
+            for n in re.findall(r"(?<![\w.])([A-Za-z_]\w*)", src)
+            if n != name and hasattr(triton_helpers, n)
         }
         for dep in sorted(module_names):
             value = getattr(triton_helpers, dep)
@@ -747,19 +781,27 @@ class _HostRewriter(ast.NodeTransformer):
     # Statements: drop asserts/streams/device guards, splice `with torch.cuda._DeviceGuard(...)`.
     def visit_With(self, node: ast.With) -> Any:
         self.generic_visit(node)
-        if len(node.items) == 1 and "DeviceGuard" in _dotted(getattr(node.items[0].context_expr, "func", node)):
+        if len(node.items) == 1 and "DeviceGuard" in _dotted(
+            getattr(node.items[0].context_expr, "func", node)
+        ):
             return node.body
         return node
 
     def visit_Expr(self, node: ast.Expr) -> Any:
         if isinstance(node.value, ast.Call):
             name = _dotted(node.value.func)
-            if name.split(".")[-1] in _DROPPED_CALLS or name in {"args.clear", "torch.cuda.set_device"}:
+            if name.split(".")[-1] in _DROPPED_CALLS or name in {
+                "args.clear",
+                "torch.cuda.set_device",
+            }:
                 return None
         return self.generic_visit(node)
 
     def visit_Assign(self, node: ast.Assign) -> Any:
-        if isinstance(node.value, ast.Call) and _dotted(node.value.func).split(".")[-1] in _DROPPED_CALLS:
+        if (
+            isinstance(node.value, ast.Call)
+            and _dotted(node.value.func).split(".")[-1] in _DROPPED_CALLS
+        ):
             return None
         return self.generic_visit(node)
 
@@ -771,7 +813,10 @@ class _HostRewriter(ast.NodeTransformer):
             return ast.Call(
                 func=ast.Attribute(ast.Name("torch", ast.Load()), "empty_strided", ast.Load()),
                 args=[size, stride],
-                keywords=[ast.keyword("dtype", dtype), ast.keyword("device", ast.Name("device", ast.Load()))],
+                keywords=[
+                    ast.keyword("dtype", dtype),
+                    ast.keyword("device", ast.Name("device", ast.Load())),
+                ],
             )
         if name == "reinterpret_tensor":
             self.uses_reinterpret = True
@@ -806,11 +851,17 @@ class _HostRewriter(ast.NodeTransformer):
         ]
         missing = [c for c in constexprs if c not in config.kwargs]
         if missing:
-            raise DraftUnsupportedError(f"kernel {kernel.name}: no value for constexpr {', '.join(missing)}")
+            raise DraftUnsupportedError(
+                f"kernel {kernel.name}: no value for constexpr {', '.join(missing)}"
+            )
         keywords.append(ast.keyword("num_warps", ast.Constant(config.num_warps)))
         keywords.append(ast.keyword("num_stages", ast.Constant(config.num_stages)))
         grid = ast.Tuple([ast.Constant(g) for g in self.grids[id(node)]], ast.Load())
-        return ast.Call(func=ast.Subscript(ast.Name(kernel.name, ast.Load()), grid, ast.Load()), args=args, keywords=keywords)
+        return ast.Call(
+            func=ast.Subscript(ast.Name(kernel.name, ast.Load()), grid, ast.Load()),
+            args=args,
+            keywords=keywords,
+        )
 
 
 def _kernel_params(kernel: _Kernel) -> tuple[list[str], list[str]]:
@@ -834,11 +885,16 @@ def _grid_for(kernel: _Kernel, node: ast.Call) -> tuple[int, ...]:
     inductor_meta = kernel.autotuner.inductor_meta
     extra = list(inductor_meta.get("extra_launcher_args", []))
     values: dict[str, Any] = {}
-    for arg_name, arg in zip(runtime_args + extra, node.args):
+    for arg_name, arg in zip(runtime_args + extra, node.args, strict=False):
         if isinstance(arg, ast.Constant):
             values[arg_name] = arg.value
     grid_type = inductor_meta.get("grid_type")
-    if grid_type in (None, "ComboKernelGrid", "SequentialComboKernelGrid", "RoundRobinComboKernelGrid"):
+    if grid_type in (
+        None,
+        "ComboKernelGrid",
+        "SequentialComboKernelGrid",
+        "RoundRobinComboKernelGrid",
+    ):
         raise DraftUnsupportedError(f"kernel {kernel.name}: grid type {grid_type} is not supported")
     try:
         grid = GridExpr.from_meta(inductor_meta, kernel.config)
@@ -860,7 +916,9 @@ def _find_call(tree: ast.Module) -> ast.FunctionDef:
     raise DraftUnsupportedError("Inductor's wrapper has no `call` function")
 
 
-def _rewrite_host(wrapper: str, kernels: dict[str, _Kernel]) -> tuple[ast.FunctionDef, _HostRewriter, int]:
+def _rewrite_host(
+    wrapper: str, kernels: dict[str, _Kernel]
+) -> tuple[ast.FunctionDef, _HostRewriter, int]:
     tree = ast.parse(wrapper)
     call = _find_call(tree)
     # Parameters: `call(args)` (older) or `Runner.call(self, args)`.
@@ -868,7 +926,11 @@ def _rewrite_host(wrapper: str, kernels: dict[str, _Kernel]) -> tuple[ast.Functi
     call.decorator_list = []
     grids = {}
     for node in ast.walk(call):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "run":
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "run"
+        ):
             kernel = kernels.get(_dotted(node.func.value))
             if kernel is not None:
                 grids[id(node)] = _grid_for(kernel, node)
@@ -886,7 +948,11 @@ def _rewrite_host(wrapper: str, kernels: dict[str, _Kernel]) -> tuple[ast.Functi
 
 
 def _is_args_unpack(stmt: ast.stmt) -> bool:
-    return isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name) and stmt.value.id == "args"
+    return (
+        isinstance(stmt, ast.Assign)
+        and isinstance(stmt.value, ast.Name)
+        and stmt.value.id == "args"
+    )
 
 
 def _unpacked_names(call: ast.FunctionDef) -> list[str]:
@@ -932,10 +998,17 @@ def _output_expr(value: Any, counter: list[int]) -> str:
         return "[" + ", ".join(_output_expr(v, counter) for v in value) + "]"
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
         return "{" + ", ".join(f"{k!r}: {_output_expr(v, counter)}" for k, v in value.items()) + "}"
-    raise DraftUnsupportedError(f"Model.forward returns a {type(value).__name__}; only tensors and tuples/lists/dicts of them are supported")
+    raise DraftUnsupportedError(
+        f"Model.forward returns a {type(value).__name__}; only tensors and tuples/lists/dicts of them are supported"
+    )
 
 
-_HEADER_IMPORTS = ("import torch", "import torch.nn as nn", "import triton", "import triton.language as tl")
+_HEADER_IMPORTS = (
+    "import torch",
+    "import torch.nn as nn",
+    "import triton",
+    "import triton.language as tl",
+)
 
 
 def _prelude(problem: _Problem) -> str:
@@ -950,14 +1023,20 @@ def _prelude(problem: _Problem) -> str:
             continue
         if isinstance(node, ast.If) and "__name__" in ast.unparse(node.test):
             continue
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+        if (
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
             continue  # the problem's docstring
         segment = ast.get_source_segment(problem.source, node, padded=True)
         parts.append(segment if segment is not None else ast.unparse(node))
     return "\n".join(parts).strip()
 
 
-def _model_new(problem: _Problem, forward_args: ast.arguments, call_args: list[str], output_expr: str) -> str:
+def _model_new(
+    problem: _Problem, forward_args: ast.arguments, call_args: list[str], output_expr: str
+) -> str:
     """ModelNew: Model's class body (constructor and helpers) with a forward that calls `call`."""
     cls = _model_classdef(problem.tree)
     methods = []
@@ -1017,8 +1096,12 @@ def _assemble(
     if host.uses_reinterpret:
         sections.append(_REINTERPRET.strip() + "\n")
     host_source = ast.unparse(call)
-    for name in launched:  # `k[63,](...)` -> `k[(63,)](...)`
-        host_source = re.sub(rf"\b{name}\[([^\]]*)\]\(", lambda m: f"{name}[({m.group(1)})](", host_source)
+    # ast.unparse writes `k[63,](...)`; the usual spelling is `k[(63,)](...)`.
+    launch = (
+        re.compile(rf"\b({'|'.join(map(re.escape, launched))})\[([^\]]*)\]\(") if launched else None
+    )
+    if launch is not None:
+        host_source = launch.sub(lambda m: f"{m.group(1)}[({m.group(2)})](", host_source)
     sections.append(host_source + "\n")
     sections.append(model_new)
     return "\n\n".join(s.strip("\n") + "\n" for s in sections if s.strip())
@@ -1058,7 +1141,9 @@ def draft_candidate(problem_source: str, *, device: str = "cpu") -> DraftResult:
         kernel.config, how = _pick_config(kernel)
         kernel.source = kernel_rewriter.rewrite(kernel)
         settings = ", ".join(f"{k}={v}" for k, v in kernel.config.kwargs.items())
-        notes.append(f"{kernel.name}: {settings or 'no block sizes'}, num_warps={kernel.config.num_warps} ({how})")
+        notes.append(
+            f"{kernel.name}: {settings or 'no block sizes'}, num_warps={kernel.config.num_warps} ({how})"
+        )
 
     call, host, n_args = _rewrite_host(capture.wrapper, kernels)
     if n_args != len(capture.graph_inputs):
@@ -1085,7 +1170,8 @@ def draft_candidate(problem_source: str, *, device: str = "cpu") -> DraftResult:
 
     if kernel_rewriter.libdevice_kept and device == "cpu":
         notes.append(
-            "libdevice." + ", libdevice.".join(sorted(kernel_rewriter.libdevice_kept))
+            "libdevice."
+            + ", libdevice.".join(sorted(kernel_rewriter.libdevice_kept))
             + " kept: no interpreter equivalent, so this candidate needs a GPU"
         )
     notes += kernel_rewriter.notes
@@ -1093,8 +1179,13 @@ def draft_candidate(problem_source: str, *, device: str = "cpu") -> DraftResult:
     if library_calls:
         disallowed = [c for c in library_calls if c not in LIBRARY_CALLS_ALLOWED]
         notes.append(
-            "forward calls library ops: " + ", ".join(library_calls)
-            + ("; not accepted even under allow-library: " + ", ".join(disallowed) if disallowed else "")
+            "forward calls library ops: "
+            + ", ".join(library_calls)
+            + (
+                "; not accepted even under allow-library: " + ", ".join(disallowed)
+                if disallowed
+                else ""
+            )
         )
     if not host.launched:
         notes.append("Inductor emitted no Triton kernel for this problem")
@@ -1140,3 +1231,20 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def draft_job(problem_source: str, problem_path: str, *, device: str = "cpu") -> dict[str, Any]:
+    """Sandbox entry point (`agent.drafters.CompilerDrafter`): plain data back, errors as text."""
+    try:
+        result = draft_candidate(problem_source, device=device)
+    except (ShimError, ProblemError) as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    except Exception as exc:  # Inductor failing on an unusual model is a failed draft, not a crash
+        return {"error": f"Inductor could not draft {problem_path}: {type(exc).__name__}: {exc}"}
+    return {
+        "source": result.source,
+        "mixed": result.mixed,
+        "library_calls": list(result.library_calls),
+        "kernels": list(result.kernels),
+        "notes": list(result.notes),
+    }

@@ -99,10 +99,14 @@ class Sandbox:
         gpus: Sequence[int] | None = None,
         limits: Limits | None = None,
         start_method: str | None = None,
+        interpret: bool | None = None,
     ) -> None:
         if device not in ("cpu", "cuda"):
             raise SandboxError(f"unknown sandbox device {device!r} (use cpu or cuda)")
         self.device = device
+        self.interpret = (device == "cpu") if interpret is None else interpret
+        """Run kernels under the Triton interpreter (CPU). False for trusted jobs that need real
+        Triton objects on a CPU machine, e.g. Inductor drafting; use with start_method="spawn"."""
         self.limits = limits or Limits()
         if device == "cuda":
             ids = list(gpus) if gpus is not None else list(range(_count_gpus()))
@@ -159,14 +163,15 @@ class Sandbox:
             job_env["TA_DEVICE"] = "cuda"
         else:
             job_env["TA_DEVICE"] = "cpu"
-            job_env["TRITON_INTERPRET"] = "1"
+            if self.interpret:
+                job_env["TRITON_INTERPRET"] = "1"
         parent_conn, child_conn = self._ctx.Pipe(duplex=True)
         proc = self._ctx.Process(
             target=_child_main, args=(child_conn, workdir, job_env, lim, slot.device), daemon=True
         )
         start = time.monotonic()
         try:
-            _start_without_main(proc, interpret=self.device == "cpu")
+            _start_without_main(proc, interpret=self.interpret)
         except Exception as exc:  # the machinery itself failed
             shutil.rmtree(workdir, ignore_errors=True)
             raise SandboxError(f"could not start a worker process: {exc}") from exc
@@ -292,11 +297,13 @@ def _start_without_main(proc, *, interpret: bool) -> None:
     from multiprocessing import forkserver, spawn
 
     with _START_LOCK:
-        if _FORKSERVER_MODE["interpret"] not in (None, interpret):
+        uses_forkserver = proc._start_method == "forkserver" if hasattr(proc, "_start_method") else True
+        if uses_forkserver and _FORKSERVER_MODE["interpret"] not in (None, interpret):
             stop = getattr(forkserver._forkserver, "_stop", None)
             if stop is not None:
                 stop()
-        _FORKSERVER_MODE["interpret"] = interpret
+        if uses_forkserver:
+            _FORKSERVER_MODE["interpret"] = interpret
         saved_env = os.environ.get("TRITON_INTERPRET")
         if interpret:
             os.environ["TRITON_INTERPRET"] = "1"

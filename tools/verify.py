@@ -193,7 +193,19 @@ def judge(outcome: JobOutcome, ref: Reference, options: VerifyOptions) -> Verdic
             f"torch or the harness?): {tail.strip().splitlines()[-1] if tail.strip() else ''}",
             evidence=Evidence(stderr_tail=tail),
         )
-    data = outcome.value
+    try:
+        return _judge_reply(outcome.value, ref, options)
+    except Exception as exc:  # noqa: BLE001 - a reply the candidate forged or broke
+        return Verdict(
+            status="crash", compiled=False, correct=False,
+            message=f"the candidate's job sent a malformed reply ({type(exc).__name__}: {exc}); "
+            "it was not produced by the harness as written",
+            evidence=Evidence(stderr_tail=outcome.stderr_tail),
+        )
+
+
+def _judge_reply(data: dict[str, Any], ref: Reference, options: VerifyOptions) -> Verdict:
+    tol = options.tolerance
     violations = data.get("violations") or []
     audit = Audit(**data["audit"]) if data.get("audit") else Audit()
     audit.sandbox_violations = list(violations)
@@ -216,13 +228,6 @@ def judge(outcome: JobOutcome, ref: Reference, options: VerifyOptions) -> Verdic
         first_line = _headline(err)
         return Verdict(status=status, compiled=status not in ("compile_error", "bad_input"), correct=False,
                        message=f"the candidate {stage}{where}: {first_line}", evidence=evidence)
-    if evidence.aot_errors:
-        e = evidence.aot_errors[0]
-        where = f" at line {e.line}" if e.line else ""
-        return Verdict(status="compile_error", compiled=False, correct=False,
-                       message=f"the kernel runs in the interpreter but the real compiler ({options.aot_target}) "
-                       f"rejects it{where}: {e.message.strip().splitlines()[-1] if e.message.strip() else e.kind}",
-                       evidence=evidence)
     if audit.triton_launches == 0:
         return Verdict(status="cheat", compiled=True, correct=False,
                        message="no Triton kernel was launched during forward: the work must be done in Triton",
@@ -243,6 +248,15 @@ def judge(outcome: JobOutcome, ref: Reference, options: VerifyOptions) -> Verdic
         return Verdict(status="cheat", compiled=True, correct=False,
                        message="library calls ran outside Triton (" + ", ".join(audit.library_ops)
                        + "); rejected under the strict policy (use --policy allow-library to accept mixed kernels)",
+                       evidence=evidence)
+    # Cheats first (above), then what the real compiler says: a kernel that also falls back to
+    # PyTorch is a cheat whether or not it compiles for the GPU.
+    if evidence.aot_errors:
+        e = evidence.aot_errors[0]
+        where = f" at line {e.line}" if e.line else ""
+        return Verdict(status="compile_error", compiled=False, correct=False,
+                       message=f"the kernel runs in the interpreter but the real compiler ({options.aot_target}) "
+                       f"rejects it{where}: {e.message.strip().splitlines()[-1] if e.message.strip() else e.kind}",
                        evidence=evidence)
     if audit.aliased_outputs:
         return Verdict(status="cheat", compiled=True, correct=False,

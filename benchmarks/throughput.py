@@ -1,0 +1,257 @@
+"""Candidates fully evaluated per minute: this benchmark runner vs a naive harness.
+
+- **runner**: `agent.bench.evaluate_sample` through one `Verifier` (warm forkserver sandbox with
+  torch/triton preloaded, reference outputs cached per problem, one slot per GPU or CPU core,
+  candidates submitted from a thread pool). On a GPU "fully evaluated" = verified + timed
+  (`tools.profile`, eager and torch.compile baselines, cached per problem).
+- **naive**: one `subprocess.run([python, this file, "--naive-eval", problem, kernel])` per
+  candidate, as KernelBench's eval does it: a fresh interpreter imports torch and triton, loads
+  the problem and the kernel, compares 5 trials (and on a GPU times 100 trials of the candidate
+  and of eager with CUDA events). Run one at a time (`naive`) and, for a fairer comparison,
+  with as many processes in parallel as the runner has slots (`naive xN`).
+
+Same candidates for all: every file of examples/kernels and examples/broken with its problem,
+repeated to --n (default 30). The same per-candidate timeout applies to both (the `timeout`
+kernel costs it in each harness).
+
+    python benchmarks/throughput.py [--n 30] [--timeout 10] [--record benchmarks/results/throughput_cpu.md]
+
+Imports only `tools/` and `agent.bench` (no langgraph, rich or openai), so it runs on a bare
+GPU box. The naive evaluation imports only torch and triton.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import importlib.util
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EX = ROOT / "examples"
+
+
+# ---------------------------------------------------------------------------------------------
+# The naive harness's evaluation (runs in a fresh interpreter; torch and triton only)
+
+
+def naive_eval(problem_path: str, kernel_path: str, trials: int = 5, tol: float = 1e-2) -> dict:
+    import torch
+    import triton  # noqa: F401 - KernelBench's eval imports it too
+
+    cuda = torch.cuda.is_available()
+    if not cuda:
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+    dev = "cuda" if cuda else "cpu"
+
+    def load(path: str, name: str):
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+        return mod
+
+    ref = load(problem_path, "ref_module")
+    new = load(kernel_path, "new_module")
+    torch.manual_seed(42)
+    init = ref.get_init_inputs()
+    model = ref.Model(*init).to(dev)
+    torch.manual_seed(42)
+    model_new = new.ModelNew(*init).to(dev)
+    model_new.load_state_dict(model.state_dict(), strict=False)
+    for t in range(trials):
+        torch.manual_seed(1000 + t)
+        inputs = [x.to(dev) if isinstance(x, torch.Tensor) else x for x in ref.get_inputs()]
+        with torch.no_grad():
+            expected = model(*inputs)
+            got = model_new(*inputs)
+        exp = expected if isinstance(expected, (tuple, list)) else [expected]
+        out = got if isinstance(got, (tuple, list)) else [got]
+        if len(exp) != len(out) or any(e.shape != o.shape for e, o in zip(exp, out, strict=False)):
+            return {"correct": False, "why": "shape"}
+        if not all(torch.allclose(e, o, atol=tol, rtol=tol) for e, o in zip(exp, out, strict=False)):
+            return {"correct": False, "why": "mismatch"}
+    result: dict = {"correct": True}
+    if cuda:  # KernelBench-style timing: CUDA events, 3 warm-ups, 100 trials, new and eager
+        def time_it(fn) -> float:
+            for _ in range(3):
+                fn(*inputs)
+            torch.cuda.synchronize()
+            times = []
+            for _ in range(100):
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                s.record()
+                fn(*inputs)
+                e.record()
+                torch.cuda.synchronize()
+                times.append(s.elapsed_time(e))
+            return sorted(times)[len(times) // 2]
+
+        with torch.no_grad():
+            result["new_ms"] = time_it(model_new)
+            result["eager_ms"] = time_it(model)
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# The comparison
+
+
+def candidates(n: int) -> list[tuple[str, str]]:
+    """(problem path, kernel path): every example kernel with its problem, repeated to n."""
+    files = sorted((EX / "kernels").glob("*.py")) + sorted((EX / "broken").glob("*.py"))
+    pairs = []
+    for f in files:
+        name = f.stem.split("__")[0]
+        if not (EX / "problems" / f"{name}.py").exists():
+            name = name.split("_inductor")[0]
+        prob = EX / "problems" / f"{name}.py"
+        if prob.exists():
+            pairs.append((str(prob), str(f)))
+    out = []
+    while len(out) < n:
+        out.extend(pairs)
+    return out[:n]
+
+
+def run_naive(pairs: list[tuple[str, str]], timeout: float, workers: int) -> tuple[float, list[bool]]:
+    env = dict(os.environ)
+    env.pop("TRITON_INTERPRET", None)
+
+    def one(pair: tuple[str, str]) -> bool:
+        try:
+            p = subprocess.run([sys.executable, __file__, "--naive-eval", *pair], capture_output=True,
+                               text=True, timeout=timeout, env=env)
+        except subprocess.TimeoutExpired:
+            return False
+        if p.returncode != 0:
+            return False
+        try:
+            return bool(json.loads(p.stdout.strip().splitlines()[-1])["correct"])
+        except (ValueError, IndexError, KeyError):
+            return False
+
+    t0 = time.perf_counter()
+    with cf.ThreadPoolExecutor(max_workers=workers) as pool:
+        ok = list(pool.map(one, pairs))
+    return time.perf_counter() - t0, ok
+
+
+def run_runner(pairs: list[tuple[str, str]], timeout: float) -> tuple[float, float, list[bool], dict]:
+    sys.path.insert(0, str(ROOT))
+    from agent.bench import Draft, evaluate_sample
+    from tools.problem import read_problem
+    from tools.verify import Verifier, VerifyOptions
+
+    t0 = time.perf_counter()
+    v = Verifier(VerifyOptions(trials=5, timeout_s=timeout))
+    problems = {p: read_problem(p) for p, _ in pairs}
+    drafts = [Draft(problem=Path(p).stem, sample=i, source="file", code=Path(k).read_text())
+              for i, (p, k) in enumerate(pairs)]
+    first = None
+
+    def one(i: int):
+        nonlocal first
+        ev = evaluate_sample(v, problems[pairs[i][0]], drafts[i])
+        if first is None:
+            first = time.perf_counter() - t0
+        return ev
+
+    with cf.ThreadPoolExecutor(max_workers=v.sandbox.slots) as pool:
+        evs = list(pool.map(one, range(len(pairs))))
+    wall = time.perf_counter() - t0
+    info = {"device": v.device, "slots": v.sandbox.slots,
+            "statuses": {s: sum(e.record.status == s for e in evs) for s in sorted({e.record.status for e in evs})}}
+    return wall, first or 0.0, [e.record.correct for e in evs], info
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--naive-eval", nargs=2, metavar=("PROBLEM", "KERNEL"), help=argparse.SUPPRESS)
+    ap.add_argument("--n", type=int, default=30, help="candidates (default 30)")
+    ap.add_argument("--timeout", type=float, default=10.0, help="seconds per candidate, both harnesses")
+    ap.add_argument("--skip-parallel-naive", action="store_true")
+    ap.add_argument("--record", default=None, help="also write the result as markdown to this file")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    if args.naive_eval:
+        print(json.dumps(naive_eval(*args.naive_eval)))
+        return 0
+
+    pairs = candidates(args.n)
+    print(f"{len(pairs)} candidates ({len(set(pairs))} distinct files)", file=sys.stderr)
+    r_wall, r_first, r_ok, info = run_runner(pairs, args.timeout)
+    print(f"runner: {r_wall:.1f} s", file=sys.stderr)
+    n_wall, n_ok = run_naive(pairs, args.timeout, 1)
+    print(f"naive: {n_wall:.1f} s", file=sys.stderr)
+    p_wall = None
+    if not args.skip_parallel_naive and info["slots"] > 1:
+        p_wall, _ = run_naive(pairs, args.timeout, info["slots"])
+        print(f"naive x{info['slots']}: {p_wall:.1f} s", file=sys.stderr)
+    per_min = lambda wall: 60.0 * len(pairs) / wall
+    disagree = [(Path(k).name, ours, theirs) for (p, k), ours, theirs in zip(pairs, r_ok, n_ok, strict=True)
+                if ours != theirs]
+    res = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}",
+        "device": info["device"],
+        "slots": info["slots"],
+        "candidates": len(pairs),
+        "timeout_s": args.timeout,
+        "runner": {"wall_s": round(r_wall, 2), "per_min": round(per_min(r_wall), 1),
+                   "first_result_s": round(r_first, 2), "statuses": info["statuses"]},
+        "naive": {"wall_s": round(n_wall, 2), "per_min": round(per_min(n_wall), 1)},
+        "ratio": round(n_wall / r_wall, 2),
+        "naive_parallel": None if p_wall is None else {"workers": info["slots"], "wall_s": round(p_wall, 2),
+                                                       "per_min": round(per_min(p_wall), 1),
+                                                       "ratio": round(p_wall / r_wall, 2)},
+        "disagreements": [{"kernel": k, "runner_correct": a, "naive_correct": b} for k, a, b in sorted(set(disagree))],
+    }
+    md = render(res)
+    print(md)
+    if args.record:
+        Path(args.record).write_text(md)
+    if args.json:
+        print(json.dumps(res))
+    return 0
+
+
+def render(r: dict) -> str:
+    lines = [
+        "# Throughput: candidates fully evaluated per minute",
+        "",
+        f"Machine: {r['machine']}; device {r['device']}, {r['slots']} sandbox slot(s); "
+        f"{r['candidates']} candidates (examples/kernels + examples/broken, repeated); timeout "
+        f"{r['timeout_s']:.0f} s per candidate in both harnesses.",
+        "",
+        "| harness | wall (s) | candidates / min | runner is |",
+        "|---|---|---|---|",
+        f"| runner (warm forkserver, cached reference, {r['slots']} slots) | {r['runner']['wall_s']} | "
+        f"{r['runner']['per_min']} | - |",
+        f"| naive: one subprocess per candidate, sequential | {r['naive']['wall_s']} | {r['naive']['per_min']} | "
+        f"**{r['ratio']}x** faster |",
+    ]
+    if r["naive_parallel"]:
+        np_ = r["naive_parallel"]
+        lines.append(f"| naive, {np_['workers']} subprocesses in parallel | {np_['wall_s']} | {np_['per_min']} | "
+                     f"{np_['ratio']}x faster |")
+    lines += ["", f"Runner statuses: {', '.join(f'{k} {v}' for k, v in r['runner']['statuses'].items())}; "
+              f"first result after {r['runner']['first_result_s']} s (forkserver start + reference).", ""]
+    if r["disagreements"]:
+        lines.append("Verdicts that differ (the naive harness has no Triton-launch audit, no poisoning, no "
+                     "device shim, tolerance 1e-2):")
+        for d in r["disagreements"]:
+            lines.append(f"- `{d['kernel']}`: runner {'correct' if d['runner_correct'] else 'rejected'}, "
+                         f"naive {'correct' if d['naive_correct'] else 'rejected'}")
+        lines.append("")
+    lines.append("Reproduce: `python benchmarks/throughput.py --record benchmarks/results/throughput_cpu.md`.")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,32 @@
+"""expected: shape_mismatch
+Returns an arbitrary Python object (one that could carry a pickle payload) instead of a tensor. It
+never crosses the process boundary as itself: the parent sees a description of it.
+"""
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _relu_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    tl.store(y_ptr + offsets, tl.maximum(tl.load(x_ptr + offsets, mask=mask), 0.0), mask=mask)
+
+
+def relu(x):
+    y = torch.empty_like(x)
+    _relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK_SIZE=1024)
+    return y
+
+
+class Payload:
+    def __reduce__(self):
+        return (print, ("this would run in the agent's process",))
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        relu(x)
+        return Payload()
