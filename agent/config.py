@@ -47,6 +47,8 @@ class AgentConfig:
     """With an LLM backend, evaluate torch.compile's Triton as attempt 0 (the version to beat)."""
     tune: bool = True
     """On a GPU, search launch parameters of the best correct kernel without the LLM."""
+    tune_trials: int = 16
+    """Most launch-parameter variants the tuner evaluates."""
     target_speedup: float = 1.0
     baseline: str = "eager"
     time_limit_s: float | None = None

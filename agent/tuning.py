@@ -23,7 +23,7 @@ def tune_attempt(ctx: RunContext, state: dict[str, Any], best: Attempt) -> dict[
     if not code or best.get("speedup") is None:
         return None
     problem = problem_from_source(state["problem_source"], state["problem_path"])
-    variants = knobs.one_at_a_time(code, limit=MAX_TRIALS)
+    variants = knobs.one_at_a_time(code, limit=min(MAX_TRIALS, ctx.config.tune_trials))
     if not variants:
         ctx.emit("tune", message="no launch parameters to tune (no literal BLOCK/num_warps/num_stages)")
         return {"notes": ["tuner: no literal launch parameters to vary"]}
