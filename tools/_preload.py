@@ -3,6 +3,8 @@
 Nothing here may initialise CUDA (a forked child cannot use a CUDA context made by its parent).
 """
 
+import os
+
 import numpy  # noqa: F401
 import torch  # noqa: F401
 import torch.nn  # noqa: F401
@@ -16,11 +18,15 @@ import tools.worker  # noqa: F401
 import tools.audit  # noqa: F401, E402
 import tools.devshim  # noqa: F401, E402
 
-try:  # KernelLLM's Inductor-style outputs import these; importing them costs ~1.6 s, so do it once
-    import torch._inductor.runtime.triton_heuristics  # noqa: F401
-    from torch._inductor.runtime import triton_helpers  # noqa: F401
-except Exception:
-    pass
+# KernelLLM's Inductor-style outputs import these; importing them costs ~1.6 s, so do it once.
+# Only for the CPU (interpreter) forkserver: on a GPU machine importing Inductor's runtime can
+# initialise CUDA, and a forked child cannot use a CUDA context made by its parent.
+if os.environ.get("TRITON_INTERPRET") == "1":
+    try:
+        import torch._inductor.runtime.triton_heuristics  # noqa: F401
+        from torch._inductor.runtime import triton_helpers  # noqa: F401
+    except Exception:
+        pass
 try:
     import tools.aot  # noqa: F401
 except Exception:

@@ -34,6 +34,9 @@ TOOLCHAIN = frozenset({
     "fatbinary",
     "hipcc",
     "ld.lld",
+    "file",  # Triton 3.6 checks what it built with `file`
+    "objdump",
+    "readelf",
 })
 # libc / CPython symbols whose lookup through ctypes is refused (process creation, sockets,
 # file writes, signals, the audit-hook machinery itself).
