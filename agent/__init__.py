@@ -13,13 +13,27 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __all__ = [
-    "OptimizeResult", "PreparedRun", "build_graph", "generate_triton", "optimize", "prepare_run", "profile",
-    "repair", "verify",
+    "OptimizeResult",
+    "PreparedRun",
+    "build_graph",
+    "generate_triton",
+    "optimize",
+    "prepare_run",
+    "profile",
+    "repair",
+    "verify",
 ]
 
 if TYPE_CHECKING:
     from agent.api import (
-        OptimizeResult, PreparedRun, generate_triton, optimize, prepare_run, profile, repair, verify,
+        OptimizeResult,
+        PreparedRun,
+        generate_triton,
+        optimize,
+        prepare_run,
+        profile,
+        repair,
+        verify,
     )
     from agent.graph import build_graph
 

@@ -36,8 +36,16 @@ PathOrSource = str | os.PathLike[str]
 """A path to a `.py` file, or the file's text."""
 
 VERIFY_FIELDS = (
-    "trials", "seed", "atol", "rtol", "tolerance_preset", "policy", "device", "timeout_s",
-    "aot_target", "allow_large",
+    "trials",
+    "seed",
+    "atol",
+    "rtol",
+    "tolerance_preset",
+    "policy",
+    "device",
+    "timeout_s",
+    "aot_target",
+    "allow_large",
 )
 """The `AgentConfig` fields that say how a candidate is verified (what `verify` accepts)."""
 
@@ -93,7 +101,9 @@ class OptimizeResult:
             return None
 
     def to_dict(self) -> dict[str, Any]:
-        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
+        data = {
+            f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"
+        }
         return {**data, **self.extra}
 
     @classmethod
@@ -164,13 +174,17 @@ def verify_options(**options: Any):
     """`tools.verify.VerifyOptions` from `AgentConfig`-style verification keywords."""
     unknown = sorted(set(options) - set(VERIFY_FIELDS))
     if unknown:
-        raise TypeError(f"unknown verification option(s): {', '.join(unknown)}; known: {', '.join(VERIFY_FIELDS)}")
+        raise TypeError(
+            f"unknown verification option(s): {', '.join(unknown)}; known: {', '.join(VERIFY_FIELDS)}"
+        )
     from agent.config import AgentConfig
 
     return AgentConfig(**options).verify_options()
 
 
-def verify(problem: PathOrSource, kernel: PathOrSource, *, verifier: Any = None, **options: Any) -> Verdict:
+def verify(
+    problem: PathOrSource, kernel: PathOrSource, *, verifier: Any = None, **options: Any
+) -> Verdict:
     """Verify one candidate against a problem; returns the `Verdict` (`.correct`, `.status`,
     `.feedback()`, `.to_dict()`). `options`: `VERIFY_FIELDS`, e.g. `trials=2, aot_target=None`.
     Pass a `tools.verify.Verifier` to reuse its worker pool and reference cache across calls."""
@@ -186,7 +200,12 @@ def verify(problem: PathOrSource, kernel: PathOrSource, *, verifier: Any = None,
 
 
 def profile(
-    problem: PathOrSource, kernel: PathOrSource, *, baseline: str = "eager", verifier: Any = None, **options: Any
+    problem: PathOrSource,
+    kernel: PathOrSource,
+    *,
+    baseline: str = "eager",
+    verifier: Any = None,
+    **options: Any,
 ) -> ProfileResult:
     """Verify, then time a candidate against eager and torch.compile (GPU). On a machine without
     a GPU the result's status is `unavailable`. `options`: `VERIFY_FIELDS`."""
@@ -221,8 +240,16 @@ def optimize(
     protocol. `chat_model`: a LangChain chat model, wrapped in `LangChainBackend`. `on_event`
     receives the progress events the CLI prints. `config`: `AgentConfig` fields.
     """
-    return _run(problem, None, mode="optimize", budget=budget, backend=backend, chat_model=chat_model,
-                on_event=on_event, config=config)
+    return _run(
+        problem,
+        None,
+        mode="optimize",
+        budget=budget,
+        backend=backend,
+        chat_model=chat_model,
+        on_event=on_event,
+        config=config,
+    )
 
 
 def repair(
@@ -237,8 +264,16 @@ def repair(
 ) -> OptimizeResult:
     """Start from a failing `kernel`: it is attempt 0 (source `given`, not counted in `budget`),
     and its verdict is the first evidence the LLM reads. Same options as `optimize`."""
-    return _run(problem, kernel, mode="repair", budget=budget, backend=backend, chat_model=chat_model,
-                on_event=on_event, config=config)
+    return _run(
+        problem,
+        kernel,
+        mode="repair",
+        budget=budget,
+        backend=backend,
+        chat_model=chat_model,
+        on_event=on_event,
+        config=config,
+    )
 
 
 def make_config(**config: Any):
@@ -267,12 +302,23 @@ def resolve_backend(backend: Any, chat_model: Any, config: dict[str, Any]) -> An
         config["backend"] = backend
         return None
     if backend is not None and not callable(getattr(backend, "generate", None)):
-        raise BadInputError(f"backend must be a name or an object with generate(), got {type(backend).__name__}")
+        raise BadInputError(
+            f"backend must be a name or an object with generate(), got {type(backend).__name__}"
+        )
     return backend
 
 
-def _run(problem: PathOrSource, kernel: PathOrSource | None, *, mode: str, budget: int, backend: Any,
-         chat_model: Any, on_event: Callable[[Event], None] | None, config: dict[str, Any]) -> OptimizeResult:
+def _run(
+    problem: PathOrSource,
+    kernel: PathOrSource | None,
+    *,
+    mode: str,
+    budget: int,
+    backend: Any,
+    chat_model: Any,
+    on_event: Callable[[Event], None] | None,
+    config: dict[str, Any],
+) -> OptimizeResult:
     from agent.runner import run
 
     config = dict(config)
@@ -280,9 +326,18 @@ def _run(problem: PathOrSource, kernel: PathOrSource | None, *, mode: str, budge
     llm = resolve_backend(backend, chat_model, config)
     cfg = make_config(budget=budget, **config)
     problem_path = None if resume else materialize(problem, "problem", cfg.runs_dir)
-    kernel_path = materialize(kernel, "kernel", cfg.runs_dir) if kernel is not None and not resume else None
-    result = run(problem_path, cfg, resume=resume, on_event=on_event, backend=llm, start_kernel=kernel_path,
-                 mode=mode)
+    kernel_path = (
+        materialize(kernel, "kernel", cfg.runs_dir) if kernel is not None and not resume else None
+    )
+    result = run(
+        problem_path,
+        cfg,
+        resume=resume,
+        on_event=on_event,
+        backend=llm,
+        start_kernel=kernel_path,
+        mode=mode,
+    )
     return OptimizeResult.from_dict(result)
 
 
@@ -344,8 +399,15 @@ def prepare_run(
         drafter = CompilerDrafter(verifier.sandbox, verifier.device)
     rundir = RunDir.create(cfg.runs_dir, cfg.run_id or new_run_id(path))
     rundir.write_json("config.json", {**cfg.to_dict(), "_problem_path": path, "_mode": mode})
-    ctx = RunContext(config=cfg, verifier=verifier, rundir=rundir, backend=llm, drafter=drafter,
-                     on_event=on_event or (lambda e: None), mode=mode)
+    ctx = RunContext(
+        config=cfg,
+        verifier=verifier,
+        rundir=rundir,
+        backend=llm,
+        drafter=drafter,
+        on_event=on_event or (lambda e: None),
+        mode=mode,
+    )
     state = {
         "problem_path": path,
         "problem_source": prob.source,

@@ -14,7 +14,9 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     except ImportError as exc:  # the SDK is a dependency, but say plainly what is missing
         from tools.errors import BadInputError
 
-        raise BadInputError(f"the MCP server needs the `mcp` package (pip install 'mcp>=2'): {exc}") from exc
+        raise BadInputError(
+            f"the MCP server needs the `mcp` package (pip install 'mcp>=2'): {exc}"
+        ) from exc
     serve(runs_dir=args.runs_dir)
     return 0
 
@@ -29,7 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     from agent.cmd_optimize import add_loop_options
 
     p = sub.add_parser("mcp", help="serve verify/profile/optimize/repair as MCP tools over stdio")
-    p.add_argument("--runs-dir", default=None, help="where optimize/repair run directories go (default ./runs)")
+    p.add_argument(
+        "--runs-dir", default=None, help="where optimize/repair run directories go (default ./runs)"
+    )
     COMMANDS["mcp"] = cmd_mcp
 
     p = sub.add_parser(

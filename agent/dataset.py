@@ -168,8 +168,8 @@ def classify_op(python_code: str) -> str:
                         isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant):
                     node.body = node.body[1:] or [ast.Pass()]
         text = "\n".join(ast.unparse(c) for c in classes) or python_code
-        arith = any(
-            isinstance(n, (ast.BinOp, ast.UnaryOp))
+        arith = any(  # `x * 2`, `-x`; not the `-1` of `view(-1)`
+            isinstance(n, ast.BinOp) or (isinstance(n, ast.UnaryOp) and not isinstance(n.operand, ast.Constant))
             for c in classes for f in ast.walk(c) if isinstance(f, ast.FunctionDef) and f.name == "forward"
             for n in ast.walk(f)
         )
@@ -769,9 +769,9 @@ def stats(path: str | os.PathLike[str]) -> dict[str, Any]:
     ledger = read_jsonl(ledger_path(path))
     by_status: Counter[str] = Counter()
     if ledger:
-        last: dict[str, str] = {}
+        last: dict[tuple[str, str], str] = {}
         for e in ledger:  # a retried item's last outcome counts
-            last[e["item"]] = e["status"]
+            last[e["item"], e.get("origin", "")] = e["status"]
         by_status.update(last.values())
     else:
         by_status.update(r.verdict for r in records)

@@ -24,13 +24,22 @@ from pydantic import Field
 
 from tools.errors import BadInputError, TritonAgentError
 
-Problem = Annotated[str, Field(description="Problem file (KernelBench format): a path, or the file's source text.")]
-Kernel = Annotated[str, Field(description="Candidate kernel file defining ModelNew: a path, or the file's source text.")]
+Problem = Annotated[
+    str, Field(description="Problem file (KernelBench format): a path, or the file's source text.")
+]
+Kernel = Annotated[
+    str,
+    Field(
+        description="Candidate kernel file defining ModelNew: a path, or the file's source text."
+    ),
+]
 Trials = Annotated[int, Field(ge=1, le=100, description="Random input sets to compare.")]
 Timeout = Annotated[float, Field(gt=0, description="Seconds allowed per candidate job.")]
 Target = Annotated[
     str | None,
-    Field(description="On CPU, also compile kernels ahead of time for this CUDA target (e.g. sm_90); null to skip."),
+    Field(
+        description="On CPU, also compile kernels ahead of time for this CUDA target (e.g. sm_90); null to skip."
+    ),
 ]
 Tol = Annotated[float | None, Field(ge=0, description="Tolerance; null for the per-dtype default.")]
 Preset = Literal["default", "kernelbench-v0"]
@@ -103,7 +112,9 @@ def describe_event(e: dict[str, Any]) -> str:
     if kind == "start":
         return f"run {e.get('run_id')} on {e.get('device')} with {e.get('backend')}"
     if kind == "drafting":
-        what = "compiler" if e.get("source") == "compiler" else f"{e.get('samples', 1)} LLM sample(s)"
+        what = (
+            "compiler" if e.get("source") == "compiler" else f"{e.get('samples', 1)} LLM sample(s)"
+        )
         return f"round {e.get('round')}: drafting {what}"
     if kind == "attempt":
         a = e.get("attempt") or {}
@@ -121,8 +132,10 @@ def build_server(runs_dir: str | None = None) -> MCPServer:
     mcp = MCPServer(name="triton-agent", instructions=INSTRUCTIONS)
     verifiers = _Verifiers()
 
-    @mcp.tool(description="Check a candidate Triton kernel (ModelNew) against a PyTorch problem. "
-              "Returns the verdict: status (ok, mismatch, compile_error, ...), evidence, message.")
+    @mcp.tool(
+        description="Check a candidate Triton kernel (ModelNew) against a PyTorch problem. "
+        "Returns the verdict: status (ok, mismatch, compile_error, ...), evidence, message."
+    )
     async def verify(
         problem: Problem,
         kernel: Kernel,
@@ -137,14 +150,23 @@ def build_server(runs_dir: str | None = None) -> MCPServer:
         from agent import api
 
         def work() -> dict[str, Any]:
-            v = verifiers.get(trials=trials, atol=atol, rtol=rtol, tolerance_preset=tolerance_preset,
-                              policy=policy, timeout_s=timeout_s, aot_target=aot_target)
+            v = verifiers.get(
+                trials=trials,
+                atol=atol,
+                rtol=rtol,
+                tolerance_preset=tolerance_preset,
+                policy=policy,
+                timeout_s=timeout_s,
+                aot_target=aot_target,
+            )
             return api.verify(problem, kernel, verifier=v).to_dict()
 
         return await _call(work)
 
-    @mcp.tool(description="Verify, then time a kernel against eager PyTorch and torch.compile (GPU only; "
-              "status 'unavailable' without one). Returns the profile result.")
+    @mcp.tool(
+        description="Verify, then time a kernel against eager PyTorch and torch.compile (GPU only; "
+        "status 'unavailable' without one). Returns the profile result."
+    )
     async def profile(
         problem: Problem,
         kernel: Kernel,
@@ -161,7 +183,9 @@ def build_server(runs_dir: str | None = None) -> MCPServer:
 
         return await _call(work)
 
-    async def loop(ctx: Context, problem: str, kernel: str | None, **options: Any) -> dict[str, Any]:
+    async def loop(
+        ctx: Context, problem: str, kernel: str | None, **options: Any
+    ) -> dict[str, Any]:
         from agent import api
 
         options = {k: v for k, v in options.items() if v is not None or k == "aot_target"}
@@ -174,52 +198,96 @@ def build_server(runs_dir: str | None = None) -> MCPServer:
             result = await _call(api.repair, problem, kernel, on_event=on_event, **options)
         return result.to_dict()
 
-    @mcp.tool(description="Draft, verify and refine Triton kernels for a PyTorch problem with an LLM "
-              "until one is correct (and faster, on a GPU) or the budget is spent. Long-running: "
-              "progress notifications report each attempt. Returns the run's result object.")
+    @mcp.tool(
+        description="Draft, verify and refine Triton kernels for a PyTorch problem with an LLM "
+        "until one is correct (and faster, on a GPU) or the budget is spent. Long-running: "
+        "progress notifications report each attempt. Returns the run's result object."
+    )
     async def optimize(
         ctx: Context,
         problem: Problem,
-        budget: Annotated[int, Field(ge=1, le=1000, description="Candidate kernels to evaluate.")] = 20,
+        budget: Annotated[
+            int, Field(ge=1, le=1000, description="Candidate kernels to evaluate.")
+        ] = 20,
         backend: BackendName = "auto",
         model: Annotated[str | None, Field(description="Model name or local path.")] = None,
         base_url: Annotated[str | None, Field(description="OpenAI-compatible endpoint.")] = None,
-        replies: Annotated[str | None, Field(description="Replay backend: JSONL file of {\"text\": ...}.")] = None,
+        replies: Annotated[
+            str | None, Field(description='Replay backend: JSONL file of {"text": ...}.')
+        ] = None,
         samples_per_round: Annotated[int, Field(ge=1, le=64)] = 1,
-        compiler_seed: Annotated[bool, Field(description="Evaluate torch.compile's Triton as attempt 0.")] = True,
-        time_limit_s: Annotated[float | None, Field(gt=0, description="Seconds for the whole run.")] = None,
+        compiler_seed: Annotated[
+            bool, Field(description="Evaluate torch.compile's Triton as attempt 0.")
+        ] = True,
+        time_limit_s: Annotated[
+            float | None, Field(gt=0, description="Seconds for the whole run.")
+        ] = None,
         trials: Trials = 5,
         timeout_s: Timeout = 180.0,
         aot_target: Target = "sm_90",
         runs_dir: Annotated[str | None, Field(description="Where run directories go.")] = None,
     ) -> dict[str, Any]:
-        return await loop(ctx, problem, None, budget=budget, backend=backend, model=model, base_url=base_url,
-                          replies=replies, samples_per_round=samples_per_round, compiler_seed=compiler_seed,
-                          time_limit_s=time_limit_s, trials=trials, timeout_s=timeout_s, aot_target=aot_target,
-                          runs_dir=runs_dir)
+        return await loop(
+            ctx,
+            problem,
+            None,
+            budget=budget,
+            backend=backend,
+            model=model,
+            base_url=base_url,
+            replies=replies,
+            samples_per_round=samples_per_round,
+            compiler_seed=compiler_seed,
+            time_limit_s=time_limit_s,
+            trials=trials,
+            timeout_s=timeout_s,
+            aot_target=aot_target,
+            runs_dir=runs_dir,
+        )
 
-    @mcp.tool(description="Repair a failing Triton kernel: it is attempt 0, its verdict the first "
-              "evidence the LLM reads; the loop refines until a kernel is correct or the budget is "
-              "spent. Progress notifications report each attempt. Returns the run's result object.")
+    @mcp.tool(
+        description="Repair a failing Triton kernel: it is attempt 0, its verdict the first "
+        "evidence the LLM reads; the loop refines until a kernel is correct or the budget is "
+        "spent. Progress notifications report each attempt. Returns the run's result object."
+    )
     async def repair(
         ctx: Context,
         problem: Problem,
         kernel: Kernel,
-        budget: Annotated[int, Field(ge=1, le=1000, description="New candidate kernels to evaluate.")] = 20,
+        budget: Annotated[
+            int, Field(ge=1, le=1000, description="New candidate kernels to evaluate.")
+        ] = 20,
         backend: BackendName = "auto",
         model: Annotated[str | None, Field(description="Model name or local path.")] = None,
         base_url: Annotated[str | None, Field(description="OpenAI-compatible endpoint.")] = None,
-        replies: Annotated[str | None, Field(description="Replay backend: JSONL file of {\"text\": ...}.")] = None,
+        replies: Annotated[
+            str | None, Field(description='Replay backend: JSONL file of {"text": ...}.')
+        ] = None,
         samples_per_round: Annotated[int, Field(ge=1, le=64)] = 1,
-        time_limit_s: Annotated[float | None, Field(gt=0, description="Seconds for the whole run.")] = None,
+        time_limit_s: Annotated[
+            float | None, Field(gt=0, description="Seconds for the whole run.")
+        ] = None,
         trials: Trials = 5,
         timeout_s: Timeout = 180.0,
         aot_target: Target = "sm_90",
         runs_dir: Annotated[str | None, Field(description="Where run directories go.")] = None,
     ) -> dict[str, Any]:
-        return await loop(ctx, problem, kernel, budget=budget, backend=backend, model=model, base_url=base_url,
-                          replies=replies, samples_per_round=samples_per_round, time_limit_s=time_limit_s,
-                          trials=trials, timeout_s=timeout_s, aot_target=aot_target, runs_dir=runs_dir)
+        return await loop(
+            ctx,
+            problem,
+            kernel,
+            budget=budget,
+            backend=backend,
+            model=model,
+            base_url=base_url,
+            replies=replies,
+            samples_per_round=samples_per_round,
+            time_limit_s=time_limit_s,
+            trials=trials,
+            timeout_s=timeout_s,
+            aot_target=aot_target,
+            runs_dir=runs_dir,
+        )
 
     return mcp
 

@@ -67,10 +67,16 @@ def as_problem(text: str) -> tuple[str | None, str]:
         )
     if "Model" in names:
         return text, ""
-    modules = [n.name for n in tree.body if isinstance(n, ast.ClassDef) and any(
-        "Module" in ast.unparse(b) for b in n.bases)]
+    modules = [
+        n.name
+        for n in tree.body
+        if isinstance(n, ast.ClassDef) and any("Module" in ast.unparse(b) for b in n.bases)
+    ]
     if len(modules) != 1:
-        return None, "no `class Model(nn.Module)`, and not exactly one nn.Module class to use instead"
+        return (
+            None,
+            "no `class Model(nn.Module)`, and not exactly one nn.Module class to use instead",
+        )
     return text.rstrip("\n") + f"\n\n\nModel = {modules[0]}\n", f"using `{modules[0]}` as Model"
 
 
@@ -83,13 +89,17 @@ class Printer:
     def __call__(self, e: dict[str, Any]) -> None:
         kind = e["event"]
         if kind == "drafting":
-            what = "the compiler (torch.compile -> Triton)" if e["source"] == "compiler" else "the LLM"
+            what = (
+                "the compiler (torch.compile -> Triton)" if e["source"] == "compiler" else "the LLM"
+            )
             self.console.print(f"[dim]round {e['round']}: drafting with {what} ...[/dim]")
         elif kind == "attempt":
             a = e["attempt"]
             if a.get("code"):
                 self.console.print(f"[bold]draft {a['index']}[/bold] ({escape(a['source'])}):")
-                self.console.print(Syntax(a["code"], "python", theme="ansi_dark", line_numbers=False))
+                self.console.print(
+                    Syntax(a["code"], "python", theme="ansi_dark", line_numbers=False)
+                )
             else:
                 self.console.print(f"[bold]draft {a['index']}[/bold]: the reply held no code")
             style = STATUS_STYLE.get(a["status"], "red")
@@ -100,7 +110,9 @@ class Printer:
             self.console.print(f"[yellow]{kind}:[/yellow] {escape(str(e.get('message')))}")
 
 
-def repl(args: argparse.Namespace, *, stdin: TextIO | None = None, console: Console | None = None) -> int:
+def repl(
+    args: argparse.Namespace, *, stdin: TextIO | None = None, console: Console | None = None
+) -> int:
     """The read-draft-verify loop; returns the exit code (0 when the user leaves with Ctrl-D)."""
     from agent.api import materialize
     from agent.cmd_optimize import config_from
@@ -112,7 +124,11 @@ def repl(args: argparse.Namespace, *, stdin: TextIO | None = None, console: Cons
     llm = make_llm_backend(config)  # one backend for the session: a replay script goes on in order
     # With a model, show the model's draft (the compiler seed would be attempt 0 otherwise).
     config = dataclasses.replace(config, compiler_seed=llm is None, run_id=None)
-    source = "the compiler (no model configured)" if llm is None else f"backend {getattr(llm, 'name', 'llm')}"
+    source = (
+        "the compiler (no model configured)"
+        if llm is None
+        else f"backend {getattr(llm, 'name', 'llm')}"
+    )
     console.print(f"triton-agent repl: drafting with {source}. {BANNER}")
     printer = Printer(console)
     while True:

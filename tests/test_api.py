@@ -32,14 +32,18 @@ def fenced(code: str) -> str:
 
 def test_import_agent_is_cheap():
     code = "import sys, agent; print(sorted(m for m in ('torch', 'triton', 'langgraph', 'mcp') if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip() == "[]"
 
 
 def test_verify_accepts_paths_and_source_text():
     by_path = agent.verify(RELU, str(EX / "kernels" / "relu.py"), **FAST)
     assert by_path.correct and by_path.status == "ok"
-    by_text = agent.verify(Path(RELU).read_text(), (EX / "broken" / "relu__mismatch.py").read_text(), **FAST)
+    by_text = agent.verify(
+        Path(RELU).read_text(), (EX / "broken" / "relu__mismatch.py").read_text(), **FAST
+    )
     assert by_text.status == "mismatch" and not by_text.correct
     assert "outside atol" in by_text.feedback()
 
@@ -54,10 +58,19 @@ def test_verify_bad_input_and_unknown_options():
 
 
 def test_optimize_with_a_backend_object_returns_a_typed_result(tmp_path):
-    backend = ReplayBackend([fenced((EX / "broken" / "relu__syntax_error.py").read_text()), fenced(GOOD)])
+    backend = ReplayBackend(
+        [fenced((EX / "broken" / "relu__syntax_error.py").read_text()), fenced(GOOD)]
+    )
     events = []
-    res = agent.optimize(RELU, budget=3, backend=backend, compiler_seed=False, runs_dir=str(tmp_path),
-                         on_event=events.append, **FAST)
+    res = agent.optimize(
+        RELU,
+        budget=3,
+        backend=backend,
+        compiler_seed=False,
+        runs_dir=str(tmp_path),
+        on_event=events.append,
+        **FAST,
+    )
     assert isinstance(res, agent.OptimizeResult)
     assert res.ok and res.correct and res.command == "optimize"
     assert [a["status"] for a in res.attempts] == ["syntax_error", "ok"]
@@ -71,16 +84,28 @@ def test_repair_from_source_text_with_a_named_backend(tmp_path):
     replies = tmp_path / "replies.jsonl"
     replies.write_text(json.dumps({"text": fenced(GOOD)}) + "\n")
     broken = (EX / "broken" / "relu__crash.py").read_text()
-    res = agent.repair(Path(RELU).read_text(), broken, budget=2, backend="replay", replies=str(replies),
-                       runs_dir=str(tmp_path / "runs"), **FAST)
+    res = agent.repair(
+        Path(RELU).read_text(),
+        broken,
+        budget=2,
+        backend="replay",
+        replies=str(replies),
+        runs_dir=str(tmp_path / "runs"),
+        **FAST,
+    )
     assert res.ok and res.command == "repair"
-    assert [(a["source"], a["status"]) for a in res.attempts] == [("given", "crash"), ("llm:replay", "ok")]
+    assert [(a["source"], a["status"]) for a in res.attempts] == [
+        ("given", "crash"),
+        ("llm:replay", "ok"),
+    ]
     assert Path(res.problem).read_text() == Path(RELU).read_text()  # the text was saved for resume
 
 
 def test_optimize_with_a_host_langchain_chat_model(tmp_path):
     model = FakeListChatModel(responses=[fenced(GOOD)])
-    res = agent.optimize(RELU, budget=2, chat_model=model, compiler_seed=False, runs_dir=str(tmp_path), **FAST)
+    res = agent.optimize(
+        RELU, budget=2, chat_model=model, compiler_seed=False, runs_dir=str(tmp_path), **FAST
+    )
     assert res.ok
     prompt = (Path(res.run_dir) / "attempts" / "00" / "prompt.txt").read_text()
     assert "[system]" in prompt and "class Model" in prompt  # chat-format prompt for a chat model
@@ -90,8 +115,12 @@ def test_api_rejects_bad_arguments(tmp_path):
     with pytest.raises(TypeError, match="no_such_option"):
         agent.optimize(RELU, budget=1, no_such_option=1, runs_dir=str(tmp_path))
     with pytest.raises(BadInputError, match="either backend"):
-        agent.optimize(RELU, backend=ReplayBackend([]), chat_model=FakeListChatModel(responses=[]),
-                       runs_dir=str(tmp_path))
+        agent.optimize(
+            RELU,
+            backend=ReplayBackend([]),
+            chat_model=FakeListChatModel(responses=[]),
+            runs_dir=str(tmp_path),
+        )
     with pytest.raises(BadInputError, match="budget"):
         agent.optimize(RELU, budget=0, runs_dir=str(tmp_path))
 
@@ -108,7 +137,9 @@ def test_generate_triton_renders_the_kernelllm_prompt_and_extracts_code():
     assert chat == "no code, sorry"
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the answer on a machine without a GPU")
+@pytest.mark.skipif(
+    torch.cuda.is_available(), reason="checks the answer on a machine without a GPU"
+)
 def test_profile_is_unavailable_without_a_gpu():
     result = agent.profile(RELU, str(EX / "kernels" / "relu.py"), **FAST)
     assert result.status == "unavailable"
@@ -158,8 +189,24 @@ def test_json_doc_matches_optimize_output(tmp_path, capsys):
     assert {"status", "best_kernel", "attempts", "schema_version"} <= keys
     replies = tmp_path / "r.jsonl"
     replies.write_text(json.dumps({"text": fenced(GOOD)}) + "\n")
-    assert main(["optimize", RELU, "--replies", str(replies), "--no-compiler-seed", "--budget", "1",
-                 "--runs-dir", str(tmp_path / "runs"), "--json", *FAST_CLI]) == 0
+    assert (
+        main(
+            [
+                "optimize",
+                RELU,
+                "--replies",
+                str(replies),
+                "--no-compiler-seed",
+                "--budget",
+                "1",
+                "--runs-dir",
+                str(tmp_path / "runs"),
+                "--json",
+                *FAST_CLI,
+            ]
+        )
+        == 0
+    )
     out = last_json(capsys)
     assert keys <= set(out), f"documented but missing: {keys - set(out)}"
     assert out["schema_version"] == 1

@@ -24,7 +24,9 @@ def fenced(code: str) -> str:
 
 def replies_for(problem: str, tmp_path: Path) -> str:
     path = tmp_path / "replies.jsonl"
-    path.write_text(json.dumps({"text": fenced((EX / "kernels" / f"{problem}.py").read_text())}) + "\n")
+    path.write_text(
+        json.dumps({"text": fenced((EX / "kernels" / f"{problem}.py").read_text())}) + "\n"
+    )
     return str(path)
 
 
@@ -39,8 +41,21 @@ def test_every_broken_example_has_a_problem_and_a_fix():
 @pytest.mark.parametrize("kernel", BROKEN, ids=[k.stem for k in BROKEN])
 def test_repair_each_broken_kernel(kernel, tmp_path, capsys):
     problem, expected = kernel.stem.split("__")
-    rc = main(["repair", str(EX / "problems" / f"{problem}.py"), str(kernel), "--budget", "2",
-               "--replies", replies_for(problem, tmp_path), "--runs-dir", str(tmp_path / "runs"), "--json", *FAST])
+    rc = main(
+        [
+            "repair",
+            str(EX / "problems" / f"{problem}.py"),
+            str(kernel),
+            "--budget",
+            "2",
+            "--replies",
+            replies_for(problem, tmp_path),
+            "--runs-dir",
+            str(tmp_path / "runs"),
+            "--json",
+            *FAST,
+        ]
+    )
     res = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert rc == 0, res
     assert res["command"] == "repair" and res["status"] == "ok" and res["correct"]
@@ -63,10 +78,29 @@ def test_repair_runs_unattended(tmp_path):
     kernel = EX / "broken" / "relu__syntax_error.py"
     runs = tmp_path / "runs"
     proc = subprocess.run(
-        [sys.executable, "-m", "agent", "repair", str(EX / "problems" / "relu.py"), str(kernel),
-         "--budget", "2", "--replies", replies_for("relu", tmp_path), "--runs-dir", str(runs),
-         "--time-limit", "120", "--json", *FAST],
-        cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180,
+        [
+            sys.executable,
+            "-m",
+            "agent",
+            "repair",
+            str(EX / "problems" / "relu.py"),
+            str(kernel),
+            "--budget",
+            "2",
+            "--replies",
+            replies_for("relu", tmp_path),
+            "--runs-dir",
+            str(runs),
+            "--time-limit",
+            "120",
+            "--json",
+            *FAST,
+        ],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     assert proc.returncode == 0, proc.stderr
     res = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -79,9 +113,23 @@ def test_repair_runs_unattended(tmp_path):
 
 def test_repair_time_limit_stops_the_loop(tmp_path, capsys):
     """A spent time limit ends the run after the given kernel, with a JSON result and exit 1."""
-    rc = main(["repair", str(EX / "problems" / "relu.py"), str(EX / "broken" / "relu__mismatch.py"),
-               "--budget", "5", "--replies", replies_for("relu", tmp_path), "--runs-dir", str(tmp_path / "runs"),
-               "--time-limit", "0.001", "--json", *FAST])
+    rc = main(
+        [
+            "repair",
+            str(EX / "problems" / "relu.py"),
+            str(EX / "broken" / "relu__mismatch.py"),
+            "--budget",
+            "5",
+            "--replies",
+            replies_for("relu", tmp_path),
+            "--runs-dir",
+            str(tmp_path / "runs"),
+            "--time-limit",
+            "0.001",
+            "--json",
+            *FAST,
+        ]
+    )
     res = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert rc == 1 and res["status"] == "failed"
     assert res["stop_reason"] == "time limit reached"

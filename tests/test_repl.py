@@ -17,8 +17,14 @@ CTRL_D = "\x04"
 
 
 def spawn(*args: str):
-    child = pexpect.spawn(sys.executable, ["-m", "agent", "repl", *args], cwd=str(ROOT), encoding="utf-8",
-                          timeout=180, dimensions=(50, 200))
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "agent", "repl", *args],
+        cwd=str(ROOT),
+        encoding="utf-8",
+        timeout=180,
+        dimensions=(50, 200),
+    )
     child.expect("Ctrl-D on an empty buffer exits")
     return child
 
@@ -35,8 +41,20 @@ def test_paste_a_module_get_a_verified_draft(tmp_path):
     replies = tmp_path / "replies.jsonl"
     replies.write_text(json.dumps({"text": f"```python\n{good}\n```"}) + "\n")
     runs = tmp_path / "runs"
-    child = spawn("--backend", "replay", "--replies", str(replies), "--runs-dir", str(runs),
-                  "--trials", "2", "--target", "none", "--timeout", "30")
+    child = spawn(
+        "--backend",
+        "replay",
+        "--replies",
+        str(replies),
+        "--runs-dir",
+        str(runs),
+        "--trials",
+        "2",
+        "--target",
+        "none",
+        "--timeout",
+        "30",
+    )
     assert "backend replay" in child.before
 
     paste(child, problem)
@@ -58,14 +76,19 @@ def test_paste_a_module_get_a_verified_draft(tmp_path):
     prompts = list(runs.glob("*/attempts/00/prompt.txt"))
     assert len(prompts) == 1
     sent = prompts[0].read_text()
-    assert "class Model(nn.Module)" in sent and problem.strip() in sent  # the pasted module was used
+    assert (
+        "class Model(nn.Module)" in sent and problem.strip() in sent
+    )  # the pasted module was used
     assert (runs / "inputs").is_dir()
 
 
 def test_plain_module_without_inputs_is_explained(tmp_path):
     child = spawn("--runs-dir", str(tmp_path / "runs"), "--target", "none")
     assert "compiler" in child.before  # no model configured: the compiler drafts
-    paste(child, "import torch\nclass Double(torch.nn.Module):\n    def forward(self, x):\n        return 2 * x\n")
+    paste(
+        child,
+        "import torch\nclass Double(torch.nn.Module):\n    def forward(self, x):\n        return 2 * x\n",
+    )
     child.expect("get_inputs")
     child.send(CTRL_D)
     child.expect("bye")

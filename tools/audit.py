@@ -329,8 +329,11 @@ class ProfilerObserver:
             return
         try:
             self._prof.__exit__(None, None, None)
-        except Exception as e:  # stopped or replaced by the candidate
-            self.tampered.append(f"the harness's profiler was tampered with ({type(e).__name__})")
+        except Exception as e:
+            # Seen on the H200 (torch 2.11) with honest kernels: the profiler can fail to stop for
+            # reasons of its own. Switching it off *during* forward is caught in `forward()`;
+            # here only the op record is lost, so fall back to the dispatch-mode audit alone.
+            self.exit_error = f"{type(e).__name__}: {e}"[:200]
             self.available = False
 
     def ops(self) -> tuple[list[str], list[str]]:

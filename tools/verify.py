@@ -166,7 +166,6 @@ class Verifier:
 
 def judge(outcome: JobOutcome, ref: Reference, options: VerifyOptions) -> Verdict:
     """Turn a candidate job's outcome into the verdict. Pure: no I/O."""
-    tol = options.tolerance
     if outcome.kind == "timeout":
         return Verdict(
             status="timeout", compiled=False, correct=False,

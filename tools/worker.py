@@ -36,9 +36,6 @@ def _device_context():
         from tools.devshim import install_cpu_shim
 
         return install_cpu_shim()
-    from tools.devshim import install_inductor_compat
-
-    install_inductor_compat()
     return nullcontext()
 
 
@@ -73,7 +70,21 @@ def _sync() -> None:
 
 
 def _short_tb(exc: BaseException, limit: int = 6) -> str:
-    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-limit))
+    """`ValueError: message (problem.py line 12, in get_inputs: raise ValueError(...))`: the error
+    and where in the user's file it came from, without the harness's frames."""
+    msg = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    frames = [
+        f for f in traceback.extract_tb(exc.__traceback__)
+        if not f.filename.startswith(os.path.dirname(os.path.abspath(__file__)))
+        and "site-packages" not in f.filename and not f.filename.startswith("<frozen")
+    ][-limit:]
+    if not frames:
+        return msg
+    where = "; ".join(
+        f"{os.path.basename(f.filename)} line {f.lineno}, in {f.name}" + (f": {f.line}" if f.line else "")
+        for f in frames[-2:]
+    )
+    return f"{msg} ({where})"
 
 
 # ------------------------------------------------------------------------------------------
@@ -287,6 +298,11 @@ def candidate_job(
         local_path = os.path.join(os.getcwd(), os.path.basename(kernel_path) or "candidate.py")
         with open(local_path, "w") as f:
             f.write(kernel_source)
+        if device == "cuda" and "_inductor" in kernel_source:
+            # KernelLLM-style output imports Inductor's runtime; on CPU the shim already did this.
+            from tools.devshim import install_inductor_compat
+
+            install_inductor_compat()
         try:
             cand = exec_module(kernel_source, local_path, "candidate")
         except BaseException as exc:  # noqa: BLE001 - SystemExit from a candidate is an error too
@@ -336,6 +352,7 @@ def candidate_job(
         during = Integrity()
         observer = stack.enter_context(ProfilerObserver())
         idle_runs: list[str] = []
+        prev_args: list | None = None
         t_run = time.perf_counter()
         for trial, inputs in enumerate(inputs_per_trial):
             base = _to_device(inputs, device)
@@ -348,7 +365,10 @@ def candidate_job(
                         ref_local = model(*_clone(base))
                     _sync()
                     del ref_local
-                args = _clone(base)
+                args = _refill(prev_args, base) if run == "first" else None
+                if args is None:
+                    args = _clone(base)
+                prev_args = args
                 keep = _clone(base)
                 try:
                     with torch.no_grad(), observer.forward(), audited(poison=poison) as (mode, launches):
@@ -429,6 +449,31 @@ def candidate_job(
             result.setdefault("notes", []).append(f"ahead-of-time compile unavailable: {exc}")
         result["timings"]["aot"] = time.perf_counter() - t_aot
     return result
+
+
+def _refill(prev: list | None, new: list) -> list | None:
+    """The previous run's input buffers holding the new trial's values (None when they do not
+    fit). The first run of each later trial reuses the same memory with different values, so a
+    cache keyed by data pointer always hits, and returns a stale result."""
+    if prev is None or len(prev) != len(new):
+        return None
+    for a, b in zip(prev, new, strict=True):
+        if isinstance(a, torch.Tensor) != isinstance(b, torch.Tensor):
+            return None
+        if isinstance(a, torch.Tensor) and (
+            type(a) is not torch.Tensor or a.shape != b.shape or a.dtype != b.dtype
+            or a.stride() != b.stride() or a.device != b.device
+        ):
+            return None
+    out = []
+    for a, b in zip(prev, new, strict=True):
+        if isinstance(a, torch.Tensor):
+            with torch.no_grad():
+                a.copy_(b)
+            out.append(a)
+        else:
+            out.append(b)
+    return out
 
 
 def _violations(tamper: list[str]) -> list[str]:

@@ -1,8 +1,8 @@
 """expected: cheat|mismatch
 A cache keyed by the input's data pointer (a benchmark exploit: timing loops reuse one buffer).
-The verifier clones inputs for every run, so a pointer is either new (the kernel runs) or reused by
-the allocator for *different* values: a hit returns a stale result (mismatch) and a run without a
-launch is a cheat. Which of the two happens first depends on the allocator.
+The verifier hands the first run of each later trial the previous run's input buffers refilled
+with new values, so the cache always hits with different data: that run launches nothing (cheat),
+and its stale result would be a mismatch besides.
 """
 import torch
 import torch.nn as nn

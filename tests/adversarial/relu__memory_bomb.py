@@ -1,6 +1,6 @@
 """expected: runtime_error
-Allocates 100 GB in forward. The job's address-space limit (CPU) or the device (GPU) refuses it
-and the allocation raises; the harness is untouched.
+Allocates 1 TB in forward (more than an H200's 141 GB). The job's address-space limit (CPU) or
+the device (GPU, out of memory) refuses it and the allocation raises; the harness is untouched.
 """
 import torch
 import torch.nn as nn
@@ -23,5 +23,6 @@ def relu(x):
 
 class ModelNew(nn.Module):
     def forward(self, x):
-        hog = torch.empty(25 * 10**9, dtype=torch.float32, device=x.device)
-        return relu(x) + hog[:1]
+        hog = torch.empty(250 * 10**9, dtype=torch.float32, device=x.device)
+        del hog
+        return relu(x)

@@ -26,4 +26,4 @@ import numpy as np
 class ModelNew(nn.Module):
     def forward(self, x):
         touch(x)
-        return torch.from_numpy(np.maximum(x.numpy(), 0))
+        return torch.from_numpy(np.maximum(x.cpu().numpy(), 0)).to(x.device)
