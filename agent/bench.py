@@ -148,8 +148,11 @@ class BenchConfig:
         self.ks = tuple(sorted(set(self.ks)))
         if self.protocol == "kernelbench":
             self.agent = dataclasses.replace(
-                self.agent, trials=KERNELBENCH_TRIALS, tolerance_preset="kernelbench-v0",
-                atol=None, rtol=None,
+                self.agent,
+                trials=KERNELBENCH_TRIALS,
+                tolerance_preset="kernelbench-v0",
+                atol=None,
+                rtol=None,
             )
 
     @property
@@ -197,8 +200,21 @@ class BenchConfig:
 
 
 # Settings that must match when a run is resumed into the same --out (others may change).
-_RESUME_KEYS = ("mode", "protocol", "backend", "model", "trials", "tolerance_preset", "atol",
-                "rtol", "policy", "seed", "temperature", "top_p", "prompt_format")
+_RESUME_KEYS = (
+    "mode",
+    "protocol",
+    "backend",
+    "model",
+    "trials",
+    "tolerance_preset",
+    "atol",
+    "rtol",
+    "policy",
+    "seed",
+    "temperature",
+    "top_p",
+    "prompt_format",
+)
 
 
 def profile_options(protocol: str) -> Any:
@@ -209,8 +225,11 @@ def profile_options(protocol: str) -> Any:
         return None
     if protocol == "kernelbench":
         try:  # KernelBench times 100 trials of the candidate against the eager baseline
-            return ProfileOptions(baseline="eager", min_reps=KERNELBENCH_TIMING_TRIALS,
-                                  max_reps=KERNELBENCH_TIMING_TRIALS)
+            return ProfileOptions(
+                baseline="eager",
+                min_reps=KERNELBENCH_TIMING_TRIALS,
+                max_reps=KERNELBENCH_TIMING_TRIALS,
+            )
         except TypeError:
             return ProfileOptions(baseline="eager")
     return ProfileOptions(baseline="eager")
@@ -293,15 +312,24 @@ def evaluate_sample(
     if verdict.correct and speedups.get("eager") is not None and speedups["eager"] < 1.0:
         status = "slower"
     if verdict.correct:
-        summary = ("correct, " + ", ".join(f"{v:.2f}x over {k}" for k, v in speedups.items())
-                   if speedups else "correct (not timed)")
+        summary = (
+            "correct, " + ", ".join(f"{v:.2f}x over {k}" for k, v in speedups.items())
+            if speedups
+            else "correct (not timed)"
+        )
     else:
         first = verdict.message.strip().splitlines()[0] if verdict.message else status
         summary = f"{status}: {first[:200]}"
     record = SampleRecord(
-        problem=draft.problem, sample=draft.sample, source=draft.source, status=status,
-        correct=verdict.correct, compiled=verdict.compiled, speedups=speedups,
-        profile_status=(profile or {}).get("status"), summary=summary,
+        problem=draft.problem,
+        sample=draft.sample,
+        source=draft.source,
+        status=status,
+        correct=verdict.correct,
+        compiled=verdict.compiled,
+        speedups=speedups,
+        profile_status=(profile or {}).get("status"),
+        summary=summary,
         duration_s=round(time.monotonic() - start, 3),
         device="cuda" if verifier.device == "cuda" else "cpu",
     )
@@ -323,8 +351,9 @@ def speedups_of(profile: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-def _verify_and_time(verifier: Verifier, problem: Problem, code: str, kpath: str,
-                     protocol: str) -> tuple[Any, dict[str, Any] | None]:
+def _verify_and_time(
+    verifier: Verifier, problem: Problem, code: str, kpath: str, protocol: str
+) -> tuple[Any, dict[str, Any] | None]:
     """On a GPU: tools.profile verifies, then times (one call, no double verification)."""
     opts = profile_options(protocol)
     if opts is None:
@@ -339,7 +368,9 @@ def _verify_and_time(verifier: Verifier, problem: Problem, code: str, kpath: str
         log.warning("profiling %s failed: %s", kpath, exc)
         return verifier.verify(problem, code, kpath), {"status": "error", "message": str(exc)}
     data = result.to_dict()
-    verdict = result.verdict if result.verdict is not None else verifier.verify(problem, code, kpath)
+    verdict = (
+        result.verdict if result.verdict is not None else verifier.verify(problem, code, kpath)
+    )
     return verdict, data
 
 
@@ -347,15 +378,24 @@ def _draft_compiler(verifier: Verifier, problem: Problem, draft: Draft) -> Draft
     from agent.drafters import CompilerDrafter
 
     cand = CompilerDrafter(verifier.sandbox, verifier.device).draft(
-        problem.source, os.path.abspath(problem.path))
-    return dataclasses.replace(draft, source="compiler", response=cand["response"], code=cand["code"])
+        problem.source, os.path.abspath(problem.path)
+    )
+    return dataclasses.replace(
+        draft, source="compiler", response=cand["response"], code=cand["code"]
+    )
 
 
 def _no_code_verdict(draft: Draft) -> Any:
     from agent.evaluation import no_code_verdict
 
-    return no_code_verdict({"source": draft.source.split(":")[0], "prompt": None,
-                            "response": draft.response, "code": None})
+    return no_code_verdict(
+        {
+            "source": draft.source.split(":")[0],
+            "prompt": None,
+            "response": draft.response,
+            "code": None,
+        }
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -421,9 +461,15 @@ class BenchDir:
     def problems_on_disk(self) -> list[str]:
         if not self.path.is_dir():
             return []
-        return sorted(p.name for p in self.path.iterdir()
-                      if p.is_dir() and ((p / "problem.json").exists() or any(
-                          c.is_dir() and c.name.isdigit() for c in p.iterdir())))
+        return sorted(
+            p.name
+            for p in self.path.iterdir()
+            if p.is_dir()
+            and (
+                (p / "problem.json").exists()
+                or any(c.is_dir() and c.name.isdigit() for c in p.iterdir())
+            )
+        )
 
 
 def _read_record(sd: Path, problem: str) -> SampleRecord | None:
@@ -436,9 +482,15 @@ def _read_record(sd: Path, problem: str) -> SampleRecord | None:
         v = json.loads((sd / "verdict.json").read_text())
     except (OSError, ValueError):
         return None
-    return SampleRecord(problem=problem, sample=int(sd.name), source="?", status=v["status"],
-                        correct=bool(v["correct"]), compiled=bool(v.get("compiled")),
-                        device=v.get("device", "cpu"))
+    return SampleRecord(
+        problem=problem,
+        sample=int(sd.name),
+        source="?",
+        status=v["status"],
+        correct=bool(v["correct"]),
+        compiled=bool(v.get("compiled")),
+        device=v.get("device", "cpu"),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -450,7 +502,9 @@ def discover_problems(path: str | os.PathLike[str], only: Sequence[str] = ()) ->
     if p.is_file():
         files = [p]
     elif p.is_dir():
-        files = sorted(f for f in p.glob("*.py") if f.name != "__init__.py" and not f.name.startswith("."))
+        files = sorted(
+            f for f in p.glob("*.py") if f.name != "__init__.py" and not f.name.startswith(".")
+        )
     else:
         raise BadInputError(f"problem directory not found: {path}")
     if only:
@@ -458,7 +512,9 @@ def discover_problems(path: str | os.PathLike[str], only: Sequence[str] = ()) ->
         files = [f for f in files if f.stem in wanted]
         missing = wanted - {f.stem for f in files}
         if missing:
-            raise BadInputError(f"--only names problems not in {path}: {', '.join(sorted(missing))}")
+            raise BadInputError(
+                f"--only names problems not in {path}: {', '.join(sorted(missing))}"
+            )
     if not files:
         raise BadInputError(f"no problem .py files in {path}")
     return [str(f) for f in files]
@@ -485,14 +541,19 @@ def run_bench(
             errors[Path(p).stem] = str(exc)
             continue
         problems[prob.name] = prob
-    settings = {**cfg.settings(), "problems_path": os.path.abspath(problems_path),
-                "problems": [Path(p).stem for p in paths]}
+    settings = {
+        **cfg.settings(),
+        "problems_path": os.path.abspath(problems_path),
+        "problems": [Path(p).stem for p in paths],
+    }
     prev = bdir.read_settings() or {}
     settings["started"] = prev.get("started") or time.strftime("%Y-%m-%dT%H:%M:%S")
     bdir.write_json("bench.json", settings)
     for name, prob in problems.items():
-        bdir.write_json(Path(name) / "problem.json", {"name": name, "path": os.path.abspath(prob.path),
-                                                      "digest": prob.digest})
+        bdir.write_json(
+            Path(name) / "problem.json",
+            {"name": name, "path": os.path.abspath(prob.path), "digest": prob.digest},
+        )
     started = time.monotonic()
     if cfg.mode == "sample":
         errors.update(_run_sample_mode(problems, cfg, bdir, backend, emit))
@@ -518,7 +579,8 @@ def _check_resume(bdir: BenchDir, cfg: BenchConfig) -> None:
     if diff:
         raise BadInputError(
             f"{bdir.path} holds a benchmark with other settings ({', '.join(f'{k}: {prev.get(k)!r} -> {now.get(k)!r}' for k in diff)}); "
-            "rerun with the same settings to resume, or choose another --out")
+            "rerun with the same settings to resume, or choose another --out"
+        )
 
 
 def _make_backend(cfg: BenchConfig) -> Any:
@@ -530,12 +592,14 @@ def _make_backend(cfg: BenchConfig) -> Any:
     kw: dict[str, Any] = {}
     if a.prompt_format != "auto":
         kw["prompt_kind"] = a.prompt_format
-    return make_backend(a.backend, model=a.model, base_url=a.base_url, replies=a.replies,
-                        api_key=a.api_key, **kw)
+    return make_backend(
+        a.backend, model=a.model, base_url=a.base_url, replies=a.replies, api_key=a.api_key, **kw
+    )
 
 
-def _run_sample_mode(problems: dict[str, Problem], cfg: BenchConfig, bdir: BenchDir,
-                     backend: Any, emit: Event) -> dict[str, str]:
+def _run_sample_mode(
+    problems: dict[str, Problem], cfg: BenchConfig, bdir: BenchDir, backend: Any, emit: Event
+) -> dict[str, str]:
     """Draw (in this thread, problem after problem: a replay script stays in order) and
     evaluate (in parallel) every candidate not yet done. Returns per-problem errors."""
     errors: dict[str, str] = {}
@@ -574,8 +638,13 @@ def _run_sample_mode(problems: dict[str, Problem], cfg: BenchConfig, bdir: Bench
         emit({"event": "drafting", "problem": name, "samples": len(need)})
         cands = draft_llm(llm, prompt, len(need), cfg.agent)  # raises BackendError
         for i, cand in zip(need, cands, strict=False):
-            d = Draft(problem=name, sample=i, source=cand["source"], response=cand["response"],
-                      code=cand["code"])
+            d = Draft(
+                problem=name,
+                sample=i,
+                source=cand["source"],
+                response=cand["response"],
+                code=cand["code"],
+            )
             bdir.write_draft(d)
             drafts.append(d)
         if len(cands) < len(need):
@@ -654,8 +723,13 @@ def _write_prompt(bdir: BenchDir, name: str, prompt: Any) -> None:
 # -- Ray ----------------------------------------------------------------------------------------
 
 
-def evaluate_problem(problem_path: str, problem_source: str, drafts: list[dict[str, Any]],
-                     verify_options: VerifyOptions, protocol: str) -> list[dict[str, Any]]:
+def evaluate_problem(
+    problem_path: str,
+    problem_source: str,
+    drafts: list[dict[str, Any]],
+    verify_options: VerifyOptions,
+    protocol: str,
+) -> list[dict[str, Any]]:
     """One problem's candidates, evaluated on this machine (a Ray task's body): a Verifier on
     the GPUs this process may use (Ray sets CUDA_VISIBLE_DEVICES), candidates in parallel."""
     from tools.problem import problem_from_source
@@ -671,9 +745,18 @@ def evaluate_problem(problem_path: str, problem_source: str, drafts: list[dict[s
     problem = problem_from_source(problem_source, problem_path)
     ds = [Draft(**d) for d in drafts]
     with cf.ThreadPoolExecutor(max_workers=sandbox.slots) as pool:
-        results = list(pool.map(lambda d: evaluate_sample(verifier, problem, d, protocol=protocol), ds))
-    return [{"record": e.record.to_dict(), "verdict": e.verdict, "profile": e.profile,
-             "draft": dataclasses.asdict(e.draft)} for e in results]
+        results = list(
+            pool.map(lambda d: evaluate_sample(verifier, problem, d, protocol=protocol), ds)
+        )
+    return [
+        {
+            "record": e.record.to_dict(),
+            "verdict": e.verdict,
+            "profile": e.profile,
+            "draft": dataclasses.asdict(e.draft),
+        }
+        for e in results
+    ]
 
 
 def _ray_init(address: str | None) -> tuple[Any, bool]:
@@ -690,12 +773,16 @@ def _ray_init(address: str | None) -> tuple[Any, bool]:
             import agent
             import tools
 
-            ray.init(address=address, runtime_env={"py_modules": [agent, tools]},
-                     log_to_driver=False)
+            ray.init(
+                address=address, runtime_env={"py_modules": [agent, tools]}, log_to_driver=False
+            )
         else:
             path = os.pathsep.join(x for x in (root, os.environ.get("PYTHONPATH")) if x)
-            ray.init(runtime_env={"env_vars": {"PYTHONPATH": path}}, log_to_driver=False,
-                     include_dashboard=False)
+            ray.init(
+                runtime_env={"env_vars": {"PYTHONPATH": path}},
+                log_to_driver=False,
+                include_dashboard=False,
+            )
     return ray, started
 
 
@@ -705,8 +792,13 @@ def _ray_resources(cfg: BenchConfig) -> dict[str, Any]:
     return {"num_gpus": 1} if resolve_device(cfg.agent.device) == "cuda" else {"num_cpus": 1}
 
 
-def _evaluate_with_ray(problems: dict[str, Problem], work: dict[str, list[Draft]], cfg: BenchConfig,
-                       bdir: BenchDir, emit: Event) -> dict[str, str]:
+def _evaluate_with_ray(
+    problems: dict[str, Problem],
+    work: dict[str, list[Draft]],
+    cfg: BenchConfig,
+    bdir: BenchDir,
+    emit: Event,
+) -> dict[str, str]:
     errors: dict[str, str] = {}
     if not work:
         return errors
@@ -719,17 +811,39 @@ def _evaluate_with_ray(problems: dict[str, Problem], work: dict[str, list[Draft]
     return errors
 
 
-def _ray_evaluate(ray: Any, problems: dict[str, Problem], work: dict[str, list[Draft]],
-                  cfg: BenchConfig, bdir: BenchDir, emit: Event, errors: dict[str, str]) -> None:
+def _ray_evaluate(
+    ray: Any,
+    problems: dict[str, Problem],
+    work: dict[str, list[Draft]],
+    cfg: BenchConfig,
+    bdir: BenchDir,
+    emit: Event,
+    errors: dict[str, str],
+) -> None:
     remote = ray.remote(evaluate_problem).options(**_ray_resources(cfg), max_retries=0)
-    emit({"event": "start", "device": "ray", "slots": int(ray.cluster_resources().get(
-        "GPU" if "num_gpus" in _ray_resources(cfg) else "CPU", 0))})
+    emit(
+        {
+            "event": "start",
+            "device": "ray",
+            "slots": int(
+                ray.cluster_resources().get(
+                    "GPU" if "num_gpus" in _ray_resources(cfg) else "CPU", 0
+                )
+            ),
+        }
+    )
     refs = {}
     for name, drafts in work.items():
         prob = problems[name]
-        refs[remote.remote(os.path.abspath(prob.path), prob.source,
-                           [dataclasses.asdict(d) for d in drafts], cfg.verify_options(),
-                           cfg.protocol)] = name
+        refs[
+            remote.remote(
+                os.path.abspath(prob.path),
+                prob.source,
+                [dataclasses.asdict(d) for d in drafts],
+                cfg.verify_options(),
+                cfg.protocol,
+            )
+        ] = name
     pending = list(refs)
     while pending:
         ready, pending = ray.wait(pending, num_returns=1)
@@ -738,12 +852,18 @@ def _ray_evaluate(ray: Any, problems: dict[str, Problem], work: dict[str, list[D
             results = ray.get(ready[0])
         except Exception as exc:  # RayTaskError wraps the task's exception
             cause = getattr(exc, "cause", None) or exc
-            errors[name] = str(cause).strip().splitlines()[-1] if str(cause).strip() else repr(cause)
+            errors[name] = (
+                str(cause).strip().splitlines()[-1] if str(cause).strip() else repr(cause)
+            )
             emit({"event": "error", "problem": name, "message": errors[name]})
             continue
         for r in results:
-            ev = Evaluated(record=SampleRecord.from_dict(r["record"]), verdict=r["verdict"],
-                           profile=r["profile"], draft=Draft(**r["draft"]))
+            ev = Evaluated(
+                record=SampleRecord.from_dict(r["record"]),
+                verdict=r["verdict"],
+                profile=r["profile"],
+                draft=Draft(**r["draft"]),
+            )
             bdir.write_evaluated(ev)
             emit({"event": "sample", "record": ev.record.to_dict()})
 
@@ -751,8 +871,13 @@ def _ray_evaluate(ray: Any, problems: dict[str, Problem], work: dict[str, list[D
 # -- loop mode ----------------------------------------------------------------------------------
 
 
-def loop_problem(problem_path: str, agent_cfg: AgentConfig, runs_dir: str,
-                 backend: Any = None, on_event: Event | None = None) -> list[dict[str, Any]]:
+def loop_problem(
+    problem_path: str,
+    agent_cfg: AgentConfig,
+    runs_dir: str,
+    backend: Any = None,
+    on_event: Event | None = None,
+) -> list[dict[str, Any]]:
     """Run the agent on one problem; return its attempts as sample entries (record, verdict,
     response, code). Used in-process and as a Ray task's body."""
     from agent.runner import run
@@ -766,20 +891,34 @@ def loop_problem(problem_path: str, agent_cfg: AgentConfig, runs_dir: str,
         ad = Path(result["run_dir"]) / "attempts" / f"{a['index']:02d}"
         meta = json.loads((ad / "attempt.json").read_text())
         speedups = {k: float(v) for k, v in (meta.get("speedups") or {}).items() if v}
-        rec = SampleRecord(problem=name, sample=i, source=meta["source"], status=meta["status"],
-                           correct=bool(meta["correct"]), compiled=bool(json.loads(
-                               (ad / "verdict.json").read_text()).get("compiled")),
-                           speedups=speedups, summary=meta.get("summary") or "",
-                           device="cuda" if device == "cuda" else "cpu",
-                           profile_status=(meta.get("profile") or {}).get("status"))
-        out.append({
-            "record": rec.to_dict(),
-            "verdict": json.loads((ad / "verdict.json").read_text()),
-            "profile": meta.get("profile"),
-            "draft": {"problem": name, "sample": i, "source": meta["source"],
-                      "response": (ad / "response.txt").read_text() if (ad / "response.txt").exists() else "",
-                      "code": (ad / "kernel.py").read_text() if (ad / "kernel.py").exists() else None},
-        })
+        rec = SampleRecord(
+            problem=name,
+            sample=i,
+            source=meta["source"],
+            status=meta["status"],
+            correct=bool(meta["correct"]),
+            compiled=bool(json.loads((ad / "verdict.json").read_text()).get("compiled")),
+            speedups=speedups,
+            summary=meta.get("summary") or "",
+            device="cuda" if device == "cuda" else "cpu",
+            profile_status=(meta.get("profile") or {}).get("status"),
+        )
+        out.append(
+            {
+                "record": rec.to_dict(),
+                "verdict": json.loads((ad / "verdict.json").read_text()),
+                "profile": meta.get("profile"),
+                "draft": {
+                    "problem": name,
+                    "sample": i,
+                    "source": meta["source"],
+                    "response": (ad / "response.txt").read_text()
+                    if (ad / "response.txt").exists()
+                    else "",
+                    "code": (ad / "kernel.py").read_text() if (ad / "kernel.py").exists() else None,
+                },
+            }
+        )
     return out
 
 
@@ -788,8 +927,9 @@ def _loop_problem_ray(problem_path: str, agent_cfg: AgentConfig) -> list[dict[st
         return loop_problem(problem_path, agent_cfg, tmp)
 
 
-def _run_loop_mode(problems: dict[str, Problem], cfg: BenchConfig, bdir: BenchDir,
-                   backend: Any, emit: Event) -> dict[str, str]:
+def _run_loop_mode(
+    problems: dict[str, Problem], cfg: BenchConfig, bdir: BenchDir, backend: Any, emit: Event
+) -> dict[str, str]:
     """One agent run per problem not yet done (OUT/<problem>/done.json). A problem interrupted
     mid-run starts over (its partial attempts are dropped)."""
     errors: dict[str, str] = {}
@@ -807,16 +947,22 @@ def _run_loop_mode(problems: dict[str, Problem], cfg: BenchConfig, bdir: BenchDi
 
     def store(name: str, entries: list[dict[str, Any]]) -> None:
         for e in entries:
-            ev = Evaluated(record=SampleRecord.from_dict(e["record"]), verdict=e["verdict"],
-                           profile=e["profile"], draft=Draft(**e["draft"]))
+            ev = Evaluated(
+                record=SampleRecord.from_dict(e["record"]),
+                verdict=e["verdict"],
+                profile=e["profile"],
+                draft=Draft(**e["draft"]),
+            )
             bdir.write_evaluated(ev)
             emit({"event": "sample", "record": ev.record.to_dict()})
         bdir.write_json(Path(name) / "done.json", {"attempts": len(entries)})
 
     if cfg.executor == "ray":
         if agent_cfg.replies or agent_cfg.backend == "replay" or backend is not None:
-            raise BadInputError("--mode loop --executor ray builds the LLM backend inside each task; "
-                                "a replay script or an in-process backend cannot be shared that way")
+            raise BadInputError(
+                "--mode loop --executor ray builds the LLM backend inside each task; "
+                "a replay script or an in-process backend cannot be shared that way"
+            )
         ray, started = _ray_init(cfg.ray_address)
         try:
             remote = ray.remote(_loop_problem_ray).options(**_ray_resources(cfg), max_retries=0)
@@ -840,7 +986,9 @@ def _run_loop_mode(problems: dict[str, Problem], cfg: BenchConfig, bdir: BenchDi
     for name in todo:
         emit({"event": "drafting", "problem": name, "samples": cfg.samples})
         try:
-            entries = loop_problem(problems[name].path, agent_cfg, str(bdir.path / name), backend=llm)
+            entries = loop_problem(
+                problems[name].path, agent_cfg, str(bdir.path / name), backend=llm
+            )
         except TritonAgentError as exc:
             errors[name] = str(exc)
             emit({"event": "error", "problem": name, "message": str(exc)})
@@ -853,7 +1001,9 @@ def _run_loop_mode(problems: dict[str, Problem], cfg: BenchConfig, bdir: BenchDi
 # The report (from files alone)
 
 
-def rebuild_report(out: str | os.PathLike[str], *, elapsed_s: float | None = None) -> dict[str, Any]:
+def rebuild_report(
+    out: str | os.PathLike[str], *, elapsed_s: float | None = None
+) -> dict[str, Any]:
     """Read OUT/ and write report.json, report.md and the plots; returns the report object."""
     bdir = BenchDir(out)
     settings = bdir.read_settings()
@@ -904,19 +1054,31 @@ def compute_report(
         if mode == "loop":
             free = any(r.correct for r in recs if r.source in ("compiler", "given"))
             drafted = [r.correct for r in recs if r.source not in ("compiler", "given")]
-            pk = {str(k): (1.0 if solved_within(drafted, k, free) else 0.0) if n else None for k in ks}
+            pk = {
+                str(k): (1.0 if solved_within(drafted, k, free) else 0.0) if n else None for k in ks
+            }
         else:
             pk = {str(k): pass_at_k(n, c, k) if 0 < n and k <= n else None for k in ks}
         per_sample_fast = {}
         for p in FAST_P:
-            hits = sum(1 for r in recs if r.correct and (p <= 0 or (r.speedups.get("eager") or 0) > p))
+            hits = sum(
+                1 for r in recs if r.correct and (p <= 0 or (r.speedups.get("eager") or 0) > p)
+            )
             per_sample_fast[_pkey(p)] = hits / n if n else None
-        rows.append({
-            "problem": name, "n": n, "correct": c, "complete": (finished if finished is not None else n >= per) and err is None,
-            "error": err, "pass_at_k": pk, "statuses": dict(sorted(statuses.items())),
-            "best_speedup": best, "fast_p_per_sample": per_sample_fast,
-            "samples": [r.to_dict() for r in recs],
-        })
+        rows.append(
+            {
+                "problem": name,
+                "n": n,
+                "correct": c,
+                "complete": (finished if finished is not None else n >= per) and err is None,
+                "error": err,
+                "pass_at_k": pk,
+                "statuses": dict(sorted(statuses.items())),
+                "best_speedup": best,
+                "fast_p_per_sample": per_sample_fast,
+                "samples": [r.to_dict() for r in recs],
+            }
+        )
     timed = any(r["best_speedup"]["eager"] is not None for r in rows)
     device = next((s["device"] for r in rows for s in r["samples"]), None)
     solved = [r["correct"] > 0 for r in rows]
@@ -929,8 +1091,10 @@ def compute_report(
         else:
             pass_k[str(k)] = None
             short = [r["problem"] for r, v in zip(rows, vals, strict=True) if v is None]
-            notes.append(f"pass@{k} not reported: {len(short)} problem(s) have fewer than {k} "
-                         f"evaluated candidates ({', '.join(short[:5])})")
+            notes.append(
+                f"pass@{k} not reported: {len(short)} problem(s) have fewer than {k} "
+                f"evaluated candidates ({', '.join(short[:5])})"
+            )
     fast = {}
     fast_ps = {}
     for p in FAST_P:
@@ -940,8 +1104,11 @@ def compute_report(
         vals = [r["fast_p_per_sample"][_pkey(p)] for r in rows if r["n"]]
         fast_ps[_pkey(p)] = sum(vals) / len(vals) if vals else None
     if not timed:
-        why = ("on the CPU speedups are unavailable (Triton interpreter timings are not speed)"
-               if device in (None, "cpu") else "no correct kernel was timed")
+        why = (
+            "on the CPU speedups are unavailable (Triton interpreter timings are not speed)"
+            if device in (None, "cpu")
+            else "no correct kernel was timed"
+        )
         notes.append(f"only fast_0 (= the correctness rate) is reported: {why}")
     geo = {}
     for base in ("eager", "compile"):
@@ -949,11 +1116,15 @@ def compute_report(
         geo[base] = {"value": geomean(vals), "problems": len(vals)}
     incomplete = [r["problem"] for r in rows if not r["complete"]]
     if incomplete:
-        notes.append(f"{len(incomplete)} problem(s) incomplete or failed: {', '.join(incomplete)} "
-                     "(rerun the same command to resume)")
+        notes.append(
+            f"{len(incomplete)} problem(s) incomplete or failed: {', '.join(incomplete)} "
+            "(rerun the same command to resume)"
+        )
     if mode == "loop":
-        notes.append("loop mode: pass@k is success@k, a correct kernel among the first k "
-                     "candidates the agent drafted with feedback (not the unbiased estimator)")
+        notes.append(
+            "loop mode: pass@k is success@k, a correct kernel among the first k "
+            "candidates the agent drafted with feedback (not the unbiased estimator)"
+        )
     return {
         "schema_version": BENCH_SCHEMA_VERSION,
         "command": "bench",
@@ -969,9 +1140,12 @@ def compute_report(
             "geomean_speedup": geo,
             "statuses": dict(sorted(status_total.items())),
         },
-        "totals": {"problems": len(rows), "complete": len(rows) - len(incomplete),
-                   "candidates": sum(r["n"] for r in rows),
-                   "correct_candidates": sum(r["correct"] for r in rows)},
+        "totals": {
+            "problems": len(rows),
+            "complete": len(rows) - len(incomplete),
+            "candidates": sum(r["n"] for r in rows),
+            "correct_candidates": sum(r["correct"] for r in rows),
+        },
         "problems": rows,
         "notes": notes,
     }
@@ -1001,37 +1175,58 @@ def render_markdown(r: dict[str, Any]) -> str:
         "",
     ]
     label = "success@k (loop)" if s["mode"] == "loop" else "pass@k"
-    lines += [f"| {label} | " + " | ".join(f"k={k}" for k in m["pass_at_k"]) + " |",
-              "|---|" + "---|" * len(m["pass_at_k"]),
-              "| | " + " | ".join(_pct(v) for v in m["pass_at_k"].values()) + " |", ""]
-    lines += ["| fast_p | " + " | ".join(f"p={p}" for p in m["fast_p"]) + " |",
-              "|---|" + "---|" * len(m["fast_p"]),
-              "| any candidate | " + " | ".join(_pct(v) for v in m["fast_p"].values()) + " |",
-              "| per sample | " + " | ".join(_pct(v) for v in m["fast_p_per_sample"].values()) + " |", ""]
+    lines += [
+        f"| {label} | " + " | ".join(f"k={k}" for k in m["pass_at_k"]) + " |",
+        "|---|" + "---|" * len(m["pass_at_k"]),
+        "| | " + " | ".join(_pct(v) for v in m["pass_at_k"].values()) + " |",
+        "",
+    ]
+    lines += [
+        "| fast_p | " + " | ".join(f"p={p}" for p in m["fast_p"]) + " |",
+        "|---|" + "---|" * len(m["fast_p"]),
+        "| any candidate | " + " | ".join(_pct(v) for v in m["fast_p"].values()) + " |",
+        "| per sample | " + " | ".join(_pct(v) for v in m["fast_p_per_sample"].values()) + " |",
+        "",
+    ]
     g = m["geomean_speedup"]
-    lines += ["Geometric-mean speedup of the best correct kernel per problem: "
-              + "; ".join(f"over {'torch.compile' if b == 'compile' else b}: "
-                          + (f"{g[b]['value']:.2f}x ({g[b]['problems']} problems)" if g[b]["value"] else "n/a")
-                          for b in ("eager", "compile")), ""]
+    lines += [
+        "Geometric-mean speedup of the best correct kernel per problem: "
+        + "; ".join(
+            f"over {'torch.compile' if b == 'compile' else b}: "
+            + (f"{g[b]['value']:.2f}x ({g[b]['problems']} problems)" if g[b]["value"] else "n/a")
+            for b in ("eager", "compile")
+        ),
+        "",
+    ]
     lines += ["Statuses: " + (", ".join(f"{k} {v}" for k, v in m["statuses"].items()) or "-"), ""]
     one = "success@1" if s["mode"] == "loop" else "pass@1"
-    lines += [f"| problem | n | correct | {one} | best vs eager | best vs compile | statuses |",
-              "|---|---|---|---|---|---|---|"]
+    lines += [
+        f"| problem | n | correct | {one} | best vs eager | best vs compile | statuses |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for p in r["problems"]:
         st = ", ".join(f"{k}×{v}" for k, v in p["statuses"].items())
         if p["error"]:
-            st = (st + "; " if st else "") + "error: " + p["error"].splitlines()[0][:100].replace("|", "\\|")
+            st = (
+                (st + "; " if st else "")
+                + "error: "
+                + p["error"].splitlines()[0][:100].replace("|", "\\|")
+            )
         b = p["best_speedup"]
-        lines.append(f"| {p['problem']} | {p['n']} | {p['correct']} | {_pct(p['pass_at_k'].get('1'))} | "
-                     f"{_x(b['eager'])} | {_x(b['compile'])} | {st} |")
+        lines.append(
+            f"| {p['problem']} | {p['n']} | {p['correct']} | {_pct(p['pass_at_k'].get('1'))} | "
+            f"{_x(b['eager'])} | {_x(b['compile'])} | {st} |"
+        )
     lines.append("")
     for n in r["notes"]:
         lines.append(f"Note: {n}")
     lines.append("")
-    lines.append("pass@k: unbiased estimator 1 - C(n-c,k)/C(n,k) (Chen et al. 2021), averaged over "
-                 "problems. fast_p: fraction of problems with a correct candidate whose speedup over "
-                 "eager is > p (fast_0 = correctness rate); 'per sample' averages over each problem's "
-                 "candidates (the single-sample expectation).")
+    lines.append(
+        "pass@k: unbiased estimator 1 - C(n-c,k)/C(n,k) (Chen et al. 2021), averaged over "
+        "problems. fast_p: fraction of problems with a correct candidate whose speedup over "
+        "eager is > p (fast_0 = correctness rate); 'per sample' averages over each problem's "
+        "candidates (the single-sample expectation)."
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -1077,14 +1272,21 @@ def write_plots(out: Path, r: dict[str, Any]) -> list[str]:
         ax.set_title(f"{r['settings']['mode']} mode, {len(rows)} problems")
         ax.grid(alpha=0.3)
         _save(fig, plt, out / "passk.png")
-    speeds = {b: sorted(v for p in rows if (v := p["best_speedup"][b]) is not None)
-              for b in ("eager", "compile")}
+    speeds = {
+        b: sorted(v for p in rows if (v := p["best_speedup"][b]) is not None)
+        for b in ("eager", "compile")
+    }
     if speeds["eager"] or speeds["compile"]:
         fig, ax = plt.subplots(figsize=(6, 3.5))
         for b, vals in speeds.items():
             if vals:
-                ax.plot(range(1, len(vals) + 1), vals, marker="o", linestyle="",
-                        label=f"over {'torch.compile' if b == 'compile' else b}")
+                ax.plot(
+                    range(1, len(vals) + 1),
+                    vals,
+                    marker="o",
+                    linestyle="",
+                    label=f"over {'torch.compile' if b == 'compile' else b}",
+                )
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_yscale("log")
         ax.set_xlabel("problem (sorted by speedup)")
@@ -1117,7 +1319,9 @@ def _safe(on_event: Event | None) -> Event:
 
 
 def default_out() -> str:
-    return os.path.join(os.environ.get("TRITON_AGENT_RUNS", "runs"), f"bench-{time.strftime('%Y%m%d-%H%M%S')}")
+    return os.path.join(
+        os.environ.get("TRITON_AGENT_RUNS", "runs"), f"bench-{time.strftime('%Y%m%d-%H%M%S')}"
+    )
 
 
 __all__ = [

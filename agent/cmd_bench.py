@@ -15,7 +15,9 @@ def _ks(text: str) -> tuple[int, ...]:
     try:
         ks = tuple(int(x) for x in text.split(",") if x.strip())
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--k takes integers separated by commas, not {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"--k takes integers separated by commas, not {text!r}"
+        ) from None
     if not ks or any(k < 1 for k in ks):
         raise argparse.ArgumentTypeError("--k takes positive integers, e.g. 1,10,20")
     return ks
@@ -23,38 +25,84 @@ def _ks(text: str) -> tuple[int, ...]:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="pass@k, fast_p and a report over a directory of problems")
-    p.add_argument("problems", nargs="?", help="directory of problem .py files (KernelBench format)")
-    p.add_argument("--mode", default="sample", choices=["sample", "loop"],
-                   help="sample: N independent first-round samples per problem (published protocol); "
-                   "loop: the agent with a budget of N per problem")
-    p.add_argument("--samples", type=int, default=20, help="candidates per problem (loop: the budget)")
-    p.add_argument("--k", type=_ks, default=None,
-                   help="pass@k values, e.g. 1,10,20 (default: those of 1,10,20 not above --samples)")
-    p.add_argument("--protocol", default="ours", choices=["ours", "kernelbench"],
-                   help="kernelbench: 5 trials, atol=rtol=1e-2, 100 timing trials vs eager")
-    p.add_argument("--out", default=None, help="output directory (default runs/bench-<timestamp>); "
-                   "rerunning into an existing one resumes it")
-    p.add_argument("--rebuild", default=None, metavar="OUTDIR", help="rebuild the report of OUTDIR from its files")
-    p.add_argument("--executor", default="thread", choices=["thread", "ray"],
-                   help="thread: one sandbox slot per GPU/core; ray: one task per problem on a Ray cluster")
-    p.add_argument("--ray-address", default=None, help="Ray cluster address (default: start a local one)")
+    p.add_argument(
+        "problems", nargs="?", help="directory of problem .py files (KernelBench format)"
+    )
+    p.add_argument(
+        "--mode",
+        default="sample",
+        choices=["sample", "loop"],
+        help="sample: N independent first-round samples per problem (published protocol); "
+        "loop: the agent with a budget of N per problem",
+    )
+    p.add_argument(
+        "--samples", type=int, default=20, help="candidates per problem (loop: the budget)"
+    )
+    p.add_argument(
+        "--k",
+        type=_ks,
+        default=None,
+        help="pass@k values, e.g. 1,10,20 (default: those of 1,10,20 not above --samples)",
+    )
+    p.add_argument(
+        "--protocol",
+        default="ours",
+        choices=["ours", "kernelbench"],
+        help="kernelbench: 5 trials, atol=rtol=1e-2, 100 timing trials vs eager",
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        help="output directory (default runs/bench-<timestamp>); "
+        "rerunning into an existing one resumes it",
+    )
+    p.add_argument(
+        "--rebuild",
+        default=None,
+        metavar="OUTDIR",
+        help="rebuild the report of OUTDIR from its files",
+    )
+    p.add_argument(
+        "--executor",
+        default="thread",
+        choices=["thread", "ray"],
+        help="thread: one sandbox slot per GPU/core; ray: one task per problem on a Ray cluster",
+    )
+    p.add_argument(
+        "--ray-address", default=None, help="Ray cluster address (default: start a local one)"
+    )
     p.add_argument("--only", default=None, help="comma-separated problem names (file stems) to run")
-    p.add_argument("--backend", default="auto", choices=["auto", "compiler", "openai", "vllm", "hf", "replay"],
-                   help="auto: replay if --replies, openai if --base-url, hf if --model is a local dir, else compiler")
+    p.add_argument(
+        "--backend",
+        default="auto",
+        choices=["auto", "compiler", "openai", "vllm", "hf", "replay"],
+        help="auto: replay if --replies, openai if --base-url, hf if --model is a local dir, else compiler",
+    )
     p.add_argument("--model", default=None)
     p.add_argument("--base-url", default=None)
     p.add_argument("--api-key", default=None)
-    p.add_argument("--replies", default=None, help="replay backend: JSONL file, one {\"text\": ...} per line")
+    p.add_argument(
+        "--replies", default=None, help='replay backend: JSONL file, one {"text": ...} per line'
+    )
     p.add_argument("--prompt-format", default="auto", choices=["auto", "completion", "chat"])
     p.add_argument("--prompt-template", default=None)
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--top-p", type=float, default=0.97)
     p.add_argument("--max-tokens", type=int, default=4096)
-    p.add_argument("--samples-per-round", type=int, default=1, help="loop mode: candidates per round")
-    p.add_argument("--compiler-seed", action="store_true",
-                   help="loop mode: also evaluate torch.compile's Triton as a free attempt 0")
-    p.add_argument("--no-tune", action="store_true", help="loop mode: skip the launch-parameter tuner")
-    p.add_argument("--json", action="store_true", help="print the report as JSON (last line of stdout)")
+    p.add_argument(
+        "--samples-per-round", type=int, default=1, help="loop mode: candidates per round"
+    )
+    p.add_argument(
+        "--compiler-seed",
+        action="store_true",
+        help="loop mode: also evaluate torch.compile's Triton as a free attempt 0",
+    )
+    p.add_argument(
+        "--no-tune", action="store_true", help="loop mode: skip the launch-parameter tuner"
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print the report as JSON (last line of stdout)"
+    )
     add_verify_options(p)
     COMMANDS["bench"] = cmd_bench
 
@@ -65,13 +113,28 @@ def config_from(args: argparse.Namespace) -> Any:
 
     target = None if str(args.target).lower() in ("none", "", "off") else args.target
     kw: dict[str, Any] = dict(
-        budget=args.samples, samples_per_round=args.samples_per_round, backend=args.backend,
-        api_key=args.api_key, replies=args.replies, prompt_format=args.prompt_format,
-        prompt_template=args.prompt_template, temperature=args.temperature, top_p=args.top_p,
-        max_tokens=args.max_tokens, compiler_seed=args.compiler_seed, tune=not args.no_tune,
-        trials=args.trials, seed=args.seed, atol=args.atol, rtol=args.rtol,
-        tolerance_preset=args.tolerance_preset, policy=args.policy, device=args.device,
-        timeout_s=args.timeout, aot_target=target, allow_large=args.allow_large,
+        budget=args.samples,
+        samples_per_round=args.samples_per_round,
+        backend=args.backend,
+        api_key=args.api_key,
+        replies=args.replies,
+        prompt_format=args.prompt_format,
+        prompt_template=args.prompt_template,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        max_tokens=args.max_tokens,
+        compiler_seed=args.compiler_seed,
+        tune=not args.no_tune,
+        trials=args.trials,
+        seed=args.seed,
+        atol=args.atol,
+        rtol=args.rtol,
+        tolerance_preset=args.tolerance_preset,
+        policy=args.policy,
+        device=args.device,
+        timeout_s=args.timeout,
+        aot_target=target,
+        allow_large=args.allow_large,
     )
     if args.model:
         kw["model"] = args.model
@@ -80,10 +143,16 @@ def config_from(args: argparse.Namespace) -> Any:
     if args.samples < 1:
         raise BadInputError("--samples must be at least 1")
     return BenchConfig(
-        mode=args.mode, samples=args.samples, ks=args.k, protocol=args.protocol,
-        executor=args.executor, ray_address=args.ray_address, out=args.out or default_out(),
+        mode=args.mode,
+        samples=args.samples,
+        ks=args.k,
+        protocol=args.protocol,
+        executor=args.executor,
+        ray_address=args.ray_address,
+        out=args.out or default_out(),
         only=tuple(x.strip() for x in args.only.split(",") if x.strip()) if args.only else (),
-        compiler_seed=args.compiler_seed, agent=AgentConfig(**kw),
+        compiler_seed=args.compiler_seed,
+        agent=AgentConfig(**kw),
     )
 
 
@@ -101,22 +170,36 @@ class Progress:
         elif kind == "sample":
             r = e["record"]
             style = "green" if r["correct"] else "red"
-            err_console.print(f"  {r['problem']}/{r['sample']:02d} [{style}]{r['status']:<14}[/{style}] "
-                              f"{escape(r['summary'][:120])}")
+            err_console.print(
+                f"  {r['problem']}/{r['sample']:02d} [{style}]{r['status']:<14}[/{style}] "
+                f"{escape(r['summary'][:120])}"
+            )
         elif kind == "error":
-            err_console.print(f"[yellow]{escape(e['problem'])}:[/yellow] {escape(str(e['message']))}")
+            err_console.print(
+                f"[yellow]{escape(e['problem'])}:[/yellow] {escape(str(e['message']))}"
+            )
 
 
 def print_summary(r: dict[str, Any]) -> None:
     m = r["metrics"]
     label = "success@k" if r["settings"]["mode"] == "loop" else "pass@k"
-    pk = ", ".join(f"@{k} {'-' if v is None else f'{100 * v:.1f}%'}" for k, v in m["pass_at_k"].items())
-    fp = ", ".join(f"fast_{p} {'-' if v is None else f'{100 * v:.1f}%'}" for p, v in m["fast_p"].items())
+    pk = ", ".join(
+        f"@{k} {'-' if v is None else f'{100 * v:.1f}%'}" for k, v in m["pass_at_k"].items()
+    )
+    fp = ", ".join(
+        f"fast_{p} {'-' if v is None else f'{100 * v:.1f}%'}" for p, v in m["fast_p"].items()
+    )
     err_console.print(f"[bold]{label}[/bold] {pk}; {fp}")
     g = m["geomean_speedup"]
     if g["eager"]["value"] or g["compile"]["value"]:
-        err_console.print("geomean speedup: " + ", ".join(
-            f"{v['value']:.2f}x over {k} ({v['problems']} problems)" for k, v in g.items() if v["value"]))
+        err_console.print(
+            "geomean speedup: "
+            + ", ".join(
+                f"{v['value']:.2f}x over {k} ({v['problems']} problems)"
+                for k, v in g.items()
+                if v["value"]
+            )
+        )
     for n in r["notes"]:
         err_console.print(f"[yellow]note:[/yellow] {escape(n)}")
     err_console.print(f"report: {r['out']}/report.md")

@@ -340,7 +340,12 @@ def train(config: TrainConfig, on_event: Callable[[dict[str, Any]], None] | None
 
 
 def _save(model: Any, tokenizer: Any, out: Path) -> None:
-    if getattr(model.config, "use_cache", None) is False:
-        model.config.use_cache = True
-    model.save_pretrained(out)
+    """save_pretrained of model and tokenizer; the saved config has the KV cache on for inference
+    (gradient checkpointing turns it off while training)."""
+    use_cache = getattr(model.config, "use_cache", None)
+    model.config.use_cache = True
+    try:
+        model.save_pretrained(out)
+    finally:
+        model.config.use_cache = use_cache
     tokenizer.save_pretrained(out)

@@ -63,6 +63,7 @@ def naive_eval(problem_path: str, kernel_path: str, trials: int = 5, tol: float 
     torch.manual_seed(42)
     model_new = new.ModelNew(*init).to(dev)
     model_new.load_state_dict(model.state_dict(), strict=False)
+    t0 = time.perf_counter()
     for t in range(trials):
         torch.manual_seed(1000 + t)
         inputs = [x.to(dev) if isinstance(x, torch.Tensor) else x for x in ref.get_inputs()]
@@ -72,11 +73,14 @@ def naive_eval(problem_path: str, kernel_path: str, trials: int = 5, tol: float 
         exp = expected if isinstance(expected, (tuple, list)) else [expected]
         out = got if isinstance(got, (tuple, list)) else [got]
         if len(exp) != len(out) or any(e.shape != o.shape for e, o in zip(exp, out, strict=False)):
-            return {"correct": False, "why": "shape"}
-        if not all(torch.allclose(e, o, atol=tol, rtol=tol) for e, o in zip(exp, out, strict=False)):
-            return {"correct": False, "why": "mismatch"}
-    result: dict = {"correct": True}
+            return {"correct": False, "why": "shape", "runs_s": time.perf_counter() - t0}
+        if not all(
+            torch.allclose(e, o, atol=tol, rtol=tol) for e, o in zip(exp, out, strict=False)
+        ):
+            return {"correct": False, "why": "mismatch", "runs_s": time.perf_counter() - t0}
+    result: dict = {"correct": True, "runs_s": time.perf_counter() - t0}
     if cuda:  # KernelBench-style timing: CUDA events, 3 warm-ups, 100 trials, new and eager
+
         def time_it(fn) -> float:
             for _ in range(3):
                 fn(*inputs)
@@ -118,7 +122,11 @@ def candidates(n: int) -> list[tuple[str, str]]:
     return out[:n]
 
 
-def run_naive(pairs: list[tuple[str, str]], timeout: float, workers: int) -> tuple[float, list[bool]]:
+def run_naive(
+    pairs: list[tuple[str, str]], timeout: float, workers: int
+) -> tuple[float, list[bool], float]:
+    """Wall time, verdicts, and the mean per-candidate time outside the kernels' own runs
+    (interpreter start, imports, loading: the harness's overhead)."""
     import torch
 
     env = dict(os.environ)
@@ -126,27 +134,38 @@ def run_naive(pairs: list[tuple[str, str]], timeout: float, workers: int) -> tup
     if not torch.cuda.is_available():  # must be set before triton is imported
         env["TRITON_INTERPRET"] = "1"
 
+    overheads: list[float] = []
+
     def one(pair: tuple[str, str]) -> bool:
+        start = time.perf_counter()
         try:
-            p = subprocess.run([sys.executable, __file__, "--naive-eval", *pair], capture_output=True,
-                               text=True, timeout=timeout, env=env)
+            p = subprocess.run(
+                [sys.executable, __file__, "--naive-eval", *pair],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                env=env,
+            )
         except subprocess.TimeoutExpired:
             return False
-        if p.returncode != 0:
-            return False
+        wall = time.perf_counter() - start
         try:
-            return bool(json.loads(p.stdout.strip().splitlines()[-1])["correct"])
-        except (ValueError, IndexError, KeyError):
+            res = json.loads(p.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            overheads.append(wall)  # died while loading or running: all of it counts
             return False
+        overheads.append(wall - res.get("runs_s", 0.0))
+        return bool(res["correct"])
 
     t0 = time.perf_counter()
     with cf.ThreadPoolExecutor(max_workers=workers) as pool:
         ok = list(pool.map(one, pairs))
-    return time.perf_counter() - t0, ok
+    return time.perf_counter() - t0, ok, sum(overheads) / max(len(overheads), 1)
 
 
-def run_runner(pairs: list[tuple[str, str]], timeout: float, aot: str | None
-               ) -> tuple[float, float, list[bool], dict]:
+def run_runner(
+    pairs: list[tuple[str, str]], timeout: float, aot: str | None
+) -> tuple[float, float, list[bool], dict]:
     sys.path.insert(0, str(ROOT))
     from agent.bench import Draft, evaluate_sample
     from tools.problem import read_problem
@@ -155,8 +174,10 @@ def run_runner(pairs: list[tuple[str, str]], timeout: float, aot: str | None
     t0 = time.perf_counter()
     v = Verifier(VerifyOptions(trials=5, timeout_s=timeout, aot_target=aot))
     problems = {p: read_problem(p) for p, _ in pairs}
-    drafts = [Draft(problem=Path(p).stem, sample=i, source="file", code=Path(k).read_text())
-              for i, (p, k) in enumerate(pairs)]
+    drafts = [
+        Draft(problem=Path(p).stem, sample=i, source="file", code=Path(k).read_text())
+        for i, (p, k) in enumerate(pairs)
+    ]
     first = None
 
     def one(i: int):
@@ -169,19 +190,42 @@ def run_runner(pairs: list[tuple[str, str]], timeout: float, aot: str | None
     with cf.ThreadPoolExecutor(max_workers=v.sandbox.slots) as pool:
         evs = list(pool.map(one, range(len(pairs))))
     wall = time.perf_counter() - t0
-    info = {"device": v.device, "slots": v.sandbox.slots,
-            "statuses": {s: sum(e.record.status == s for e in evs) for s in sorted({e.record.status for e in evs})}}
+    # Harness overhead: a candidate's evaluation minus its kernels' own runs (and AOT compile).
+    timed = [e for e in evs if e.record.status != "timeout"]
+    own = [
+        sum(e.verdict["evidence"]["timings"].get(k, 0.0) for k in ("runs", "aot")) for e in timed
+    ]
+    overhead = sum(e.record.duration_s - o for e, o in zip(timed, own, strict=True)) / max(
+        len(timed), 1
+    )
+    info = {
+        "device": v.device,
+        "slots": v.sandbox.slots,
+        "overhead_s": overhead,
+        "statuses": {
+            s: sum(e.record.status == s for e in evs)
+            for s in sorted({e.record.status for e in evs})
+        },
+    }
     return wall, first or 0.0, [e.record.correct for e in evs], info
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--naive-eval", nargs=2, metavar=("PROBLEM", "KERNEL"), help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, default=30, help="candidates (default 30)")
-    ap.add_argument("--timeout", type=float, default=10.0, help="seconds per candidate, both harnesses")
-    ap.add_argument("--aot", default=None, metavar="TARGET",
-                    help="CPU only: also compile ahead of time for a CUDA target (e.g. sm_90) in the "
-                    "runner; off by default, as the naive harness does nothing like it")
+    ap.add_argument(
+        "--timeout", type=float, default=10.0, help="seconds per candidate, both harnesses"
+    )
+    ap.add_argument(
+        "--aot",
+        default=None,
+        metavar="TARGET",
+        help="CPU only: also compile ahead of time for a CUDA target (e.g. sm_90) in the "
+        "runner; off by default, as the naive harness does nothing like it",
+    )
     ap.add_argument("--skip-parallel-naive", action="store_true")
     ap.add_argument("--record", default=None, help="also write the result as markdown to this file")
     ap.add_argument("--json", action="store_true")
@@ -194,15 +238,18 @@ def main() -> int:
     print(f"{len(pairs)} candidates ({len(set(pairs))} distinct files)", file=sys.stderr)
     r_wall, r_first, r_ok, info = run_runner(pairs, args.timeout, args.aot)
     print(f"runner: {r_wall:.1f} s", file=sys.stderr)
-    n_wall, n_ok = run_naive(pairs, args.timeout, 1)
+    n_wall, n_ok, n_over = run_naive(pairs, args.timeout, 1)
     print(f"naive: {n_wall:.1f} s", file=sys.stderr)
     p_wall = None
     if not args.skip_parallel_naive and info["slots"] > 1:
-        p_wall, _ = run_naive(pairs, args.timeout, info["slots"])
+        p_wall, _, _ = run_naive(pairs, args.timeout, info["slots"])
         print(f"naive x{info['slots']}: {p_wall:.1f} s", file=sys.stderr)
     per_min = lambda wall: 60.0 * len(pairs) / wall
-    disagree = [(Path(k).name, ours, theirs) for (p, k), ours, theirs in zip(pairs, r_ok, n_ok, strict=True)
-                if ours != theirs]
+    disagree = [
+        (Path(k).name, ours, theirs)
+        for (p, k), ours, theirs in zip(pairs, r_ok, n_ok, strict=True)
+        if ours != theirs
+    ]
     res = {
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}",
         "device": info["device"],
@@ -210,14 +257,31 @@ def main() -> int:
         "candidates": len(pairs),
         "timeout_s": args.timeout,
         "aot_target": args.aot,
-        "runner": {"wall_s": round(r_wall, 2), "per_min": round(per_min(r_wall), 1),
-                   "first_result_s": round(r_first, 2), "statuses": info["statuses"]},
-        "naive": {"wall_s": round(n_wall, 2), "per_min": round(per_min(n_wall), 1)},
+        "runner": {
+            "wall_s": round(r_wall, 2),
+            "per_min": round(per_min(r_wall), 1),
+            "first_result_s": round(r_first, 2),
+            "statuses": info["statuses"],
+            "overhead_per_candidate_s": round(info["overhead_s"], 3),
+        },
+        "naive": {
+            "wall_s": round(n_wall, 2),
+            "per_min": round(per_min(n_wall), 1),
+            "overhead_per_candidate_s": round(n_over, 3),
+        },
         "ratio": round(n_wall / r_wall, 2),
-        "naive_parallel": None if p_wall is None else {"workers": info["slots"], "wall_s": round(p_wall, 2),
-                                                       "per_min": round(per_min(p_wall), 1),
-                                                       "ratio": round(p_wall / r_wall, 2)},
-        "disagreements": [{"kernel": k, "runner_correct": a, "naive_correct": b} for k, a, b in sorted(set(disagree))],
+        "naive_parallel": None
+        if p_wall is None
+        else {
+            "workers": info["slots"],
+            "wall_s": round(p_wall, 2),
+            "per_min": round(per_min(p_wall), 1),
+            "ratio": round(p_wall / r_wall, 2),
+        },
+        "disagreements": [
+            {"kernel": k, "runner_correct": a, "naive_correct": b}
+            for k, a, b in sorted(set(disagree))
+        ],
     }
     md = render(res)
     print(md)
@@ -246,18 +310,38 @@ def render(r: dict) -> str:
     ]
     if r["naive_parallel"]:
         np_ = r["naive_parallel"]
-        lines.append(f"| naive, {np_['workers']} subprocesses in parallel | {np_['wall_s']} | {np_['per_min']} | "
-                     f"{np_['ratio']}x faster |")
-    lines += ["", f"Runner statuses: {', '.join(f'{k} {v}' for k, v in r['runner']['statuses'].items())}; "
-              f"first result after {r['runner']['first_result_s']} s (forkserver start + reference).", ""]
+        lines.append(
+            f"| naive, {np_['workers']} subprocesses in parallel | {np_['wall_s']} | {np_['per_min']} | "
+            f"{np_['ratio']}x faster |"
+        )
+    lines += [
+        "",
+        f"Runner statuses: {', '.join(f'{k} {v}' for k, v in r['runner']['statuses'].items())}; "
+        f"first result after {r['runner']['first_result_s']} s (forkserver start + reference).",
+        "",
+        "Harness overhead per candidate (its evaluation minus the kernels' own runs; timeouts "
+        f"excluded): runner {r['runner']['overhead_per_candidate_s']:.3f} s, naive "
+        f"{r['naive']['overhead_per_candidate_s']:.3f} s "
+        f"({r['naive']['overhead_per_candidate_s'] / max(r['runner']['overhead_per_candidate_s'], 1e-9):.0f}x). "
+        "Under the CPU interpreter the kernels' runs dominate both (the runner runs each "
+        "candidate twice per trial, before and after the reference, as its protocol demands); "
+        "on a GPU, where a run takes microseconds, the overhead is what sets throughput.",
+        "",
+    ]
     if r["disagreements"]:
-        lines.append("Verdicts that differ (the naive harness has no Triton-launch audit, no poisoning, no "
-                     "device shim, tolerance 1e-2):")
+        lines.append(
+            "Verdicts that differ (the naive harness has no Triton-launch audit, no poisoning, no "
+            "device shim, tolerance 1e-2):"
+        )
         for d in r["disagreements"]:
-            lines.append(f"- `{d['kernel']}`: runner {'correct' if d['runner_correct'] else 'rejected'}, "
-                         f"naive {'correct' if d['naive_correct'] else 'rejected'}")
+            lines.append(
+                f"- `{d['kernel']}`: runner {'correct' if d['runner_correct'] else 'rejected'}, "
+                f"naive {'correct' if d['naive_correct'] else 'rejected'}"
+            )
         lines.append("")
-    lines.append("Reproduce: `python benchmarks/throughput.py --record benchmarks/results/throughput_cpu.md`.")
+    lines.append(
+        "Reproduce: `python benchmarks/throughput.py --record benchmarks/results/throughput_cpu.md`."
+    )
     return "\n".join(lines) + "\n"
 
 

@@ -40,7 +40,10 @@ GOOD = {name: fenced(f"kernels/{name}.py") for name in PROBLEMS}
 SCRIPT = {
     "relu": [GOOD["relu"], GOOD["relu"]],
     "softmax": [GOOD["softmax"], fenced("broken/softmax__mismatch.py")],
-    "sum_reduction": [fenced("broken/sum_reduction__shape_mismatch.py"), "I cannot write that kernel."],
+    "sum_reduction": [
+        fenced("broken/sum_reduction__shape_mismatch.py"),
+        "I cannot write that kernel.",
+    ],
 }
 
 
@@ -83,8 +86,16 @@ def replay_calls(monkeypatch) -> list[int]:
 
 @pytest.mark.parametrize(
     ("n", "c", "k", "expected"),
-    [(5, 2, 1, 0.4), (5, 2, 2, 0.7), (10, 0, 1, 0.0), (10, 0, 10, 0.0), (7, 7, 3, 1.0),
-     (20, 1, 20, 1.0), (20, 1, 10, 0.5), (200, 3, 1, 0.015)],
+    [
+        (5, 2, 1, 0.4),
+        (5, 2, 2, 0.7),
+        (10, 0, 1, 0.0),
+        (10, 0, 10, 0.0),
+        (7, 7, 3, 1.0),
+        (20, 1, 20, 1.0),
+        (20, 1, 10, 0.5),
+        (200, 3, 1, 0.015),
+    ],
 )
 def test_pass_at_k_hand_computed(n, c, k, expected):
     assert pass_at_k(n, c, k) == pytest.approx(expected)
@@ -119,11 +130,25 @@ def test_fast_p_and_geomean():
     assert geomean([]) is None
 
 
-def rec(problem: str, i: int, correct: bool, eager: float | None = None, compile_: float | None = None,
-        status: str | None = None) -> SampleRecord:
+def rec(
+    problem: str,
+    i: int,
+    correct: bool,
+    eager: float | None = None,
+    compile_: float | None = None,
+    status: str | None = None,
+) -> SampleRecord:
     sp = {k: v for k, v in (("eager", eager), ("compile", compile_)) if v is not None}
-    return SampleRecord(problem=problem, sample=i, source="llm:x", status=status or ("ok" if correct else "mismatch"),
-                        correct=correct, compiled=True, speedups=sp, device="cuda")
+    return SampleRecord(
+        problem=problem,
+        sample=i,
+        source="llm:x",
+        status=status or ("ok" if correct else "mismatch"),
+        correct=correct,
+        compiled=True,
+        speedups=sp,
+        device="cuda",
+    )
 
 
 def test_report_with_gpu_timings():
@@ -163,8 +188,23 @@ def test_kernelbench_protocol_settings():
 def test_sample_mode_report_and_files(tmp_path, capsys, problems, replay_calls):
     replies = write_replies(tmp_path / "r.jsonl", [t for p in PROBLEMS for t in SCRIPT[p]])
     out = tmp_path / "out"
-    rc, r = bench(capsys, str(problems), "--mode", "sample", "--samples", "2", "--k", "1,2",
-                  "--backend", "replay", "--replies", replies, "--out", str(out), *FAST)
+    rc, r = bench(
+        capsys,
+        str(problems),
+        "--mode",
+        "sample",
+        "--samples",
+        "2",
+        "--k",
+        "1,2",
+        "--backend",
+        "replay",
+        "--replies",
+        replies,
+        "--out",
+        str(out),
+        *FAST,
+    )
     assert rc == 0 and r["status"] == "ok"
     assert replay_calls == [2, 2, 2]  # one call of n=2 per problem, first-round prompt
     m = r["metrics"]
@@ -222,29 +262,68 @@ def test_resume_skips_what_is_done(tmp_path, capsys, problems, replay_calls):
     assert r["metrics"]["pass_at_k"]["1"] == pytest.approx(0.5)
 
     # Other settings into the same --out are refused (exit 2), not mixed in.
-    rc, r = bench(capsys, str(problems), "--replies", again, *common[:-6], "--trials", "3",
-                  "--target", "none")
+    rc, r = bench(
+        capsys, str(problems), "--replies", again, *common[:-6], "--trials", "3", "--target", "none"
+    )
     assert rc == 2 and "other settings" in r["message"]
 
 
 def test_loop_mode(tmp_path, capsys, problems, replay_calls):
     # relu: mismatch, then fixed with feedback; softmax: right first time
-    replies = write_replies(tmp_path / "r.jsonl", [fenced("broken/relu__mismatch.py"), GOOD["relu"],
-                                                   GOOD["softmax"]])
+    replies = write_replies(
+        tmp_path / "r.jsonl", [fenced("broken/relu__mismatch.py"), GOOD["relu"], GOOD["softmax"]]
+    )
     out = tmp_path / "out"
-    rc, r = bench(capsys, str(problems), "--only", "relu,softmax", "--mode", "loop", "--samples", "3",
-                  "--k", "1,2,3", "--backend", "replay", "--replies", replies, "--out", str(out), *FAST)
+    rc, r = bench(
+        capsys,
+        str(problems),
+        "--only",
+        "relu,softmax",
+        "--mode",
+        "loop",
+        "--samples",
+        "3",
+        "--k",
+        "1,2,3",
+        "--backend",
+        "replay",
+        "--replies",
+        replies,
+        "--out",
+        str(out),
+        *FAST,
+    )
     assert rc == 0 and r["status"] == "ok"
     assert replay_calls == [1, 1, 1]
     assert r["metrics"]["pass_at_k"] == {"1": 0.5, "2": 1.0, "3": 1.0}
     assert [p["statuses"] for p in r["problems"]] == [{"mismatch": 1, "ok": 1}, {"ok": 1}]
-    assert "elements outside atol" in (out / "relu" / "run" / "attempts" / "01" / "prompt.txt").read_text()
+    assert (
+        "elements outside atol"
+        in (out / "relu" / "run" / "attempts" / "01" / "prompt.txt").read_text()
+    )
     assert (out / "relu" / "01" / "kernel.py").exists() and (out / "relu" / "done.json").exists()
     assert "success@k" in (out / "report.md").read_text()
 
     replay_calls.clear()  # rerun: both problems are done, nothing is asked
-    rc, r = bench(capsys, str(problems), "--only", "relu,softmax", "--mode", "loop", "--samples", "3",
-                  "--k", "1,2,3", "--backend", "replay", "--replies", replies, "--out", str(out), *FAST)
+    rc, r = bench(
+        capsys,
+        str(problems),
+        "--only",
+        "relu,softmax",
+        "--mode",
+        "loop",
+        "--samples",
+        "3",
+        "--k",
+        "1,2,3",
+        "--backend",
+        "replay",
+        "--replies",
+        replies,
+        "--out",
+        str(out),
+        *FAST,
+    )
     assert rc == 0 and replay_calls == []
 
 
@@ -265,7 +344,9 @@ def test_throughput_harness_imports_no_heavy_agent_modules():
         "import throughput, agent.bench, agent.evaluation, agent.drafters\n"
         "assert throughput.candidates(30) and len(throughput.candidates(30)) == 30\n"
     )
-    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert p.returncode == 0, p.stderr
 
 
@@ -273,8 +354,23 @@ def test_ray_executor_on_a_local_instance(tmp_path, capsys, problems):
     pytest.importorskip("ray")
     replies = write_replies(tmp_path / "r.jsonl", SCRIPT["relu"][:1] + SCRIPT["softmax"][1:])
     out = tmp_path / "out"
-    rc, r = bench(capsys, str(problems), "--only", "relu,softmax", "--samples", "1", "--executor", "ray",
-                  "--backend", "replay", "--replies", replies, "--out", str(out), *FAST)
+    rc, r = bench(
+        capsys,
+        str(problems),
+        "--only",
+        "relu,softmax",
+        "--samples",
+        "1",
+        "--executor",
+        "ray",
+        "--backend",
+        "replay",
+        "--replies",
+        replies,
+        "--out",
+        str(out),
+        *FAST,
+    )
     assert rc == 0, r
     assert [p["statuses"] for p in r["problems"]] == [{"ok": 1}, {"mismatch": 1}]
     assert r["metrics"]["pass_at_k"]["1"] == pytest.approx(0.5)
