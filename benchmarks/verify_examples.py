@@ -27,10 +27,22 @@ def main() -> int:
     ap.add_argument("--trials", type=int, default=5)
     ap.add_argument("--timeout", type=float, default=30)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--jobs-per-gpu", type=int, default=1)
     args = ap.parse_args()
     ex = ROOT / "examples"
     files = sorted((ex / "kernels").glob("*.py")) + sorted((ex / "broken").glob("*.py"))
-    v = Verifier(VerifyOptions(trials=args.trials, timeout_s=args.timeout, device=args.device))
+    opts = VerifyOptions(trials=args.trials, timeout_s=args.timeout, device=args.device)
+    sandbox = None
+    if args.jobs_per_gpu > 1:
+        import torch
+
+        if torch.cuda.is_available():
+            from tools.sandbox import Limits, Sandbox
+
+            # Verification needs no exclusive GPU (timing does): several jobs per GPU.
+            gpus = [g for g in range(torch.cuda.device_count()) for _ in range(args.jobs_per_gpu)]
+            sandbox = Sandbox(device="cuda", gpus=gpus, limits=Limits(timeout_s=args.timeout))
+    v = Verifier(opts, sandbox=sandbox)
 
     def one(k: Path):
         name = k.stem.split("__")[0].replace("_inductor_style", "")
@@ -42,12 +54,15 @@ def main() -> int:
                 "message": verdict.message[:200]}
 
     t0 = time.perf_counter()
+    print(f"{'kernel':48s} {'expected':15s} {'status':15s} ok?  s", flush=True)
+    rows = []
     with cf.ThreadPoolExecutor(max_workers=v.sandbox.slots) as pool:
-        rows = list(pool.map(one, files))
+        for fut in cf.as_completed([pool.submit(one, f) for f in files]):
+            r = fut.result()
+            rows.append(r)
+            print(f"{r['kernel']:48s} {r['expected']:15s} {r['status']:15s} "
+                  f"{'yes' if r['as_expected'] else 'NO ':4s} {r['seconds']}", flush=True)
     total = time.perf_counter() - t0
-    print(f"{'kernel':48s} {'expected':15s} {'status':15s} ok?  s")
-    for r in rows:
-        print(f"{r['kernel']:48s} {r['expected']:15s} {r['status']:15s} {'yes' if r['as_expected'] else 'NO ':4s} {r['seconds']}")
     good = sum(r["as_expected"] for r in rows)
     print(f"device {v.device}: {good}/{len(rows)} verdicts as expected in {total:.1f} s")
     if args.out:

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The consolidated GPU job (one lease, ~6 minutes). Run from the repo root on the GPU machine with
+# the wheels of the agent's dependencies carried in .whl/ (see /work/.library/device/README.md):
+#     bash benchmarks/gpu_all.sh
+# Writes at most 8 files to $OUT; the lead copies them into benchmarks/results/gpu/.
+set -u
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl >/dev/null 2>&1
+export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 TRITON_AGENT_CACHE=/tmp/ta-cache
+OUT=${OUT:-/tmp/gpu-out}; mkdir -p "$OUT"
+python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())"
+
+# Phase A: verification only (no timing), in parallel: correctness needs no exclusive GPU.
+(timeout 115 python3 benchmarks/verify_examples.py --device cuda --trials 3 --timeout 20 --jobs-per-gpu 4 \
+   > "$OUT/a_verify_examples.txt" 2>&1) &
+(timeout 115 python3 benchmarks/adversarial_figures.py --device cuda --timeout 20 --trials 3 --no-write --json \
+   > "$OUT/a_adversarial.txt" 2>&1) &
+(timeout 115 python3 -m agent dataset build examples/problems --out "$OUT/pairs.jsonl" --profile off --json \
+   > "$OUT/a_dataset.txt" 2>&1) &
+wait
+echo "phase A done"
+
+# Phase B: timing, one job at a time on the GPU.
+PROFILE_LARGE=relu PROFILE_ONLY=softmax,layernorm,matmul PROFILE_DEADLINE_S=85 \
+  timeout 110 python3 benchmarks/profile_examples.py > /tmp/profile_stdout.txt 2>&1
+tail -40 /tmp/profile_stdout.txt
+timeout 75 python3 benchmarks/compiler_examples.py --problems examples/problems/softmax.py \
+  --tune-trials 3 --trials 2 --out "$OUT/compiler_examples.json" > "$OUT/b_compiler.txt" 2>&1
+tail -5 "$OUT/b_compiler.txt"
+ls -la "$OUT"
