@@ -28,20 +28,24 @@ def evaluate_candidate(
     ctx: RunContext, problem: Problem, candidate: Candidate, *, index: int, round_: int
 ) -> Attempt:
     code = candidate["code"]
-    if code is None:
-        verdict = no_code_verdict(candidate)
-    else:
-        verdict = ctx.verifier.verify(problem, code, f"attempt_{index:02d}.py")
     profile: dict[str, Any] | None = None
     speedups: dict[str, float] = {}
+    verdict: Verdict | None = None
+    if code is None:
+        verdict = no_code_verdict(candidate)
+    elif ctx.device == "cuda":
+        # tools.profile verifies first (never times an incorrect kernel): one verification.
+        verdict, profile = _profile(ctx, problem, code, f"attempt_{index:02d}.py")
+        if profile:
+            speedups = {k: float(v["value"]) for k, v in (("eager", profile.get("speedup_eager")),
+                                                          ("compile", profile.get("speedup_compile")))
+                        if isinstance(v, dict) and v.get("value")}
+    if verdict is None:
+        verdict = ctx.verifier.verify(problem, code, f"attempt_{index:02d}.py")
     status = verdict.status
     feedback = verdict.feedback()
-    if verdict.correct and ctx.device == "cuda":
-        profile = _profile(ctx, problem, code)
-        if profile:
-            speedups = {k: v for k, v in (profile.get("speedups") or {}).items() if v}
-            if profile.get("feedback"):
-                feedback = feedback + "\n" + profile["feedback"]
+    if profile and profile.get("feedback"):
+        feedback = feedback + "\n" + profile["feedback"]
     speedup = _speedup_for(ctx.config.baseline, speedups)
     if verdict.correct and speedup is not None and speedup < 1.0:
         status = "slower"
@@ -81,21 +85,23 @@ def _summary(status: str, verdict: Verdict, speedups: dict[str, float]) -> str:
     return f"{status}: {first[:200]}"
 
 
-def _profile(ctx: RunContext, problem: Problem, code: str) -> dict[str, Any] | None:
-    """Time a verified kernel (tools.profile); None when profiling is unavailable."""
+def _profile(ctx: RunContext, problem: Problem, code: str, path: str) -> tuple[Verdict | None, dict[str, Any] | None]:
+    """Verify and time a kernel on the GPU (tools.profile). (None, None) when profiling fails,
+    so the caller verifies without timing: a profiling failure must not lose a correct kernel."""
     try:
         from tools import profile as prof
-    except ImportError:
-        return None
-    try:
-        result = prof.profile(problem, code, verifier=ctx.verifier, baseline=ctx.config.baseline
-                              if ctx.config.baseline != "best" else "eager")
-    except Exception as exc:  # a profiling failure must not lose a correct kernel
+
+        result = prof.profile(problem, code, verifier=ctx.verifier, kernel_path=path,
+                              baseline="eager" if ctx.config.baseline == "best" else ctx.config.baseline)
+    except Exception as exc:
         ctx.emit("warning", message=f"profiling failed: {exc}")
-        return None
-    data = result.to_dict() if hasattr(result, "to_dict") else dict(result)
+        return None, None
+    data = result.to_dict()
     try:
         data["feedback"] = result.feedback()
     except Exception:
         pass
-    return data
+    verdict = result.verdict if isinstance(result.verdict, Verdict) else None
+    if verdict is None or not verdict.correct:
+        return verdict, None
+    return verdict, data

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures as cf
 import json
+import os
 import re
 import sys
 import time
@@ -110,7 +111,17 @@ def run_corpus(
     dev = resolve_device(device)
     runnable = [c for c in cases if dev == "cuda" or not c.requires_cuda]
     verifiers: dict[str, Verifier] = {}
-    base = Verifier(VerifyOptions(trials=trials, timeout_s=timeout_s, device=dev))
+    sandbox = None
+    per_gpu = int(os.environ.get("ADV_JOBS_PER_GPU", "1"))
+    if dev == "cuda" and per_gpu > 1:
+        import torch
+
+        from tools.sandbox import Limits, Sandbox
+
+        # verification needs no exclusive GPU (timing does): several jobs per GPU
+        gpus = [g for g in range(torch.cuda.device_count()) for _ in range(per_gpu)]
+        sandbox = Sandbox(device="cuda", gpus=gpus, limits=Limits(timeout_s=timeout_s))
+    base = Verifier(VerifyOptions(trials=trials, timeout_s=timeout_s, device=dev), sandbox=sandbox)
     if workers is None:
         workers = base.sandbox.slots
 
@@ -130,6 +141,12 @@ def run_corpus(
         verifier_for(c)
 
     def run(case: Case) -> Outcome:
+        o = _run(case)
+        print(f"{'ok  ' if o.as_expected else 'FAIL'} {o.name:45s} got {o.status:14s} {o.seconds:5.1f}s",
+              file=sys.stderr, flush=True)
+        return o
+
+    def _run(case: Case) -> Outcome:
         start = time.monotonic()
         try:
             v = verifier_for(case).verify(read_problem(case.problem), case.path.read_text(), str(case.path))

@@ -45,6 +45,18 @@ def find_knobs(source: str) -> list[Knob]:
     """Integer literals that set launch parameters, in source order."""
     tree = ast.parse(source)
     knobs: list[Knob] = []
+    for stmt in tree.body:  # module-level constants such as `BLOCK_SIZE = 1024`
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and stmt.targets[0].id.isupper()
+            and _is_block_name(stmt.targets[0].id)
+            and isinstance(stmt.value, ast.Constant)
+            and type(stmt.value.value) is int
+        ):
+            v = stmt.value
+            knobs.append(Knob(stmt.targets[0].id, v.value, v.lineno, v.col_offset, v.end_col_offset))
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript):  # kernel[grid](...)
             for kw in node.keywords:

@@ -1,0 +1,79 @@
+"""The loop's GPU evaluation path (verify through tools.profile, speedups, `slower`, tuner),
+exercised on the CPU with the profiler replaced by a stub that returns real ProfileResult
+objects. The GPU itself is covered by the recorded device runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent.config import AgentConfig
+from agent.llm.replay import ReplayBackend
+from agent.runner import run
+from tools.results import Verdict
+from tools.roofline import Speedup
+
+ROOT = Path(__file__).resolve().parent.parent
+RELU = str(ROOT / "examples/problems/relu.py")
+GOOD = (ROOT / "examples/kernels/relu.py").read_text()
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """Pretend the verifier runs on CUDA; time kernels by a scripted speedup per source text."""
+    import tools.profile as prof
+    from tools.verify import Verifier
+
+    calls = []
+    speed = {"value": 0.8}
+
+    def fake_profile(problem, code, *, verifier, kernel_path, baseline):
+        verdict = Verifier.verify(verifier, problem, code, kernel_path)
+        calls.append(kernel_path)
+        if not verdict.correct:
+            return prof.ProfileResult(status="not_verified", message="", problem=problem.path,
+                                      kernel=kernel_path, baseline=baseline, verdict=verdict)
+        s = speed["value"] * (2.0 if "BLOCK_SIZE=2048" in code or "BLOCK_SIZE = 2048" in code else 1.0)
+        return prof.ProfileResult(status="ok" if s >= 1 else "slower", message="", problem=problem.path,
+                                  kernel=kernel_path, baseline=baseline, verdict=verdict,
+                                  speedup_eager=Speedup(value=s, low=s * 0.98, high=s * 1.02),
+                                  speedup_compile=Speedup(value=s / 2, low=s / 2, high=s / 2))
+
+    monkeypatch.setattr(prof, "profile", fake_profile)
+    import sys
+
+    monkeypatch.setattr(sys.modules["tools.verify"], "resolve_device", lambda device: "cuda")
+    monkeypatch.setattr("tools.sandbox.Sandbox.__init__", _cpu_sandbox_init(monkeypatch))
+    return calls, speed
+
+
+def _cpu_sandbox_init(monkeypatch):
+    from tools.sandbox import Sandbox
+
+    original = Sandbox.__init__
+
+    def init(self, *, device="cpu", **kw):
+        original(self, device="cpu", **kw)
+        self.device = "cpu"
+
+    return init
+
+
+def test_slower_kernel_is_kept_tuned_and_reported(fake_gpu, tmp_path, monkeypatch):
+    calls, speed = fake_gpu
+    backend = ReplayBackend([f"```python\n{GOOD}\n```"])
+    cfg = AgentConfig(budget=1, compiler_seed=False, trials=2, aot_target=None, tune_trials=4,
+                      runs_dir=str(tmp_path), timeout_s=30)
+    res = run(RELU, cfg, backend=backend)
+    first = res["attempts"][0]
+    assert first["status"] == "slower" and first["speedup"] == pytest.approx(0.8)
+    tuned = [a for a in res["attempts"] if a["source"].startswith("tuner:")]
+    assert tuned, "the tuner did not run on a correct but slow kernel"
+    assert res["best"]["speedup"] == pytest.approx(1.6)  # BLOCK_SIZE 1024 -> 2048 doubled it
+    assert res["best"]["source"].startswith("tuner:")
+    assert res["correct"] and res["faster"] and res["status"] == "ok"
+    assert "tuner:" in " ".join(res["notes"]) or any("tuner" in n for n in res["notes"])
+    verdict = Verdict.from_dict(Path(res["run_dir"], "attempts", "00", "verdict.json").read_text() and
+                                __import__("json").loads(Path(res["run_dir"], "attempts", "00", "verdict.json").read_text()))
+    assert verdict.correct and verdict.device == "cuda"
