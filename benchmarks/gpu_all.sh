@@ -20,10 +20,10 @@ wait
 echo "phase A done"
 
 # Phase B: timing, one job at a time on the GPU.
-PROFILE_LARGE=relu PROFILE_ONLY=softmax,layernorm,matmul PROFILE_DEADLINE_S=85 \
-  timeout 110 python3 benchmarks/profile_examples.py > /tmp/profile_stdout.txt 2>&1
+PROFILE_LARGE=relu PROFILE_ONLY=softmax,layernorm,matmul PROFILE_DEADLINE_S=75 \
+  timeout 100 python3 benchmarks/profile_examples.py > /tmp/profile_stdout.txt 2>&1
 tail -40 /tmp/profile_stdout.txt
-timeout 75 python3 benchmarks/compiler_examples.py --problems examples/problems/softmax.py \
+timeout 60 python3 benchmarks/compiler_examples.py --problems examples/problems/softmax.py \
   --tune-trials 3 --trials 2 --out "$OUT/compiler_examples.json" > /tmp/b_compiler.txt 2>&1
 tail -15 /tmp/b_compiler.txt
 ls -la "$OUT"
