@@ -99,3 +99,4 @@ def test_library_calls_accepted_as_mixed_under_allow_library(tmp_path):
     # allow-library it is accepted, but labelled mixed with the op named.
     assert verdict.status == "ok" and verdict.mixed
     assert "aten.mm" in verdict.evidence.audit.library_ops
+

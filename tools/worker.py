@@ -7,6 +7,7 @@ comparison itself happens in the agent process, out of the candidate's reach.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import threading
@@ -285,6 +286,12 @@ def candidate_job(
             return result
         # What the candidate must leave alone (timers, torch entry points, this harness, the
         # guard's settings), and which threads exist before it runs.
+        # Importing torch._dynamo replaces torch.manual_seed (and friends) with wrapped versions.
+        # The CPU forkserver preloads it; on a GPU something imports it lazily during the first
+        # forward, which the integrity check read as tampering (seen on the H200, torch 2.11).
+        # Import it before the snapshot so only the candidate's own patches count.
+        importlib.import_module("torch._dynamo")
+
         integrity = Integrity()
         threads_before = set(threading.enumerate())
         tamper: list[str] = []
