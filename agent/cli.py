@@ -42,25 +42,37 @@ def emit_json(obj: dict[str, Any]) -> None:
 
 def add_verify_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trials", type=int, default=5, help="random input sets to compare (default 5)")
-    p.add_argument("--atol", type=float, default=None, help="absolute tolerance (default per dtype)")
-    p.add_argument("--rtol", type=float, default=None, help="relative tolerance (default per dtype)")
     p.add_argument(
-        "--tolerance-preset", default="default", choices=["default", "kernelbench-v0"],
+        "--atol", type=float, default=None, help="absolute tolerance (default per dtype)"
+    )
+    p.add_argument(
+        "--rtol", type=float, default=None, help="relative tolerance (default per dtype)"
+    )
+    p.add_argument(
+        "--tolerance-preset",
+        default="default",
+        choices=["default", "kernelbench-v0"],
         help="default: fp32 1e-4, fp16/bf16 1e-2; kernelbench-v0: 1e-2 for everything",
     )
     p.add_argument(
-        "--policy", default="strict", choices=["strict", "allow-library"],
+        "--policy",
+        default="strict",
+        choices=["strict", "allow-library"],
         help="strict: all compute in Triton; allow-library: library matmul/conv calls allowed (mixed)",
     )
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    p.add_argument("--timeout", type=float, default=180.0, help="seconds per candidate job (default 180)")
     p.add_argument(
-        "--target", default="sm_90",
+        "--timeout", type=float, default=180.0, help="seconds per candidate job (default 180)"
+    )
+    p.add_argument(
+        "--target",
+        default="sm_90",
         help="on CPU, also compile kernels ahead of time for this CUDA target (default sm_90; 'none' to skip)",
     )
     p.add_argument("--seed", type=int, default=42)
     p.add_argument(
-        "--allow-large", action="store_true",
+        "--allow-large",
+        action="store_true",
         help="run problems the CPU interpreter would take very long on, instead of refusing them",
     )
 
@@ -83,14 +95,18 @@ def verify_options_from(args: argparse.Namespace):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m agent", description="Turn PyTorch modules into verified Triton kernels.")
+    parser = _Parser(
+        prog="python -m agent", description="Turn PyTorch modules into verified Triton kernels."
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     p = sub.add_parser("verify", help="check a candidate kernel against a problem")
     p.add_argument("problem", help="problem .py file (KernelBench format)")
     p.add_argument("kernel", help="candidate .py file defining ModelNew")
-    p.add_argument("--json", action="store_true", help="print the verdict as JSON (last line of stdout)")
+    p.add_argument(
+        "--json", action="store_true", help="print the verdict as JSON (last line of stdout)"
+    )
     add_verify_options(p)
 
     from agent import commands
@@ -118,7 +134,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def print_verdict(verdict) -> None:
     style = "green" if verdict.correct else "red"
     where = "CPU (Triton interpreter)" if verdict.device == "cpu" else verdict.device
-    err_console.print(f"[bold {style}]{verdict.status}[/bold {style}] ({where}, {verdict.duration_s:.1f} s)")
+    err_console.print(
+        f"[bold {style}]{verdict.status}[/bold {style}] ({where}, {verdict.duration_s:.1f} s)"
+    )
     err_console.print(verdict.feedback(), markup=False)
 
 
@@ -152,8 +170,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         kind = "bad input" if isinstance(exc, BadInputError) else "error"
         err_console.print(f"[bold red]{kind}:[/bold red] " + escape(str(exc)))
         if getattr(args, "json", False):
-            emit_json({"status": "bad_input" if isinstance(exc, BadInputError) else "error",
-                       "message": str(exc), "exit_code": exc.exit_code})
+            emit_json(
+                {
+                    "status": "bad_input" if isinstance(exc, BadInputError) else "error",
+                    "message": str(exc),
+                    "exit_code": exc.exit_code,
+                }
+            )
         return exc.exit_code
     except KeyboardInterrupt:
         err_console.print("interrupted")

@@ -9,58 +9,127 @@ from agent.cli import COMMANDS, add_verify_options, emit_json, err_console, veri
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("dataset", help="build verified (PyTorch, Triton) pairs for fine-tuning; count them")
+    p = sub.add_parser(
+        "dataset", help="build verified (PyTorch, Triton) pairs for fine-tuning; count them"
+    )
     dsub = p.add_subparsers(dest="dataset_command", metavar="SUBCOMMAND", parser_class=type(p))
 
-    b = dsub.add_parser("build", help="verify the kernels of problem folders, module folders, kernel "
-                        "folders and run directories; append the verified pairs to --out")
-    b.add_argument("sources", nargs="+", metavar="SOURCE",
-                   help="a folder of problems, modules (+ input recipe) or kernels; a run directory "
-                   "or a folder of runs; a .py file")
+    b = dsub.add_parser(
+        "build",
+        help="verify the kernels of problem folders, module folders, kernel "
+        "folders and run directories; append the verified pairs to --out",
+    )
+    b.add_argument(
+        "sources",
+        nargs="+",
+        metavar="SOURCE",
+        help="a folder of problems, modules (+ input recipe) or kernels; a run directory "
+        "or a folder of runs; a .py file",
+    )
     b.add_argument("--out", required=True, help="pairs JSONL file (appended to; a rerun resumes)")
-    b.add_argument("--problems", default=None, metavar="DIR",
-                   help="where kernels-folder files find their problem (default: ../problems, then the same folder)")
-    b.add_argument("--repo-name", default=None, help="the records' repo_name (default: the problem's folder)")
-    b.add_argument("--license", default="unknown", help="SPDX license of the PyTorch code (default unknown)")
-    b.add_argument("--jobs", type=int, default=None, help="items in flight (default: the sandbox's slots)")
-    b.add_argument("--profile", default="auto", choices=["auto", "on", "off"],
-                   help="time admitted kernels (GPU only; auto = when a GPU is present)")
-    b.add_argument("--json", action="store_true", help="print the summary as JSON (last line of stdout)")
+    b.add_argument(
+        "--problems",
+        default=None,
+        metavar="DIR",
+        help="where kernels-folder files find their problem (default: ../problems, then the same folder)",
+    )
+    b.add_argument(
+        "--repo-name", default=None, help="the records' repo_name (default: the problem's folder)"
+    )
+    b.add_argument(
+        "--license", default="unknown", help="SPDX license of the PyTorch code (default unknown)"
+    )
+    b.add_argument(
+        "--jobs", type=int, default=None, help="items in flight (default: the sandbox's slots)"
+    )
+    b.add_argument(
+        "--profile",
+        default="auto",
+        choices=["auto", "on", "off"],
+        help="time admitted kernels (GPU only; auto = when a GPU is present)",
+    )
+    b.add_argument(
+        "--json", action="store_true", help="print the summary as JSON (last line of stdout)"
+    )
     add_verify_options(b)
 
     s = dsub.add_parser("stats", help="count the pairs by source, op family and outcome")
     s.add_argument("pairs", help="pairs JSONL file")
     s.add_argument("--plot", default=None, metavar="PNG", help="bar charts (needs matplotlib)")
-    s.add_argument("--json", action="store_true", help="print the counts as JSON (last line of stdout)")
+    s.add_argument(
+        "--json", action="store_true", help="print the counts as JSON (last line of stdout)"
+    )
 
     p.set_defaults(dataset_parser=p)
     COMMANDS["dataset"] = cmd_dataset
 
-    t = sub.add_parser("train", help="supervised fine-tuning on verified pairs (KernelLLM's recipe)")
+    t = sub.add_parser(
+        "train", help="supervised fine-tuning on verified pairs (KernelLLM's recipe)"
+    )
     t.add_argument("pairs", help="pairs JSONL file")
-    t.add_argument("--base", required=True, metavar="MODEL_DIR", help="base model directory (save_pretrained layout)")
-    t.add_argument("--out", required=True, metavar="OUT_DIR", help="where the fine-tuned model is saved")
+    t.add_argument(
+        "--base",
+        required=True,
+        metavar="MODEL_DIR",
+        help="base model directory (save_pretrained layout)",
+    )
+    t.add_argument(
+        "--out", required=True, metavar="OUT_DIR", help="where the fine-tuned model is saved"
+    )
     t.add_argument("--epochs", type=int, default=10, help="default 10 (KernelLLM)")
-    t.add_argument("--batch-size", type=int, default=32, help="examples per optimizer step (default 32, KernelLLM)")
-    t.add_argument("--micro-batch-size", type=int, default=1, help="examples per forward pass (gradient accumulation)")
-    t.add_argument("--lr", type=float, default=None, help="peak learning rate (default 1e-5; 2e-4 with --lora)")
+    t.add_argument(
+        "--batch-size",
+        type=int,
+        default=32,
+        help="examples per optimizer step (default 32, KernelLLM)",
+    )
+    t.add_argument(
+        "--micro-batch-size",
+        type=int,
+        default=1,
+        help="examples per forward pass (gradient accumulation)",
+    )
+    t.add_argument(
+        "--lr", type=float, default=None, help="peak learning rate (default 1e-5; 2e-4 with --lora)"
+    )
     t.add_argument("--weight-decay", type=float, default=0.0)
     t.add_argument("--warmup-ratio", type=float, default=0.03)
     t.add_argument("--max-steps", type=int, default=None, help="stop after N optimizer steps")
-    t.add_argument("--val-fraction", type=float, default=0.1,
-                   help="held out for checkpoint selection by validation perplexity (default 0.1)")
-    t.add_argument("--eval-every", type=int, default=None, help="also evaluate every N steps (default: each epoch)")
-    t.add_argument("--max-length", type=int, default=8192, help="longer examples are dropped (tokens)")
-    t.add_argument("--lora", action="store_true", help="LoRA adapters (needs peft), merged into the saved model")
+    t.add_argument(
+        "--val-fraction",
+        type=float,
+        default=0.1,
+        help="held out for checkpoint selection by validation perplexity (default 0.1)",
+    )
+    t.add_argument(
+        "--eval-every",
+        type=int,
+        default=None,
+        help="also evaluate every N steps (default: each epoch)",
+    )
+    t.add_argument(
+        "--max-length", type=int, default=8192, help="longer examples are dropped (tokens)"
+    )
+    t.add_argument(
+        "--lora",
+        action="store_true",
+        help="LoRA adapters (needs peft), merged into the saved model",
+    )
     t.add_argument("--lora-r", type=int, default=16)
     t.add_argument("--lora-alpha", type=int, default=32)
     t.add_argument("--lora-dropout", type=float, default=0.05)
     t.add_argument("--device", default=None, help="default cuda when available, else cpu")
-    t.add_argument("--dtype", default=None, help="torch dtype name (default bfloat16 on CUDA, float32 on CPU)")
+    t.add_argument(
+        "--dtype", default=None, help="torch dtype name (default bfloat16 on CUDA, float32 on CPU)"
+    )
     t.add_argument("--gradient-checkpointing", action="store_true")
-    t.add_argument("--prompt-template", default=None, help="the loop's --prompt-template, if it used one")
+    t.add_argument(
+        "--prompt-template", default=None, help="the loop's --prompt-template, if it used one"
+    )
     t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--json", action="store_true", help="print the result as JSON (last line of stdout)")
+    t.add_argument(
+        "--json", action="store_true", help="print the result as JSON (last line of stdout)"
+    )
     COMMANDS["train"] = cmd_train
 
 
@@ -79,14 +148,22 @@ class BuildProgress:
 
         kind = e["event"]
         if kind == "start":
-            err_console.print(f"dataset build on {e['device']}: {e['items']} items, {e['todo']} to do "
-                              f"-> {e['out']}")
+            err_console.print(
+                f"dataset build on {e['device']}: {e['items']} items, {e['todo']} to do "
+                f"-> {e['out']}"
+            )
         elif kind == "skipped":
             err_console.print(f"[dim]skipped: {escape(e['message'])}[/dim]")
         elif kind == "item":
             style = {"ok": "green", "duplicate": "dim"}.get(e["status"], "red")
-            msg = f" {escape(e['message'][:120])}" if e["status"] not in ("ok",) and e["message"] else ""
-            err_console.print(f"  [{style}]{e['status']:<14}[/{style}] {escape(e['origin'])} ({e['source']}){msg}")
+            msg = (
+                f" {escape(e['message'][:120])}"
+                if e["status"] not in ("ok",) and e["message"]
+                else ""
+            )
+            err_console.print(
+                f"  [{style}]{e['status']:<14}[/{style}] {escape(e['origin'])} ({e['source']}){msg}"
+            )
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -95,9 +172,17 @@ def _build(args: argparse.Namespace) -> int:
 
     verifier = Verifier(verify_options_from(args))
     profile = {"auto": None, "on": True, "off": False}[args.profile]
-    summary = build(args.sources, args.out, verifier=verifier, problems_dir=args.problems,
-                    repo_name=args.repo_name, license=args.license, jobs=args.jobs, profile=profile,
-                    on_event=BuildProgress())
+    summary = build(
+        args.sources,
+        args.out,
+        verifier=verifier,
+        problems_dir=args.problems,
+        repo_name=args.repo_name,
+        license=args.license,
+        jobs=args.jobs,
+        profile=profile,
+        on_event=BuildProgress(),
+    )
     rejected = ", ".join(f"{k} {v}" for k, v in sorted(summary.rejected.items())) or "none"
     err_console.print(
         f"admitted {summary.admitted}, duplicates {summary.duplicates}, rejected: {rejected}, "
@@ -113,12 +198,22 @@ def _stats(args: argparse.Namespace) -> int:
     from agent.dataset import plot_stats, stats
 
     counts = stats(args.pairs)
-    err_console.print(f"{counts['records']} verified pairs for {counts['problems']} problems in {counts['file']}")
-    for title, key in (("source", "by_source"), ("op family", "by_op_family"),
-                       (f"outcome ({counts['status_from']})", "by_status"), ("device", "by_device")):
-        err_console.print(f"  {title}: " + (", ".join(f"{k} {v}" for k, v in counts[key].items()) or "-"))
+    err_console.print(
+        f"{counts['records']} verified pairs for {counts['problems']} problems in {counts['file']}"
+    )
+    for title, key in (
+        ("source", "by_source"),
+        ("op family", "by_op_family"),
+        (f"outcome ({counts['status_from']})", "by_status"),
+        ("device", "by_device"),
+    ):
+        err_console.print(
+            f"  {title}: " + (", ".join(f"{k} {v}" for k, v in counts[key].items()) or "-")
+        )
     if counts["timed"]:
-        err_console.print(f"  timed: {counts['timed']}, median speedup {counts['median_speedup']:.2f}x")
+        err_console.print(
+            f"  timed: {counts['timed']}, median speedup {counts['median_speedup']:.2f}x"
+        )
     if args.plot:
         plot_stats(counts, args.plot)
         err_console.print(f"plot: {args.plot}")
@@ -132,31 +227,55 @@ def cmd_train(args: argparse.Namespace) -> int:
     from agent.train import TrainConfig, train
 
     config = TrainConfig(
-        data=args.pairs, base=args.base, out=args.out, epochs=args.epochs, batch_size=args.batch_size,
-        micro_batch_size=args.micro_batch_size, lr=args.lr, weight_decay=args.weight_decay,
-        warmup_ratio=args.warmup_ratio, max_steps=args.max_steps, val_fraction=args.val_fraction,
-        eval_every=args.eval_every, max_length=args.max_length, seed=args.seed, lora=args.lora,
-        lora_r=args.lora_r, lora_alpha=args.lora_alpha, lora_dropout=args.lora_dropout, device=args.device,
-        dtype=args.dtype, gradient_checkpointing=args.gradient_checkpointing,
+        data=args.pairs,
+        base=args.base,
+        out=args.out,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        micro_batch_size=args.micro_batch_size,
+        lr=args.lr,
+        weight_decay=args.weight_decay,
+        warmup_ratio=args.warmup_ratio,
+        max_steps=args.max_steps,
+        val_fraction=args.val_fraction,
+        eval_every=args.eval_every,
+        max_length=args.max_length,
+        seed=args.seed,
+        lora=args.lora,
+        lora_r=args.lora_r,
+        lora_alpha=args.lora_alpha,
+        lora_dropout=args.lora_dropout,
+        device=args.device,
+        dtype=args.dtype,
+        gradient_checkpointing=args.gradient_checkpointing,
         prompt_template=args.prompt_template,
     )
 
     def progress(e: dict[str, Any]) -> None:
         kind = e["event"]
         if kind == "data":
-            err_console.print(f"train {e['train']} examples, validate on {e['val']}"
-                              + (f" ({e['dropped_too_long']} too long, dropped)" if e["dropped_too_long"] else ""))
+            err_console.print(
+                f"train {e['train']} examples, validate on {e['val']}"
+                + (f" ({e['dropped_too_long']} too long, dropped)" if e["dropped_too_long"] else "")
+            )
         elif kind == "step":
-            err_console.print(f"  step {e['step']}/{e['total_steps']} epoch {e['epoch']:.2f} "
-                              f"loss {e['loss']:.4f} lr {e['lr']:.2e}")
+            err_console.print(
+                f"  step {e['step']}/{e['total_steps']} epoch {e['epoch']:.2f} "
+                f"loss {e['loss']:.4f} lr {e['lr']:.2e}"
+            )
         elif kind == "eval":
             mark = " (best)" if e["best"] else ""
-            err_console.print(f"  eval at step {e['step']}: val loss {e['val_loss']:.4f}, "
-                              f"perplexity {e['val_perplexity']:.2f}{mark}")
+            err_console.print(
+                f"  eval at step {e['step']}: val loss {e['val_loss']:.4f}, "
+                f"perplexity {e['val_perplexity']:.2f}{mark}"
+            )
 
     result = train(config, on_event=progress)
-    where = f"step {result.best['step']} (val perplexity {result.best['val_perplexity']:.2f})" \
-        if result.best else "the last step (no validation split)"
+    where = (
+        f"step {result.best['step']} (val perplexity {result.best['val_perplexity']:.2f})"
+        if result.best
+        else "the last step (no validation split)"
+    )
     err_console.print(f"saved {result.out}: the checkpoint of {where}")
     if args.json:
         emit_json(result.to_dict())

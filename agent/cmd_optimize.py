@@ -15,40 +15,87 @@ STATUS_STYLE = {"ok": "green", "slower": "yellow"}
 
 
 def add_loop_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--budget", type=int, default=20, help="candidate kernels to evaluate (default 20)")
-    p.add_argument("--samples-per-round", type=int, default=1, help="candidates drafted and evaluated in parallel per round")
-    p.add_argument("--backend", default="auto", choices=["auto", "compiler", "openai", "vllm", "hf", "replay"],
-                   help="auto: replay if --replies, openai if --base-url, hf if --model is a local dir, else compiler")
-    p.add_argument("--model", default=None, help="model name or local path (default facebook/KernelLLM for LLM backends)")
-    p.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
+    p.add_argument(
+        "--budget", type=int, default=20, help="candidate kernels to evaluate (default 20)"
+    )
+    p.add_argument(
+        "--samples-per-round",
+        type=int,
+        default=1,
+        help="candidates drafted and evaluated in parallel per round",
+    )
+    p.add_argument(
+        "--backend",
+        default="auto",
+        choices=["auto", "compiler", "openai", "vllm", "hf", "replay"],
+        help="auto: replay if --replies, openai if --base-url, hf if --model is a local dir, else compiler",
+    )
+    p.add_argument(
+        "--model",
+        default=None,
+        help="model name or local path (default facebook/KernelLLM for LLM backends)",
+    )
+    p.add_argument(
+        "--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1"
+    )
     p.add_argument("--api-key", default=None, help="API key (default: $OPENAI_API_KEY or EMPTY)")
-    p.add_argument("--replies", default=None, help="replay backend: JSONL file, one {\"text\": ...} per line")
+    p.add_argument(
+        "--replies", default=None, help='replay backend: JSONL file, one {"text": ...} per line'
+    )
     p.add_argument("--prompt-format", default="auto", choices=["auto", "completion", "chat"])
-    p.add_argument("--prompt-template", default=None, help="custom first-round template file ($problem placeholder)")
+    p.add_argument(
+        "--prompt-template",
+        default=None,
+        help="custom first-round template file ($problem placeholder)",
+    )
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--top-p", type=float, default=0.97)
     p.add_argument("--max-tokens", type=int, default=4096)
-    p.add_argument("--no-compiler-seed", action="store_true", help="do not evaluate torch.compile's Triton as attempt 0")
+    p.add_argument(
+        "--no-compiler-seed",
+        action="store_true",
+        help="do not evaluate torch.compile's Triton as attempt 0",
+    )
     p.add_argument("--no-tune", action="store_true", help="skip the launch-parameter tuner (GPU)")
     p.add_argument("--target-speedup", type=float, default=1.0)
     p.add_argument("--baseline", default="eager", choices=["eager", "compile", "best"])
     p.add_argument("--time-limit", type=float, default=None, help="seconds for the whole run")
     p.add_argument("--runs-dir", default=None, help="where run directories go (default ./runs)")
     p.add_argument("--run-id", default=None)
-    p.add_argument("--json", action="store_true", help="print the result as JSON (last line of stdout)")
+    p.add_argument(
+        "--json", action="store_true", help="print the result as JSON (last line of stdout)"
+    )
 
 
 def config_from(args: argparse.Namespace) -> AgentConfig:
     target = None if str(args.target).lower() in ("none", "", "off") else args.target
     kw: dict[str, Any] = dict(
-        budget=args.budget, samples_per_round=args.samples_per_round, backend=args.backend,
-        api_key=args.api_key, replies=args.replies, prompt_format=args.prompt_format,
-        prompt_template=args.prompt_template, temperature=args.temperature, top_p=args.top_p,
-        max_tokens=args.max_tokens, compiler_seed=not args.no_compiler_seed, tune=not args.no_tune,
-        target_speedup=args.target_speedup, baseline=args.baseline, time_limit_s=args.time_limit,
-        run_id=args.run_id, trials=args.trials, seed=args.seed, atol=args.atol, rtol=args.rtol,
-        tolerance_preset=args.tolerance_preset, policy=args.policy, device=args.device,
-        timeout_s=args.timeout, aot_target=target, allow_large=args.allow_large,
+        budget=args.budget,
+        samples_per_round=args.samples_per_round,
+        backend=args.backend,
+        api_key=args.api_key,
+        replies=args.replies,
+        prompt_format=args.prompt_format,
+        prompt_template=args.prompt_template,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        max_tokens=args.max_tokens,
+        compiler_seed=not args.no_compiler_seed,
+        tune=not args.no_tune,
+        target_speedup=args.target_speedup,
+        baseline=args.baseline,
+        time_limit_s=args.time_limit,
+        run_id=args.run_id,
+        trials=args.trials,
+        seed=args.seed,
+        atol=args.atol,
+        rtol=args.rtol,
+        tolerance_preset=args.tolerance_preset,
+        policy=args.policy,
+        device=args.device,
+        timeout_s=args.timeout,
+        aot_target=target,
+        allow_large=args.allow_large,
     )
     if args.model:
         kw["model"] = args.model
@@ -66,19 +113,29 @@ class Progress:
         kind = e["event"]
         if kind == "start":
             src = e.get("backend")
-            err_console.print(f"run [bold]{e['run_id']}[/bold] on {e['device']} with "
-                              f"{'the compiler drafter (no model configured)' if src == 'compiler' else 'backend ' + str(src)}"
-                              f" -> {e['run_dir']}")
+            err_console.print(
+                f"run [bold]{e['run_id']}[/bold] on {e['device']} with "
+                f"{'the compiler drafter (no model configured)' if src == 'compiler' else 'backend ' + str(src)}"
+                f" -> {e['run_dir']}"
+            )
         elif kind == "resume":
-            err_console.print(f"resuming: {e.get('attempts', 0)} attempts already evaluated"
-                              + (f"; {e['message']}" if e.get("message") else ""))
+            err_console.print(
+                f"resuming: {e.get('attempts', 0)} attempts already evaluated"
+                + (f"; {e['message']}" if e.get("message") else "")
+            )
         elif kind == "drafting":
-            what = "compiler (torch.compile -> Triton)" if e["source"] == "compiler" else f"{e.get('samples', 1)} LLM sample(s)"
+            what = (
+                "compiler (torch.compile -> Triton)"
+                if e["source"] == "compiler"
+                else f"{e.get('samples', 1)} LLM sample(s)"
+            )
             err_console.print(f"round {e['round']}: drafting {what} ...")
         elif kind == "attempt":
             a = e["attempt"]
             style = STATUS_STYLE.get(a["status"], "red")
-            err_console.print(f"  attempt {a['index']:>2} [{style}]{a['status']:<14}[/{style}] {escape(a['summary'][:140])}")
+            err_console.print(
+                f"  attempt {a['index']:>2} [{style}]{a['status']:<14}[/{style}] {escape(a['summary'][:140])}"
+            )
         elif kind in ("error", "warning"):
             err_console.print(f"[yellow]{kind}:[/yellow] {escape(str(e.get('message')))}")
         elif kind == "finish":
@@ -92,14 +149,24 @@ def print_table(result: dict[str, Any]) -> None:
     for a in result["attempts"]:
         style = STATUS_STYLE.get(a["status"], "red")
         sp = f"{a['speedup']:.2f}x" if a.get("speedup") else "-"
-        table.add_row(str(a["index"]), str(a["round"]), a["source"], f"[{style}]{a['status']}[/{style}]", sp,
-                      escape((a.get("summary") or "")[:90]))
+        table.add_row(
+            str(a["index"]),
+            str(a["round"]),
+            a["source"],
+            f"[{style}]{a['status']}[/{style}]",
+            sp,
+            escape((a.get("summary") or "")[:90]),
+        )
     err_console.print(table)
     if result["correct"]:
-        timing = "" if result["timed"] else " (CPU: verified under the Triton interpreter, not timed)"
+        timing = (
+            "" if result["timed"] else " (CPU: verified under the Triton interpreter, not timed)"
+        )
         err_console.print(f"[bold green]best kernel:[/bold green] {result['best_kernel']}{timing}")
     else:
-        err_console.print(f"[bold red]no correct kernel[/bold red]; every attempt is under {result['run_dir']}/attempts")
+        err_console.print(
+            f"[bold red]no correct kernel[/bold red]; every attempt is under {result['run_dir']}/attempts"
+        )
 
 
 def cmd_optimize(args: argparse.Namespace) -> int:
@@ -117,8 +184,14 @@ def cmd_repair(args: argparse.Namespace) -> int:
     from agent.runner import run
 
     config = config_from(args)
-    result = run(args.problem, config, resume=args.resume, on_event=Progress(), start_kernel=args.kernel,
-                 mode="repair")
+    result = run(
+        args.problem,
+        config,
+        resume=args.resume,
+        on_event=Progress(),
+        start_kernel=args.kernel,
+        mode="repair",
+    )
     print_table(result)
     if args.json:
         emit_json(result)

@@ -15,4 +15,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     cmd_profile.register(sub)
     __import__("agent.cmd_bench", fromlist=["register"]).register(sub)
     __import__("agent.cmd_integrations", fromlist=["register"]).register(sub)  # mcp, repl
-    __import__("agent.cmd_dataset", fromlist=["register"]).register(sub)  # dataset build/stats, train
+    __import__("agent.cmd_dataset", fromlist=["register"]).register(
+        sub
+    )  # dataset build/stats, train

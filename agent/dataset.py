@@ -118,8 +118,12 @@ def normalize_code(code: str) -> str:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                    and isinstance(body[0].value.value, str):
+            if (
+                body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)
+            ):
                 node.body = body[1:] or [ast.Pass()]
     return ast.unparse(tree)
 
@@ -137,20 +141,50 @@ def pair_key(python_code: str, triton_code: str) -> str:
 # built from a mean is a loss. Patterns are matched against the problem's class bodies only
 # (get_inputs' torch.randn would otherwise look like compute).
 _FAMILY_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("loss", re.compile(r"loss|cross_entropy|\bnll|kl_div|hinge|triplet|margin_ranking|"
-                        r"cosine_embedding|smooth_l1|huber|mean\(\s*\(.+-.+\)\s*\*\*\s*2", re.I)),
+    (
+        "loss",
+        re.compile(
+            r"loss|cross_entropy|\bnll|kl_div|hinge|triplet|margin_ranking|"
+            r"cosine_embedding|smooth_l1|huber|mean\(\s*\(.+-.+\)\s*\*\*\s*2",
+            re.I,
+        ),
+    ),
     ("conv", re.compile(r"conv(?:_?transpose)?[123]d|\bconv\(|\bunfold\b|\bfold\b", re.I)),
-    ("matmul", re.compile(r"matmul|\bmm\(|\bbmm\(|addmm|baddbmm|einsum|\blinear\b|\bbilinear\b|"
-                          r"[^@]@[^@]|\bdot\(|\bouter\(|\btensordot\b", re.I)),
-    ("norm", re.compile(r"norm\b|_norm\(|norm\d?d\b|layernorm|batchnorm|groupnorm|instancenorm|"
-                        r"rmsnorm|\bnormalize\(|\bnorm\(", re.I)),
+    (
+        "matmul",
+        re.compile(
+            r"matmul|\bmm\(|\bbmm\(|addmm|baddbmm|einsum|\blinear\b|\bbilinear\b|"
+            r"[^@]@[^@]|\bdot\(|\bouter\(|\btensordot\b",
+            re.I,
+        ),
+    ),
+    (
+        "norm",
+        re.compile(
+            r"norm\b|_norm\(|norm\d?d\b|layernorm|batchnorm|groupnorm|instancenorm|"
+            r"rmsnorm|\bnormalize\(|\bnorm\(",
+            re.I,
+        ),
+    ),
     ("softmax", re.compile(r"softmax|softmin", re.I)),
-    ("reduction", re.compile(r"\b(sum|mean|prod|amax|amin|argmax|argmin|cumsum|cumprod|var|std|"
-                             r"logsumexp|max|min|median|mode|all|any|norm)\(", re.I)),
-    ("elementwise", re.compile(r"relu|gelu|sigmoid|tanh|silu|swish|\belu|selu|celu|mish|hardtanh|"
-                               r"hardswish|hardsigmoid|softplus|softsign|leaky|\bexp\(|\blog\(|"
-                               r"sqrt|rsqrt|\babs\(|clamp|\bwhere\(|maximum|minimum|\bpow\(|"
-                               r"dropout|\bsign\(|\bneg\(|reciprocal", re.I)),
+    (
+        "reduction",
+        re.compile(
+            r"\b(sum|mean|prod|amax|amin|argmax|argmin|cumsum|cumprod|var|std|"
+            r"logsumexp|max|min|median|mode|all|any|norm)\(",
+            re.I,
+        ),
+    ),
+    (
+        "elementwise",
+        re.compile(
+            r"relu|gelu|sigmoid|tanh|silu|swish|\belu|selu|celu|mish|hardtanh|"
+            r"hardswish|hardsigmoid|softplus|softsign|leaky|\bexp\(|\blog\(|"
+            r"sqrt|rsqrt|\babs\(|clamp|\bwhere\(|maximum|minimum|\bpow\(|"
+            r"dropout|\bsign\(|\bneg\(|reciprocal",
+            re.I,
+        ),
+    ),
 ]
 
 
@@ -164,13 +198,20 @@ def classify_op(python_code: str) -> str:
         classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
         for c in classes:  # docstrings say "normalizes", "loss of precision"...
             for node in ast.walk(c):
-                if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and node.body and \
-                        isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant):
+                if (
+                    isinstance(node, (ast.ClassDef, ast.FunctionDef))
+                    and node.body
+                    and isinstance(node.body[0], ast.Expr)
+                    and isinstance(node.body[0].value, ast.Constant)
+                ):
                     node.body = node.body[1:] or [ast.Pass()]
         text = "\n".join(ast.unparse(c) for c in classes) or python_code
         arith = any(  # `x * 2`, `-x`; not the `-1` of `view(-1)`
-            isinstance(n, ast.BinOp) or (isinstance(n, ast.UnaryOp) and not isinstance(n.operand, ast.Constant))
-            for c in classes for f in ast.walk(c) if isinstance(f, ast.FunctionDef) and f.name == "forward"
+            isinstance(n, ast.BinOp)
+            or (isinstance(n, ast.UnaryOp) and not isinstance(n.operand, ast.Constant))
+            for c in classes
+            for f in ast.walk(c)
+            if isinstance(f, ast.FunctionDef) and f.name == "forward"
             for n in ast.walk(f)
         )
     for family, pattern in _FAMILY_PATTERNS:
@@ -206,8 +247,13 @@ class Discovery:
     """Files and attempts not used, each with the reason."""
 
 
-def discover(sources: Iterable[str], *, device: str, problems_dir: str | None = None,
-             repo_name: str | None = None) -> Discovery:
+def discover(
+    sources: Iterable[str],
+    *,
+    device: str,
+    problems_dir: str | None = None,
+    repo_name: str | None = None,
+) -> Discovery:
     """Work items for every source (folders, files, run directories); raises BadInputError for a
     source that does not exist."""
     found = Discovery()
@@ -228,7 +274,9 @@ def discover(sources: Iterable[str], *, device: str, problems_dir: str | None = 
         elif path.suffix == ".py":
             _file_items(path, found, device=device, problems_dir=problems_dir, repo_name=repo_name)
         else:
-            raise BadInputError(f"{src}: a dataset source is a folder, a .py file or a run directory")
+            raise BadInputError(
+                f"{src}: a dataset source is a folder, a .py file or a run directory"
+            )
     return found
 
 
@@ -251,10 +299,13 @@ def _defined(tree: ast.Module) -> tuple[set[str], list[str]]:
     for node in tree.body:
         if isinstance(node, (ast.ClassDef, ast.FunctionDef)):
             names.add(node.name)
-        if isinstance(node, ast.FunctionDef) and any("triton" in ast.unparse(d) for d in node.decorator_list):
+        if isinstance(node, ast.FunctionDef) and any(
+            "triton" in ast.unparse(d) for d in node.decorator_list
+        ):
             names.add("@triton.jit")
         if isinstance(node, ast.ClassDef) and any(
-            (isinstance(b, ast.Attribute) and b.attr == "Module") or (isinstance(b, ast.Name) and b.id == "Module")
+            (isinstance(b, ast.Attribute) and b.attr == "Module")
+            or (isinstance(b, ast.Name) and b.id == "Module")
             for b in node.bases
         ):
             modules.append(node.name)
@@ -263,8 +314,9 @@ def _defined(tree: ast.Module) -> tuple[set[str], list[str]]:
     return names, modules
 
 
-def _file_items(path: Path, found: Discovery, *, device: str, problems_dir: str | None,
-                repo_name: str | None) -> None:
+def _file_items(
+    path: Path, found: Discovery, *, device: str, problems_dir: str | None, repo_name: str | None
+) -> None:
     text = _read_text(path)
     if text is None:
         found.skipped.append(f"{path}: unreadable")
@@ -285,29 +337,49 @@ def _file_items(path: Path, found: Discovery, *, device: str, problems_dir: str 
             return
         problem = _problem_file(problem_path, found)
         if problem is not None:
-            found.items.append(WorkItem(
-                key=pair_key(problem.source, text), origin=str(path), problem=problem, code=text,
-                source="given", module_name=problem.name, repo_name=repo_name or str(problem_path.parent),
-                provenance={"kind": "kernel", "path": str(path), "problem": str(problem_path)},
-            ))
+            found.items.append(
+                WorkItem(
+                    key=pair_key(problem.source, text),
+                    origin=str(path),
+                    problem=problem,
+                    code=text,
+                    source="given",
+                    module_name=problem.name,
+                    repo_name=repo_name or str(problem_path.parent),
+                    provenance={"kind": "kernel", "path": str(path), "problem": str(problem_path)},
+                )
+            )
         return
     if {"Model", "get_inputs", "get_init_inputs"} <= names:
         problem = _problem(path, found, text)
         if problem is not None:
-            found.items.append(_compiler_item(problem, device, repo, {"kind": "problem", "path": str(path)}))
+            found.items.append(
+                _compiler_item(problem, device, repo, {"kind": "problem", "path": str(path)})
+            )
         return
     if modules:
         problem = _problem_file(path, found, text)
         if problem is not None:
-            found.items.append(_compiler_item(problem, device, repo, {"kind": "module", "path": str(path)}))
+            found.items.append(
+                _compiler_item(problem, device, repo, {"kind": "module", "path": str(path)})
+            )
         return
     found.skipped.append(f"{path}: neither a problem, a module nor a kernel")
 
 
-def _compiler_item(problem: Problem, device: str, repo: str, provenance: dict[str, Any]) -> WorkItem:
-    return WorkItem(key=f"compiler:{device}:{problem.digest}", origin=problem.path, problem=problem,
-                    code=None, source="compiler", module_name=problem.name, repo_name=repo,
-                    provenance=provenance)
+def _compiler_item(
+    problem: Problem, device: str, repo: str, provenance: dict[str, Any]
+) -> WorkItem:
+    return WorkItem(
+        key=f"compiler:{device}:{problem.digest}",
+        origin=problem.path,
+        problem=problem,
+        code=None,
+        source="compiler",
+        module_name=problem.name,
+        repo_name=repo,
+        provenance=provenance,
+    )
 
 
 def _problem(path: Path, found: Discovery, source: str | None = None) -> Problem | None:
@@ -349,7 +421,9 @@ def _problem_file(path: Path, found: Discovery, text: str | None = None) -> Prob
 def _problem_for_kernel(kernel: Path, problems_dir: str | None) -> Path | None:
     """`relu.py`, `relu__mismatch.py` and `relu_inductor_style.py` all pair with `relu.py`: the
     problem whose stem is the kernel's stem, else the longest stem it starts with + `_`."""
-    dirs = [Path(problems_dir)] if problems_dir else [kernel.parent.parent / "problems", kernel.parent]
+    dirs = (
+        [Path(problems_dir)] if problems_dir else [kernel.parent.parent / "problems", kernel.parent]
+    )
     for d in dirs:
         if not d.is_dir():
             continue
@@ -397,16 +471,29 @@ def _run_items(run: Path, found: Discovery, repo_name: str | None) -> None:
         speedups = meta.get("speedups") or {}
         profile = meta.get("profile") or {}
         timed = meta.get("speedup") is not None or bool(speedups)
-        found.items.append(WorkItem(
-            key=pair_key(problem.source, code), origin=where, problem=problem, code=code,
-            source=str(meta.get("source") or "llm:unknown"), module_name=problem.name,
-            repo_name=repo_name or str(problem_path.parent),
-            provenance={"kind": "run", "path": str(run), "run_id": run.name,
-                        "attempt": meta.get("index", int(attempt.name) if attempt.name.isdigit() else attempt.name)},
-            speedup=speedups.get("eager", meta.get("speedup")),
-            speedup_compile=speedups.get("compile"),
-            timed_on=(profile.get("device") if isinstance(profile, dict) else None) or ("cuda" if timed else None),
-        ))
+        found.items.append(
+            WorkItem(
+                key=pair_key(problem.source, code),
+                origin=where,
+                problem=problem,
+                code=code,
+                source=str(meta.get("source") or "llm:unknown"),
+                module_name=problem.name,
+                repo_name=repo_name or str(problem_path.parent),
+                provenance={
+                    "kind": "run",
+                    "path": str(run),
+                    "run_id": run.name,
+                    "attempt": meta.get(
+                        "index", int(attempt.name) if attempt.name.isdigit() else attempt.name
+                    ),
+                },
+                speedup=speedups.get("eager", meta.get("speedup")),
+                speedup_compile=speedups.get("compile"),
+                timed_on=(profile.get("device") if isinstance(profile, dict) else None)
+                or ("cuda" if timed else None),
+            )
+        )
 
 
 def _resolve_problem_path(raw: str, run: Path) -> Path | None:
@@ -444,8 +531,10 @@ def module_to_problem(text: str, path: Path) -> tuple[str, str]:
         if not isinstance(recipe, dict):
             raise BadInputError(f"{sidecar}: the recipe must be a JSON object")
     elif "get_inputs" not in names:
-        raise BadInputError(f"{path}: a module without an input recipe: add {sidecar.name} "
-                            '({"inputs": [[shape...], ...]}) or define get_inputs()')
+        raise BadInputError(
+            f"{path}: a module without an input recipe: add {sidecar.name} "
+            '({"inputs": [[shape...], ...]}) or define get_inputs()'
+        )
     entry = recipe.get("entry_point")
     if entry is None:
         if "Model" in modules:
@@ -453,26 +542,35 @@ def module_to_problem(text: str, path: Path) -> tuple[str, str]:
         elif len(modules) == 1:
             entry = modules[0]
         else:
-            raise BadInputError(f"{path}: several nn.Module classes ({', '.join(modules)}); name the one "
-                                f'to convert in {sidecar.name}: {{"entry_point": "..."}}')
+            raise BadInputError(
+                f"{path}: several nn.Module classes ({', '.join(modules)}); name the one "
+                f'to convert in {sidecar.name}: {{"entry_point": "..."}}'
+            )
     if entry not in modules:
         raise BadInputError(f"{path}: entry point {entry!r} is not an nn.Module class of the file")
-    lines = [text.rstrip("\n"), "", "", f"# --- KernelBench entry points added by `agent dataset` "
-             f"({sidecar.name if recipe else 'get_inputs in the file'}) ---", "import torch", ""]
+    lines = [
+        text.rstrip("\n"),
+        "",
+        "",
+        f"# --- KernelBench entry points added by `agent dataset` "
+        f"({sidecar.name if recipe else 'get_inputs in the file'}) ---",
+        "import torch",
+        "",
+    ]
     if entry != "Model":
         lines += [f"Model = {entry}", ""]
     if "inputs" in recipe:
         specs = recipe["inputs"]
         if not isinstance(specs, list):
-            raise BadInputError(f"{sidecar}: \"inputs\" must be a list")
+            raise BadInputError(f'{sidecar}: "inputs" must be a list')
         exprs = [_input_expr(s, sidecar) for s in specs]
         lines += ["", "def get_inputs():", f"    return [{', '.join(exprs)}]", ""]
     elif "get_inputs" not in names:
-        raise BadInputError(f"{sidecar}: no \"inputs\" and no get_inputs() in {path.name}")
+        raise BadInputError(f'{sidecar}: no "inputs" and no get_inputs() in {path.name}')
     if "init" in recipe:
         init = recipe["init"]
         if not isinstance(init, list):
-            raise BadInputError(f"{sidecar}: \"init\" must be a list of constructor arguments")
+            raise BadInputError(f'{sidecar}: "init" must be a list of constructor arguments')
         lines += ["", "def get_init_inputs():", f"    return {init!r}", ""]
     elif "get_init_inputs" not in names:
         lines += ["", "def get_init_inputs():", "    return []", ""]
@@ -484,14 +582,23 @@ def _input_expr(spec: Any, sidecar: Path) -> str:
         return repr(spec)
     if isinstance(spec, list):
         spec = {"shape": spec}
-    if not isinstance(spec, dict) or not isinstance(spec.get("shape"), list) or \
-            not all(isinstance(d, int) and d >= 0 for d in spec["shape"]):
-        raise BadInputError(f"{sidecar}: an input is a shape list, a number, or "
-                            f'{{"shape": [...], "dtype": ..., "kind": ...}}; got {spec!r}')
+    if (
+        not isinstance(spec, dict)
+        or not isinstance(spec.get("shape"), list)
+        or not all(isinstance(d, int) and d >= 0 for d in spec["shape"])
+    ):
+        raise BadInputError(
+            f"{sidecar}: an input is a shape list, a number, or "
+            f'{{"shape": [...], "dtype": ..., "kind": ...}}; got {spec!r}'
+        )
     dtype = spec.get("dtype", "float32")
     if dtype not in _DTYPES:
-        raise BadInputError(f"{sidecar}: unknown dtype {dtype!r} (one of {', '.join(sorted(_DTYPES))})")
-    kind = spec.get("kind", "randint" if dtype.startswith(("int", "uint")) or dtype == "bool" else "randn")
+        raise BadInputError(
+            f"{sidecar}: unknown dtype {dtype!r} (one of {', '.join(sorted(_DTYPES))})"
+        )
+    kind = spec.get(
+        "kind", "randint" if dtype.startswith(("int", "uint")) or dtype == "bool" else "randn"
+    )
     shape = ", ".join(str(d) for d in spec["shape"]) + ("," if len(spec["shape"]) == 1 else "")
     if kind == "randint":
         low, high = int(spec.get("low", 0)), int(spec.get("high", 2 if dtype == "bool" else 10))
@@ -533,8 +640,10 @@ def read_pairs(path: str | os.PathLike[str]) -> list[PairRecord]:
     records = []
     for data in read_jsonl(path):
         if data.get("schema_version", 0) > SCHEMA_VERSION:
-            raise BadInputError(f"{path}: schema_version {data['schema_version']} is newer than this "
-                                f"code's {SCHEMA_VERSION}")
+            raise BadInputError(
+                f"{path}: schema_version {data['schema_version']} is newer than this "
+                f"code's {SCHEMA_VERSION}"
+            )
         records.append(PairRecord.from_dict(data))
     return records
 
@@ -565,7 +674,11 @@ def _drop_torn_tail(path: Path) -> None:
         if data.endswith(b"\n"):
             return
         cut = data.rfind(b"\n") + 1
-        log.warning("%s: dropping a torn last line (%d bytes) left by an interrupted build", path, len(data) - cut)
+        log.warning(
+            "%s: dropping a torn last line (%d bytes) left by an interrupted build",
+            path,
+            len(data) - cut,
+        )
         f.truncate(cut)
 
 
@@ -614,8 +727,13 @@ def build(
     ledger = ledger_path(out_path)
     device = verifier.device
     found = discover(sources, device=device, problems_dir=problems_dir, repo_name=repo_name)
-    summary = BuildSummary(out=str(out_path), ledger=str(ledger), items=len(found.items),
-                           skipped=found.skipped, device=device)
+    summary = BuildSummary(
+        out=str(out_path),
+        ledger=str(ledger),
+        items=len(found.items),
+        skipped=found.skipped,
+        device=device,
+    )
     for s in found.skipped:
         emit({"event": "skipped", "message": s})
 
@@ -634,19 +752,37 @@ def build(
                 summary.resumed += 1
             else:
                 todo.append(item)
-        emit({"event": "start", "items": len(found.items), "todo": len(todo), "device": device,
-              "out": str(out_path)})
+        emit(
+            {
+                "event": "start",
+                "items": len(found.items),
+                "todo": len(todo),
+                "device": device,
+                "out": str(out_path),
+            }
+        )
         if profile is None:
             profile = device == "cuda"
-        state = _BuildState(keys=keys, records=_Appender(out_path), ledger=ledger_file,
-                            summary=summary, emit=emit)
+        state = _BuildState(
+            keys=keys, records=_Appender(out_path), ledger=ledger_file, summary=summary, emit=emit
+        )
         try:
             workers = max(1, jobs or verifier.sandbox.slots)
             drafter = _make_drafter(verifier) if any(i.code is None for i in todo) else None
             versions = _versions()
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dataset") as pool:
-                for _ in pool.map(lambda it: _process(it, verifier, drafter, state, license=license,
-                                                      profile=profile, versions=versions), todo):
+                for _ in pool.map(
+                    lambda it: _process(
+                        it,
+                        verifier,
+                        drafter,
+                        state,
+                        license=license,
+                        profile=profile,
+                        versions=versions,
+                    ),
+                    todo,
+                ):
                     pass
         finally:
             state.records.close()
@@ -668,8 +804,16 @@ class _BuildState:
 
     def log(self, item: WorkItem, status: str, message: str = "", key: str | None = None) -> None:
         with self.lock:
-            self.ledger.append({"item": item.key, "origin": item.origin, "source": item.source,
-                                "status": status, "message": message[:500], "record": key})
+            self.ledger.append(
+                {
+                    "item": item.key,
+                    "origin": item.origin,
+                    "source": item.source,
+                    "status": status,
+                    "message": message[:500],
+                    "record": key,
+                }
+            )
             s = self.summary
             if status == "ok":
                 s.admitted += 1
@@ -679,8 +823,15 @@ class _BuildState:
                 s.retry_later += 1
             else:
                 s.rejected[status] = s.rejected.get(status, 0) + 1
-        self.emit({"event": "item", "origin": item.origin, "source": item.source, "status": status,
-                   "message": message})
+        self.emit(
+            {
+                "event": "item",
+                "origin": item.origin,
+                "source": item.source,
+                "status": status,
+                "message": message,
+            }
+        )
 
 
 def _make_drafter(verifier: Any) -> Any:
@@ -696,8 +847,16 @@ def _versions() -> dict[str, str]:
     return {"torch": torch.__version__, "triton": triton.__version__}
 
 
-def _process(item: WorkItem, verifier: Any, drafter: Any, state: _BuildState, *, license: str,
-             profile: bool, versions: dict[str, str]) -> None:
+def _process(
+    item: WorkItem,
+    verifier: Any,
+    drafter: Any,
+    state: _BuildState,
+    *,
+    license: str,
+    profile: bool,
+    versions: dict[str, str],
+) -> None:
     """Draft (if needed), dedup, verify, admit: one work item, never raising."""
     try:
         code = item.code
@@ -711,22 +870,35 @@ def _process(item: WorkItem, verifier: Any, drafter: Any, state: _BuildState, *,
         with state.lock:
             seen = key in state.keys
         if seen:
-            state.log(item, "duplicate", "same normalised code as a pair already in the dataset", key)
+            state.log(
+                item, "duplicate", "same normalised code as a pair already in the dataset", key
+            )
             return
         verdict, timing = _check(item, code, verifier, profile)
         if verdict.status != "ok" or not verdict.correct:
             state.log(item, verdict.status, verdict.message)
             return
         record = PairRecord(
-            entry_point="Model", python_code=item.problem.source, triton_code=code,
-            repo_name=item.repo_name, module_name=item.module_name, license=license, key=key,
-            source=item.source, verdict=verdict.status, trials=verdict.trials, atol=verdict.atol,
-            rtol=verdict.rtol, policy=verdict.policy, mixed=verdict.mixed,
+            entry_point="Model",
+            python_code=item.problem.source,
+            triton_code=code,
+            repo_name=item.repo_name,
+            module_name=item.module_name,
+            license=license,
+            key=key,
+            source=item.source,
+            verdict=verdict.status,
+            trials=verdict.trials,
+            atol=verdict.atol,
+            rtol=verdict.rtol,
+            policy=verdict.policy,
+            mixed=verdict.mixed,
             device=timing.get("device") or ("cpu" if verifier.device == "cpu" else "cuda"),
             speedup=timing.get("speedup", item.speedup),
             speedup_compile=timing.get("speedup_compile", item.speedup_compile),
             timed_on=timing.get("timed_on", item.timed_on),
-            provenance=item.provenance, versions=versions,
+            provenance=item.provenance,
+            versions=versions,
         )
         with state.lock:
             if key in state.keys:  # a parallel item got there first
@@ -735,7 +907,9 @@ def _process(item: WorkItem, verifier: Any, drafter: Any, state: _BuildState, *,
                 dup = False
                 state.keys.add(key)
                 state.records.append(record.to_dict())
-        state.log(item, "duplicate" if dup else "ok", "" if not dup else "verified, but a duplicate", key)
+        state.log(
+            item, "duplicate" if dup else "ok", "" if not dup else "verified, but a duplicate", key
+        )
     except TritonAgentError as e:
         state.log(item, "error", f"{type(e).__name__}: {e}")
     except Exception as e:  # a bug or broken infrastructure: say so, keep the other items going
@@ -758,8 +932,11 @@ def _check(item: WorkItem, code: str, verifier: Any, profile: bool) -> tuple[Any
     timing: dict[str, Any] = {"device": result.device}
     if result.status in ("ok", "slower", "noisy"):
         se, sc = result.speedup_eager, result.speedup_compile
-        timing.update(speedup=round(se.value, 4) if se else None,
-                      speedup_compile=round(sc.value, 4) if sc else None, timed_on=result.device)
+        timing.update(
+            speedup=round(se.value, 4) if se else None,
+            speedup_compile=round(sc.value, 4) if sc else None,
+            timed_on=result.device,
+        )
     return result.verdict, timing
 
 
@@ -783,7 +960,9 @@ def stats(path: str | os.PathLike[str]) -> dict[str, Any]:
         "records": len(records),
         "problems": len({normalize_code(r.python_code) for r in records}),
         "by_source": dict(Counter(r.source for r in records).most_common()),
-        "by_op_family": {f: n for f, n in Counter(classify_op(r.python_code) for r in records).most_common()},
+        "by_op_family": {
+            f: n for f, n in Counter(classify_op(r.python_code) for r in records).most_common()
+        },
         "by_status": dict(by_status.most_common()),
         "status_from": "ledger" if ledger else "records",
         "by_device": dict(Counter(r.device for r in records).most_common()),
@@ -803,8 +982,11 @@ def plot_stats(summary: dict[str, Any], path: str | os.PathLike[str]) -> None:
         from matplotlib.ticker import MaxNLocator
     except ImportError as e:
         raise BadInputError("--plot needs matplotlib: pip install matplotlib") from e
-    panels = [("source", summary["by_source"]), ("op family", summary["by_op_family"]),
-              (f"outcome ({summary['status_from']})", summary["by_status"])]
+    panels = [
+        ("source", summary["by_source"]),
+        ("op family", summary["by_op_family"]),
+        (f"outcome ({summary['status_from']})", summary["by_status"]),
+    ]
     fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4))
     for ax, (title, counts) in zip(axes, panels, strict=True):
         labels = list(counts) or ["(none)"]

@@ -52,12 +52,19 @@ def refinement_prompt(
     kernel so far and a one-line history of everything before."""
     recent = [a for a in attempts if a["round"] == last_round] or attempts[-1:]
     previous = min(recent, key=lambda a: (_PROGRESS.get(a["status"], 99), -a["index"]))
-    history = [(a["status"], f"attempt {a['index']}: {a['summary']}") for a in attempts if a is not previous]
+    history = [
+        (a["status"], f"attempt {a['index']}: {a['summary']}")
+        for a in attempts
+        if a is not previous
+    ]
     best_summary = None
     if best is not None:
         best_summary = best["summary"]
         if best["source"] == "compiler":
-            best_summary = "compiler-generated (torch.compile's Triton), the version to beat: " + best["summary"]
+            best_summary = (
+                "compiler-generated (torch.compile's Triton), the version to beat: "
+                + best["summary"]
+            )
     return render_refinement(
         problem_source,
         previous_code=previous["code"] or "(the previous reply contained no usable code)",
@@ -72,7 +79,11 @@ def refinement_prompt(
 def draft_llm(backend: Any, prompt: Any, k: int, config: AgentConfig) -> list[Candidate]:
     """k samples for one prompt; raises BackendError when the backend fails for good."""
     replies = backend.generate(
-        prompt, n=k, temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_tokens
+        prompt,
+        n=k,
+        temperature=config.temperature,
+        top_p=config.top_p,
+        max_tokens=config.max_tokens,
     )
     if not replies:
         raise BackendError("the LLM backend returned no replies")
@@ -107,10 +118,14 @@ class CompilerDrafter:
         if out.kind == "ok" and isinstance(out.value, dict) and out.value.get("source"):
             notes = out.value.get("notes") or []
             response = "compiler drafter (torch.compile -> Triton)\n" + "\n".join(notes)
-            return Candidate(source="compiler", prompt=None, response=response, code=out.value["source"])
+            return Candidate(
+                source="compiler", prompt=None, response=response, code=out.value["source"]
+            )
         reason = (
-            out.value.get("error") if out.kind == "ok" and isinstance(out.value, dict) else None
-        ) or out.error or out.kind
+            (out.value.get("error") if out.kind == "ok" and isinstance(out.value, dict) else None)
+            or out.error
+            or out.kind
+        )
         return Candidate(
             source="compiler",
             prompt=None,

@@ -17,9 +17,16 @@ def no_code_verdict(candidate: Candidate) -> Verdict:
         "Python file in a ```python code block"
     )
     if candidate["source"] == "compiler":
-        msg = candidate["response"].strip().splitlines()[0] if candidate["response"] else "the compiler drafter failed"
+        msg = (
+            candidate["response"].strip().splitlines()[0]
+            if candidate["response"]
+            else "the compiler drafter failed"
+        )
     return Verdict(
-        status="bad_input", compiled=False, correct=False, message=msg,
+        status="bad_input",
+        compiled=False,
+        correct=False,
+        message=msg,
         evidence=Evidence(error=SourceError(kind="no_code", message=msg)),
     )
 
@@ -37,9 +44,14 @@ def evaluate_candidate(
         # tools.profile verifies first (never times an incorrect kernel): one verification.
         verdict, profile = _profile(ctx, problem, code, f"attempt_{index:02d}.py")
         if profile:
-            speedups = {k: float(v["value"]) for k, v in (("eager", profile.get("speedup_eager")),
-                                                          ("compile", profile.get("speedup_compile")))
-                        if isinstance(v, dict) and v.get("value")}
+            speedups = {
+                k: float(v["value"])
+                for k, v in (
+                    ("eager", profile.get("speedup_eager")),
+                    ("compile", profile.get("speedup_compile")),
+                )
+                if isinstance(v, dict) and v.get("value")
+            }
     if verdict is None:
         verdict = ctx.verifier.verify(problem, code, f"attempt_{index:02d}.py")
     status = verdict.status
@@ -85,14 +97,21 @@ def _summary(status: str, verdict: Verdict, speedups: dict[str, float]) -> str:
     return f"{status}: {first[:200]}"
 
 
-def _profile(ctx: RunContext, problem: Problem, code: str, path: str) -> tuple[Verdict | None, dict[str, Any] | None]:
+def _profile(
+    ctx: RunContext, problem: Problem, code: str, path: str
+) -> tuple[Verdict | None, dict[str, Any] | None]:
     """Verify and time a kernel on the GPU (tools.profile). (None, None) when profiling fails,
     so the caller verifies without timing: a profiling failure must not lose a correct kernel."""
     try:
         from tools import profile as prof
 
-        result = prof.profile(problem, code, verifier=ctx.verifier, kernel_path=path,
-                              baseline="eager" if ctx.config.baseline == "best" else ctx.config.baseline)
+        result = prof.profile(
+            problem,
+            code,
+            verifier=ctx.verifier,
+            kernel_path=path,
+            baseline="eager" if ctx.config.baseline == "best" else ctx.config.baseline,
+        )
     except Exception as exc:
         ctx.emit("warning", message=f"profiling failed: {exc}")
         return None, None

@@ -1,8 +1,8 @@
 """The refinement loop, wired. Nodes live in `agent.nodes`; this file only connects them.
 
-    baseline -> draft -> evaluate -> decide -> feedback -> draft ...
-                                        |-> tune -> decide
-                                        `-> finish
+baseline -> draft -> evaluate -> decide -> feedback -> draft ...
+                                    |-> tune -> decide
+                                    `-> finish
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ def build_graph(checkpointer: Any = None):
     g.add_edge("baseline", "draft")
     g.add_edge("draft", "evaluate")
     g.add_edge("evaluate", "decide")
-    g.add_conditional_edges("decide", nodes.route, {"feedback": "feedback", "tune": "tune", "finish": "finish"})
+    g.add_conditional_edges(
+        "decide", nodes.route, {"feedback": "feedback", "tune": "tune", "finish": "finish"}
+    )
     g.add_edge("feedback", "draft")
     g.add_edge("tune", "decide")
     g.add_edge("finish", END)

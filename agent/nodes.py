@@ -31,9 +31,14 @@ def baseline(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     if ctx.device == "cuda":
         update["baselines"] = _time_baselines(ctx, problem)
     else:
-        update["baselines"] = {"available": False, "reason": "no GPU: the Triton interpreter is not timed"}
-        update["notes"] = ["CPU only: kernels run under the Triton interpreter and are not timed, "
-                           "so the first correct kernel ends the run."]
+        update["baselines"] = {
+            "available": False,
+            "reason": "no GPU: the Triton interpreter is not timed",
+        }
+        update["notes"] = [
+            "CPU only: kernels run under the Triton interpreter and are not timed, "
+            "so the first correct kernel ends the run."
+        ]
     ctx.emit("baseline", baselines=update["baselines"])
     return update
 
@@ -45,7 +50,9 @@ def draft(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     pending: list[Candidate] = []
     update: dict[str, Any] = {"round": round_}
     if round_ == 1 and state.get("start_code"):
-        pending.append(Candidate(source="given", prompt=None, response="", code=state["start_code"]))
+        pending.append(
+            Candidate(source="given", prompt=None, response="", code=state["start_code"])
+        )
     elif round_ == 1 and ctx.drafter is not None:
         ctx.emit("drafting", round=round_, source="compiler")
         pending.append(ctx.drafter.draft(state["problem_source"], state["problem_path"]))
@@ -105,10 +112,15 @@ def decide(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     best = state.get("best")
     if best is not None:
         if ctx.device != "cuda":
-            return {"decision": "finish", "stop_reason": "found a correct kernel (CPU: no timing, so correct ends the run)"}
+            return {
+                "decision": "finish",
+                "stop_reason": "found a correct kernel (CPU: no timing, so correct ends the run)",
+            }
         if best["speedup"] is not None and best["speedup"] >= cfg.target_speedup:
-            return {"decision": "finish",
-                    "stop_reason": f"found a correct kernel {best['speedup']:.2f}x faster than {cfg.baseline}"}
+            return {
+                "decision": "finish",
+                "stop_reason": f"found a correct kernel {best['speedup']:.2f}x faster than {cfg.baseline}",
+            }
         if cfg.tune and not state.get("tuned"):
             return {"decision": "tune"}
     if ctx.backend is None:
@@ -133,9 +145,15 @@ def feedback(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Render the refinement prompt from the evidence of the last round."""
     ctx = runtime.context
     if not any(a["code"] for a in state["attempts"]):
-        return {"next_prompt": None}  # nothing to refine yet (the compiler seed failed): start fresh
+        return {
+            "next_prompt": None
+        }  # nothing to refine yet (the compiler seed failed): start fresh
     prompt = refinement_prompt(
-        state["problem_source"], state["attempts"], state.get("best"), ctx.config, ctx.backend,
+        state["problem_source"],
+        state["attempts"],
+        state.get("best"),
+        ctx.config,
+        ctx.backend,
         state.get("round", 1),
     )
     return {"next_prompt": prompt}

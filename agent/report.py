@@ -33,13 +33,18 @@ def result_object(ctx: RunContext, state: dict[str, Any]) -> dict[str, Any]:
         "best_kernel": kernel_path,
         "best": None
         if best is None
-        else {k: best.get(k) for k in ("index", "source", "status", "speedup", "speedups", "summary")},
+        else {
+            k: best.get(k) for k in ("index", "source", "status", "speedup", "speedups", "summary")
+        },
         "baselines": state.get("baselines"),
         "target_speedup": ctx.config.target_speedup,
         "baseline": ctx.config.baseline,
         "budget": {"given": ctx.config.budget, "left": state.get("budget_left")},
         "attempts": [
-            {k: a.get(k) for k in ("index", "round", "source", "status", "correct", "speedup", "summary")}
+            {
+                k: a.get(k)
+                for k in ("index", "round", "source", "status", "correct", "speedup", "summary")
+            }
             for a in attempts
         ],
         "stop_reason": state.get("stop_reason"),
@@ -71,18 +76,26 @@ def render_markdown(r: dict[str, Any]) -> str:
         verdict += " (CPU only: not timed)"
     lines += [f"**Result:** {verdict}. Stopped because: {r['stop_reason']}.", ""]
     if r["best"]:
-        lines += [f"**Best:** attempt {r['best']['index']} ({r['best']['source']}): {r['best']['summary']}",
-                  f"File: `{r['best_kernel']}`", ""]
+        lines += [
+            f"**Best:** attempt {r['best']['index']} ({r['best']['source']}): {r['best']['summary']}",
+            f"File: `{r['best_kernel']}`",
+            "",
+        ]
     b = r.get("baselines") or {}
     if b.get("available") is False:
         lines += [f"Baselines: not timed ({b.get('reason')}).", ""]
     elif b:
-        lines += ["Baselines: " + ", ".join(f"{k}: {v}" for k, v in b.items() if k != "available"), ""]
+        lines += [
+            "Baselines: " + ", ".join(f"{k}: {v}" for k, v in b.items() if k != "available"),
+            "",
+        ]
     lines += ["| # | round | source | status | speedup | summary |", "|---|---|---|---|---|---|"]
     for a in r["attempts"]:
         sp = f"{a['speedup']:.2f}x" if a.get("speedup") else "-"
         summary = (a.get("summary") or "").replace("|", "\\|").replace("\n", " ")[:160]
-        lines.append(f"| {a['index']} | {a['round']} | {a['source']} | {a['status']} | {sp} | {summary} |")
+        lines.append(
+            f"| {a['index']} | {a['round']} | {a['source']} | {a['status']} | {sp} | {summary} |"
+        )
     for n in r.get("notes") or []:
         lines += ["", f"Note: {n}"]
     return "\n".join(lines) + "\n"
@@ -101,8 +114,11 @@ def _plot(ctx: RunContext, state: dict[str, Any]) -> None:
     except ImportError:
         return
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.bar([a["index"] for a in attempts], [a["speedup"] for a in attempts],
-           color=["tab:green" if a["speedup"] >= 1 else "tab:red" for a in attempts])
+    ax.bar(
+        [a["index"] for a in attempts],
+        [a["speedup"] for a in attempts],
+        color=["tab:green" if a["speedup"] >= 1 else "tab:red" for a in attempts],
+    )
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xlabel("attempt")
     ax.set_ylabel(f"speedup over {ctx.config.baseline}")

@@ -84,7 +84,9 @@ class RunDir:
         write_atomic(d / "response.txt", response or "")
         if attempt.get("code"):
             write_atomic(d / "kernel.py", attempt["code"])
-        write_atomic(d / "verdict.json", json.dumps(attempt["verdict"], indent=2, default=str) + "\n")
+        write_atomic(
+            d / "verdict.json", json.dumps(attempt["verdict"], indent=2, default=str) + "\n"
+        )
         meta = {k: v for k, v in attempt.items() if k not in ("code", "verdict")}
         write_atomic(d / "attempt.json", json.dumps(meta, indent=2, default=str) + "\n")
         return d

@@ -31,8 +31,14 @@ def make_llm_backend(config: AgentConfig) -> Any:
     kw: dict[str, Any] = {}
     if config.prompt_format != "auto":
         kw["prompt_kind"] = config.prompt_format
-    return make_backend(kind, model=config.model, base_url=config.base_url, replies=config.replies,
-                        api_key=config.api_key, **kw)
+    return make_backend(
+        kind,
+        model=config.model,
+        base_url=config.base_url,
+        replies=config.replies,
+        api_key=config.api_key,
+        **kw,
+    )
 
 
 def run(
@@ -63,17 +69,28 @@ def run(
         start_code = read_kernel(start_kernel) if start_kernel else None
         run_id = config.run_id or new_run_id(problem_path)
         rundir = RunDir.create(config.runs_dir, run_id)
-        rundir.write_json("config.json", {**config.to_dict(), "_problem_path": problem_path, "_mode": mode})
+        rundir.write_json(
+            "config.json", {**config.to_dict(), "_problem_path": problem_path, "_mode": mode}
+        )
 
     llm = backend if backend is not None else make_llm_backend(config)
     verifier = Verifier(config.verify_options())
     drafter = None
     if mode == "optimize" and (llm is None or config.compiler_seed):
         drafter = CompilerDrafter(verifier.sandbox, verifier.device)
-    ctx = RunContext(config=config, verifier=verifier, rundir=rundir, backend=llm, drafter=drafter,
-                     on_event=on_event or (lambda e: None), mode=mode)
+    ctx = RunContext(
+        config=config,
+        verifier=verifier,
+        rundir=rundir,
+        backend=llm,
+        drafter=drafter,
+        on_event=on_event or (lambda e: None),
+        mode=mode,
+    )
     if llm is None and drafter is None:
-        raise BackendError("nothing can draft candidates: configure an LLM backend or enable the compiler")
+        raise BackendError(
+            "nothing can draft candidates: configure an LLM backend or enable the compiler"
+        )
 
     conn = sqlite3.connect(str(rundir.checkpoint_db), check_same_thread=False)
     try:
@@ -105,8 +122,13 @@ def run(
                 "stop_reason": None,
                 "notes": [],
             }
-            ctx.emit("start", run_id=rundir.run_id, run_dir=str(rundir.path), device=verifier.device,
-                     backend=getattr(llm, "name", None) if llm is not None else "compiler")
+            ctx.emit(
+                "start",
+                run_id=rundir.run_id,
+                run_dir=str(rundir.path),
+                device=verifier.device,
+                backend=getattr(llm, "name", None) if llm is not None else "compiler",
+            )
             graph.invoke(initial, thread, context=ctx, durability="sync")
         final = graph.get_state(thread).values
         return result_object(ctx, final)

@@ -128,8 +128,9 @@ def render_pair(python_code: str, triton_code: str, template: str | None = None)
     return prompt, completion
 
 
-def load_examples(path: str, tokenizer: Any, *, max_length: int,
-                  template: str | None = None) -> tuple[list[Example], int]:
+def load_examples(
+    path: str, tokenizer: Any, *, max_length: int, template: str | None = None
+) -> tuple[list[Example], int]:
     """Tokenized examples of the verified pairs in `path`, and how many were too long."""
     from agent.dataset import read_pairs
 
@@ -153,7 +154,9 @@ def load_examples(path: str, tokenizer: Any, *, max_length: int,
     return examples, dropped
 
 
-def split(examples: list[Example], fraction: float, seed: int) -> tuple[list[Example], list[Example]]:
+def split(
+    examples: list[Example], fraction: float, seed: int
+) -> tuple[list[Example], list[Example]]:
     """(train, val): a seeded shuffle; at least one of each when there are two or more examples."""
     order = list(examples)
     random.Random(seed).shuffle(order)
@@ -173,7 +176,11 @@ def _collate(batch: list[Example], pad_id: int, torch: Any, device: str) -> dict
         ids[i, :n] = torch.tensor(e.input_ids)
         labels[i, :n] = torch.tensor(e.labels)
         mask[i, :n] = 1
-    return {"input_ids": ids.to(device), "attention_mask": mask.to(device), "labels": labels.to(device)}
+    return {
+        "input_ids": ids.to(device),
+        "attention_mask": mask.to(device),
+        "labels": labels.to(device),
+    }
 
 
 def _loss_sum(model: Any, batch: dict[str, Any], torch: Any) -> Any:
@@ -182,13 +189,16 @@ def _loss_sum(model: Any, batch: dict[str, Any], torch: Any) -> Any:
     shift_logits = logits[:, :-1, :].float()
     shift_labels = batch["labels"][:, 1:]
     return torch.nn.functional.cross_entropy(
-        shift_logits.reshape(-1, shift_logits.size(-1)), shift_labels.reshape(-1),
-        ignore_index=IGNORE, reduction="sum",
+        shift_logits.reshape(-1, shift_logits.size(-1)),
+        shift_labels.reshape(-1),
+        ignore_index=IGNORE,
+        reduction="sum",
     )
 
 
-def evaluate(model: Any, examples: list[Example], *, micro_batch_size: int, pad_id: int,
-             device: str) -> float:
+def evaluate(
+    model: Any, examples: list[Example], *, micro_batch_size: int, pad_id: int, device: str
+) -> float:
     """Mean loss per completion token."""
     import torch
 
@@ -203,7 +213,9 @@ def evaluate(model: Any, examples: list[Example], *, micro_batch_size: int, pad_
     return total / max(tokens, 1)
 
 
-def train(config: TrainConfig, on_event: Callable[[dict[str, Any]], None] | None = None) -> TrainResult:
+def train(
+    config: TrainConfig, on_event: Callable[[dict[str, Any]], None] | None = None
+) -> TrainResult:
     """Fine-tune `config.base` on the pairs and save the chosen checkpoint to `config.out`."""
     emit = on_event or (lambda e: None)
     start = time.monotonic()
@@ -211,42 +223,60 @@ def train(config: TrainConfig, on_event: Callable[[dict[str, Any]], None] | None
         import torch
         import transformers
     except ImportError as e:
-        raise BadInputError("training needs torch and transformers: pip install 'triton-agent[train]'") from e
+        raise BadInputError(
+            "training needs torch and transformers: pip install 'triton-agent[train]'"
+        ) from e
     if config.lora:
         try:
             import peft
         except ImportError as e:
-            raise BadInputError("--lora needs peft: pip install peft (or train without --lora)") from e
+            raise BadInputError(
+                "--lora needs peft: pip install peft (or train without --lora)"
+            ) from e
     if not Path(config.data).is_file():
         raise BadInputError(f"pairs file not found: {config.data}")
 
     torch.manual_seed(config.seed)
     random.seed(config.seed)
     device = config.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    dtype = getattr(torch, config.dtype) if config.dtype else (
-        torch.bfloat16 if device.startswith("cuda") else torch.float32)
+    dtype = (
+        getattr(torch, config.dtype)
+        if config.dtype
+        else (torch.bfloat16 if device.startswith("cuda") else torch.float32)
+    )
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(
-            config.base, local_files_only=config.local_files_only)
+            config.base, local_files_only=config.local_files_only
+        )
         model = transformers.AutoModelForCausalLM.from_pretrained(
-            config.base, dtype=dtype, local_files_only=config.local_files_only)
+            config.base, dtype=dtype, local_files_only=config.local_files_only
+        )
     except (OSError, ValueError) as e:
         raise BadInputError(f"cannot load the base model {config.base!r}: {e}") from e
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    pad_id = (
+        tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    )
 
-    examples, dropped = load_examples(config.data, tokenizer, max_length=config.max_length,
-                                      template=config.prompt_template)
+    examples, dropped = load_examples(
+        config.data, tokenizer, max_length=config.max_length, template=config.prompt_template
+    )
     train_set, val_set = split(examples, config.val_fraction, config.seed)
-    emit({"event": "data", "train": len(train_set), "val": len(val_set), "dropped_too_long": dropped})
+    emit(
+        {"event": "data", "train": len(train_set), "val": len(val_set), "dropped_too_long": dropped}
+    )
 
     model.to(device)
     if config.gradient_checkpointing:
         model.gradient_checkpointing_enable()
         model.config.use_cache = False
     if config.lora:
-        lora_config = peft.LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha,
-                                      lora_dropout=config.lora_dropout, target_modules="all-linear",
-                                      task_type="CAUSAL_LM")
+        lora_config = peft.LoraConfig(
+            r=config.lora_r,
+            lora_alpha=config.lora_alpha,
+            lora_dropout=config.lora_dropout,
+            target_modules="all-linear",
+            task_type="CAUSAL_LM",
+        )
         model = peft.get_peft_model(model, lora_config)
         if config.gradient_checkpointing:
             model.enable_input_require_grads()
@@ -269,8 +299,14 @@ def train(config: TrainConfig, on_event: Callable[[dict[str, Any]], None] | None
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
-    result = TrainResult(out=str(out), train_examples=len(train_set), val_examples=len(val_set),
-                         dropped_too_long=dropped, steps=0, best=None)
+    result = TrainResult(
+        out=str(out),
+        train_examples=len(train_set),
+        val_examples=len(val_set),
+        dropped_too_long=dropped,
+        steps=0,
+        best=None,
+    )
     best_adapter: dict[str, Any] | None = None
     rng = random.Random(config.seed)
 
@@ -279,9 +315,15 @@ def train(config: TrainConfig, on_event: Callable[[dict[str, Any]], None] | None
         nonlocal best_adapter
         if not val_set:
             return
-        loss = evaluate(model, val_set, micro_batch_size=config.micro_batch_size, pad_id=pad_id, device=device)
-        entry = {"step": result.steps, "epoch": round(epoch, 3), "val_loss": loss,
-                 "val_perplexity": math.exp(min(loss, 50.0))}
+        loss = evaluate(
+            model, val_set, micro_batch_size=config.micro_batch_size, pad_id=pad_id, device=device
+        )
+        entry = {
+            "step": result.steps,
+            "epoch": round(epoch, 3),
+            "val_loss": loss,
+            "val_perplexity": math.exp(min(loss, 50.0)),
+        }
         result.evals.append(entry)
         improved = result.best is None or loss < result.best["val_loss"]
         emit({"event": "eval", **entry, "best": improved})
@@ -289,7 +331,10 @@ def train(config: TrainConfig, on_event: Callable[[dict[str, Any]], None] | None
             return
         result.best = entry
         if config.lora:  # adapters are small: keep them in memory, merge once at the end
-            best_adapter = {k: v.detach().to("cpu", copy=True) for k, v in peft.get_peft_model_state_dict(model).items()}
+            best_adapter = {
+                k: v.detach().to("cpu", copy=True)
+                for k, v in peft.get_peft_model_state_dict(model).items()
+            }
         else:
             _save(model, tokenizer, out)
 
@@ -312,13 +357,21 @@ def train(config: TrainConfig, on_event: Callable[[dict[str, Any]], None] | None
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
             result.steps += 1
-            step = {"step": result.steps, "epoch": round(epoch + (b + len(batch)) / len(order), 3),
-                    "loss": total / max(tokens, 1), "lr": scheduler.get_last_lr()[0]}
+            step = {
+                "step": result.steps,
+                "epoch": round(epoch + (b + len(batch)) / len(order), 3),
+                "loss": total / max(tokens, 1),
+                "lr": scheduler.get_last_lr()[0],
+            }
             result.step_losses.append(step)
             emit({"event": "step", **step, "total_steps": total_steps})
             done = result.steps >= total_steps
             last_of_epoch = b + config.batch_size >= len(order)
-            if last_of_epoch or done or (config.eval_every and result.steps % config.eval_every == 0):
+            if (
+                last_of_epoch
+                or done
+                or (config.eval_every and result.steps % config.eval_every == 0)
+            ):
                 checkpoint(step["epoch"])
             if done:
                 break

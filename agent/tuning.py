@@ -25,9 +25,14 @@ def tune_attempt(ctx: RunContext, state: dict[str, Any], best: Attempt) -> dict[
     problem = problem_from_source(state["problem_source"], state["problem_path"])
     variants = knobs.one_at_a_time(code, limit=min(MAX_TRIALS, ctx.config.tune_trials))
     if not variants:
-        ctx.emit("tune", message="no launch parameters to tune (no literal BLOCK/num_warps/num_stages)")
+        ctx.emit(
+            "tune", message="no launch parameters to tune (no literal BLOCK/num_warps/num_stages)"
+        )
         return {"notes": ["tuner: no literal launch parameters to vary"]}
-    ctx.emit("tune", message=f"tuning {len(variants)} launch-parameter variants of attempt {best['index']}")
+    ctx.emit(
+        "tune",
+        message=f"tuning {len(variants)} launch-parameter variants of attempt {best['index']}",
+    )
     start = len(state.get("attempts") or [])
     tried: list[Attempt] = []
     top = best
@@ -39,6 +44,9 @@ def tune_attempt(ctx: RunContext, state: dict[str, Any], best: Attempt) -> dict[
         tried.append(a)
         if a["correct"] and a["speedup"] is not None and a["speedup"] > (top["speedup"] or 0):
             top = a
-    note = (f"tuner: {len(tried)} variants tried, {sum(a['correct'] for a in tried)} correct; "
-            + (f"best {top['speedup']:.2f}x ({top['source']})" if top is not best else "none beat the original"))
+    note = f"tuner: {len(tried)} variants tried, {sum(a['correct'] for a in tried)} correct; " + (
+        f"best {top['speedup']:.2f}x ({top['source']})"
+        if top is not best
+        else "none beat the original"
+    )
     return {"attempts": tried, "best": top, "notes": [note]}

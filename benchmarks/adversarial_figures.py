@@ -101,7 +101,11 @@ def load_corpus(directory: Path = CORPUS) -> list[Case]:
 
 
 def run_corpus(
-    cases: list[Case], *, device: str = "auto", timeout_s: float = 15.0, trials: int = 3,
+    cases: list[Case],
+    *,
+    device: str = "auto",
+    timeout_s: float = 15.0,
+    trials: int = 3,
     workers: int | None = None,
 ) -> tuple[list[Outcome], str]:
     """Verify every case (in parallel, one job per sandbox slot). Returns outcomes and the device."""
@@ -142,20 +146,37 @@ def run_corpus(
 
     def run(case: Case) -> Outcome:
         o = _run(case)
-        print(f"{'ok  ' if o.as_expected else 'FAIL'} {o.name:45s} got {o.status:14s} {o.seconds:5.1f}s",
-              file=sys.stderr, flush=True)
+        print(
+            f"{'ok  ' if o.as_expected else 'FAIL'} {o.name:45s} got {o.status:14s} {o.seconds:5.1f}s",
+            file=sys.stderr,
+            flush=True,
+        )
         return o
 
     def _run(case: Case) -> Outcome:
         start = time.monotonic()
         try:
-            v = verifier_for(case).verify(read_problem(case.problem), case.path.read_text(), str(case.path))
-            return Outcome(name=case.name, expected=list(case.expected), status=v.status,
-                           correct=v.correct, message=v.message, seconds=time.monotonic() - start)
+            v = verifier_for(case).verify(
+                read_problem(case.problem), case.path.read_text(), str(case.path)
+            )
+            return Outcome(
+                name=case.name,
+                expected=list(case.expected),
+                status=v.status,
+                correct=v.correct,
+                message=v.message,
+                seconds=time.monotonic() - start,
+            )
         except Exception as exc:  # the harness itself failed: the figure that must stay 0
-            return Outcome(name=case.name, expected=list(case.expected), status="harness_crash",
-                           correct=False, seconds=time.monotonic() - start, harness_crash=True,
-                           message=f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}")
+            return Outcome(
+                name=case.name,
+                expected=list(case.expected),
+                status="harness_crash",
+                correct=False,
+                seconds=time.monotonic() - start,
+                harness_crash=True,
+                message=f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}",
+            )
 
     with cf.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         outcomes = list(pool.map(run, runnable))
@@ -205,8 +226,10 @@ def markdown(s: dict[str, Any]) -> str:
     for c in s["cases"]:
         mark = "" if c["as_expected"] else " **(!)**"
         msg = c["message"].splitlines()[0][:140].replace("|", "\\|") if c["message"] else ""
-        lines.append(f"| {c['name']} | {'/'.join(c['expected'])} | {c['status']}{mark} | "
-                     f"{c['seconds']:.1f} | {msg} |")
+        lines.append(
+            f"| {c['name']} | {'/'.join(c['expected'])} | {c['status']}{mark} | "
+            f"{c['seconds']:.1f} | {msg} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -220,22 +243,32 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     cases = load_corpus()
     start = time.monotonic()
-    outcomes, dev = run_corpus(cases, device=args.device, timeout_s=args.timeout, trials=args.trials)
+    outcomes, dev = run_corpus(
+        cases, device=args.device, timeout_s=args.timeout, trials=args.trials
+    )
     s = summary(outcomes, dev, time.monotonic() - start, skipped=len(cases) - len(outcomes))
     for o in outcomes:
         flag = "ok  " if o.as_expected else "FAIL"
-        print(f"{flag} {o.name:45s} expected {'|'.join(o.expected):16s} got {o.status:14s} "
-              f"{o.seconds:5.1f}s", file=sys.stderr)
-    print(f"kinds tried: {s['kinds_tried']} (skipped {s['kinds_skipped']} GPU-only), false accepts: "
-          f"{s['false_accepts']}, harness crashes: {s['harness_crashes']}, wrong status: "
-          f"{s['wrong_status']}, time: {s['seconds']} s on {dev}", file=sys.stderr)
+        print(
+            f"{flag} {o.name:45s} expected {'|'.join(o.expected):16s} got {o.status:14s} "
+            f"{o.seconds:5.1f}s",
+            file=sys.stderr,
+        )
+    print(
+        f"kinds tried: {s['kinds_tried']} (skipped {s['kinds_skipped']} GPU-only), false accepts: "
+        f"{s['false_accepts']}, harness crashes: {s['harness_crashes']}, wrong status: "
+        f"{s['wrong_status']}, time: {s['seconds']} s on {dev}",
+        file=sys.stderr,
+    )
     if not args.no_write:
         RESULTS.mkdir(parents=True, exist_ok=True)
         (RESULTS / f"adversarial_{dev}.md").write_text(markdown(s))
         (RESULTS / f"adversarial_{dev}.json").write_text(json.dumps(s, indent=1) + "\n")
     if args.json:
         print(json.dumps(s))
-    return 0 if s["false_accepts"] == 0 and s["harness_crashes"] == 0 and s["wrong_status"] == 0 else 1
+    return (
+        0 if s["false_accepts"] == 0 and s["harness_crashes"] == 0 and s["wrong_status"] == 0 else 1
+    )
 
 
 if __name__ == "__main__":

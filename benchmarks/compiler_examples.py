@@ -30,12 +30,23 @@ def main() -> int:
     ap.add_argument("--out", default=None)
     ap.add_argument("--problems", nargs="*", default=None)
     args = ap.parse_args()
-    problems = [Path(p) for p in args.problems] if args.problems else sorted((ROOT / "examples/problems").glob("*.py"))
+    problems = (
+        [Path(p) for p in args.problems]
+        if args.problems
+        else sorted((ROOT / "examples/problems").glob("*.py"))
+    )
     runs = tempfile.mkdtemp(prefix="compiler-examples-")
     rows = []
     for p in problems:
-        cfg = AgentConfig(backend="compiler", budget=1, trials=args.trials, target_speedup=1e9,
-                          tune_trials=args.tune_trials, runs_dir=runs, timeout_s=300)
+        cfg = AgentConfig(
+            backend="compiler",
+            budget=1,
+            trials=args.trials,
+            target_speedup=1e9,
+            tune_trials=args.tune_trials,
+            runs_dir=runs,
+            timeout_s=300,
+        )
         t0 = time.perf_counter()
         try:
             res = run(str(p), cfg)
@@ -46,25 +57,31 @@ def main() -> int:
         seed = atts[0] if atts else {}
         tuned = [a for a in atts if str(a.get("source", "")).startswith("tuner:")]
         best = res.get("best") or {}
-        rows.append({
-            "problem": p.stem,
-            "compiler_status": seed.get("status"),
-            "speedup_eager_before": (seed.get("speedup") if seed else None),
-            "best_source": best.get("source"),
-            "best_speedups": best.get("speedups"),
-            "tuner_trials": len(tuned),
-            "tuner_correct": sum(1 for a in tuned if a["correct"]),
-            "seconds": round(time.perf_counter() - t0, 1),
-        })
-    print(f"{'problem':16s} {'compiler':10s} {'x eager (seed)':>14s} {'best x eager':>12s} {'best x compile':>14s} {'tuner':>8s}")
+        rows.append(
+            {
+                "problem": p.stem,
+                "compiler_status": seed.get("status"),
+                "speedup_eager_before": (seed.get("speedup") if seed else None),
+                "best_source": best.get("source"),
+                "best_speedups": best.get("speedups"),
+                "tuner_trials": len(tuned),
+                "tuner_correct": sum(1 for a in tuned if a["correct"]),
+                "seconds": round(time.perf_counter() - t0, 1),
+            }
+        )
+    print(
+        f"{'problem':16s} {'compiler':10s} {'x eager (seed)':>14s} {'best x eager':>12s} {'best x compile':>14s} {'tuner':>8s}"
+    )
     for r in rows:
         if "error" in r:
             print(f"{r['problem']:16s} ERROR {r['error']}")
             continue
         bs = r["best_speedups"] or {}
         fmt = lambda v: f"{v:.2f}" if isinstance(v, (int, float)) else "-"
-        print(f"{r['problem']:16s} {str(r['compiler_status']):10s} {fmt(r['speedup_eager_before']):>14s} "
-              f"{fmt(bs.get('eager')):>12s} {fmt(bs.get('compile')):>14s} {r['tuner_correct']}/{r['tuner_trials']:<6}")
+        print(
+            f"{r['problem']:16s} {str(r['compiler_status']):10s} {fmt(r['speedup_eager_before']):>14s} "
+            f"{fmt(bs.get('eager')):>12s} {fmt(bs.get('compile')):>14s} {r['tuner_correct']}/{r['tuner_trials']:<6}"
+        )
     if args.out:
         Path(args.out).write_text(json.dumps(rows, indent=2))
     return 0

@@ -37,7 +37,11 @@ def main() -> int:
     args = ap.parse_args()
     problem = read_problem(args.problem)
     source = Path(args.kernel).read_text()
-    v = Verifier(VerifyOptions(trials=args.trials, aot_target="sm_90" if not os.environ.get("NO_AOT") else None))
+    v = Verifier(
+        VerifyOptions(
+            trials=args.trials, aot_target="sm_90" if not os.environ.get("NO_AOT") else None
+        )
+    )
     v.verify(problem, source, "warmup.py")  # starts the forkserver, caches the reference
     rows = []
     for i in range(args.n):
@@ -46,7 +50,9 @@ def main() -> int:
         total = time.perf_counter() - t0
         t = verdict.evidence.timings
         own = t.get("runs", 0.0) + t.get("aot", 0.0)
-        rows.append({"total_s": total, "kernel_s": own, "overhead_s": total - own, "status": verdict.status})
+        rows.append(
+            {"total_s": total, "kernel_s": own, "overhead_s": total - own, "status": verdict.status}
+        )
         assert verdict.status == "ok", verdict.feedback()
     over = [r["overhead_s"] for r in rows]
     summary = {
@@ -61,10 +67,12 @@ def main() -> int:
         "goal_s": 0.2,
     }
     summary["meets_goal"] = summary["overhead_median_s"] < summary["goal_s"]
-    print(f"harness overhead per candidate ({summary['device']}, {args.n} candidates, warm pool): "
-          f"median {summary['overhead_median_s']*1000:.0f} ms, p90 {summary['overhead_p90_s']*1000:.0f} ms "
-          f"(total {summary['total_median_s']:.2f} s of which the kernel's own trials+compile "
-          f"{summary['kernel_median_s']:.2f} s); goal < 200 ms: {'met' if summary['meets_goal'] else 'NOT met'}")
+    print(
+        f"harness overhead per candidate ({summary['device']}, {args.n} candidates, warm pool): "
+        f"median {summary['overhead_median_s'] * 1000:.0f} ms, p90 {summary['overhead_p90_s'] * 1000:.0f} ms "
+        f"(total {summary['total_median_s']:.2f} s of which the kernel's own trials+compile "
+        f"{summary['kernel_median_s']:.2f} s); goal < 200 ms: {'met' if summary['meets_goal'] else 'NOT met'}"
+    )
     if args.json:
         print(json.dumps(summary))
     return 0 if summary["meets_goal"] else 1

@@ -49,9 +49,14 @@ def main() -> int:
         expected = k.stem.split("__")[1] if "__" in k.stem else "ok"
         t0 = time.perf_counter()
         verdict = v.verify(read_problem(ex / "problems" / f"{name}.py"), k.read_text(), str(k))
-        return {"kernel": str(k.relative_to(ROOT)), "expected": expected, "status": verdict.status,
-                "as_expected": verdict.status == expected, "seconds": round(time.perf_counter() - t0, 2),
-                "message": verdict.message[:200]}
+        return {
+            "kernel": str(k.relative_to(ROOT)),
+            "expected": expected,
+            "status": verdict.status,
+            "as_expected": verdict.status == expected,
+            "seconds": round(time.perf_counter() - t0, 2),
+            "message": verdict.message[:200],
+        }
 
     t0 = time.perf_counter()
     print(f"{'kernel':48s} {'expected':15s} {'status':15s} ok?  s", flush=True)
@@ -60,13 +65,18 @@ def main() -> int:
         for fut in cf.as_completed([pool.submit(one, f) for f in files]):
             r = fut.result()
             rows.append(r)
-            print(f"{r['kernel']:48s} {r['expected']:15s} {r['status']:15s} "
-                  f"{'yes' if r['as_expected'] else 'NO ':4s} {r['seconds']}", flush=True)
+            print(
+                f"{r['kernel']:48s} {r['expected']:15s} {r['status']:15s} "
+                f"{'yes' if r['as_expected'] else 'NO ':4s} {r['seconds']}",
+                flush=True,
+            )
     total = time.perf_counter() - t0
     good = sum(r["as_expected"] for r in rows)
     print(f"device {v.device}: {good}/{len(rows)} verdicts as expected in {total:.1f} s")
     if args.out:
-        Path(args.out).write_text(json.dumps({"device": v.device, "rows": rows, "seconds": total}, indent=2))
+        Path(args.out).write_text(
+            json.dumps({"device": v.device, "rows": rows, "seconds": total}, indent=2)
+        )
     return 0 if good == len(rows) else 1
 
 

@@ -34,10 +34,18 @@ def test_corpus_is_large_and_well_formed():
         assert set(c.expected) <= set(STATUSES), (c.name, c.expected)
     kinds = {c.name for c in CASES}
     # the kinds the issue asks for by name
-    for must in ("relu__torch_compute_token_launch", "relu__try_except_fallback",
-                 "softmax__cache_by_shape", "relu__return_input_alias", "relu__stale_memory",
-                 "softmax__lazy_tensor_subclass", "relu__pop_dispatch_mode_obfuscated",
-                 "relu__runaway_compile", "relu__memory_bomb", "relu__ctypes_system"):
+    for must in (
+        "relu__torch_compute_token_launch",
+        "relu__try_except_fallback",
+        "softmax__cache_by_shape",
+        "relu__return_input_alias",
+        "relu__stale_memory",
+        "softmax__lazy_tensor_subclass",
+        "relu__pop_dispatch_mode_obfuscated",
+        "relu__runaway_compile",
+        "relu__memory_bomb",
+        "relu__ctypes_system",
+    ):
         assert must in kinds
 
 
@@ -45,14 +53,19 @@ def test_corpus_is_large_and_well_formed():
 def test_adversarial_verdict(outcomes, case):
     o = outcomes[case.name]
     assert not o.harness_crash, o.message
-    assert o.status in case.expected, f"{case.name}: expected {case.expected}, got {o.status}: {o.message}"
+    assert o.status in case.expected, (
+        f"{case.name}: expected {case.expected}, got {o.status}: {o.message}"
+    )
     if "ok" not in case.expected:
         assert not o.correct, f"{case.name} was accepted: {o.message}"
 
 
 def test_nothing_escaped_to_the_host():
     """The corpus's write/ctypes attempts were refused, not merely reported."""
-    for path in ("/tmp/triton_agent_adversarial_was_here.txt", "/tmp/triton_agent_adversarial_ctypes"):
+    for path in (
+        "/tmp/triton_agent_adversarial_was_here.txt",
+        "/tmp/triton_agent_adversarial_ctypes",
+    ):
         assert not os.path.exists(path), path
 
 

@@ -42,27 +42,52 @@ PROBLEMS: dict[str, tuple[object, str, int]] = {
     "no_get_init_inputs": (HEADER + MODEL + GET_INPUTS, "missing `get_init_inputs`", 2),
     "get_inputs_non_tensor": (
         HEADER + MODEL + GET_INIT + "\ndef get_inputs():\n    return ['not a tensor']\n",
-        "item 0 is a str, not a tensor", 2),
+        "item 0 is a str, not a tensor",
+        2,
+    ),
     "get_inputs_empty_list": (
         HEADER + MODEL + GET_INIT + "\ndef get_inputs():\n    return []\n",
-        "must return a non-empty list", 2),
+        "must return a non-empty list",
+        2,
+    ),
     "get_inputs_raises": (
         HEADER + MODEL + GET_INIT + "\ndef get_inputs():\n    raise ValueError('no data here')\n",
-        "get_inputs() raised", 2),
+        "get_inputs() raised",
+        2,
+    ),
     "model_init_raises": (
-        HEADER + "class Model(nn.Module):\n    def __init__(self):\n        raise RuntimeError('boom')\n"
-        + GET_INPUTS + GET_INIT, "Model(*get_init_inputs()) raised", 2),
+        HEADER
+        + "class Model(nn.Module):\n    def __init__(self):\n        raise RuntimeError('boom')\n"
+        + GET_INPUTS
+        + GET_INIT,
+        "Model(*get_init_inputs()) raised",
+        2,
+    ),
     "model_forward_raises": (
-        HEADER + "class Model(nn.Module):\n    def forward(self, x):\n        raise RuntimeError('boom')\n"
-        + GET_INPUTS + GET_INIT, "Model.forward raised", 2),
+        HEADER
+        + "class Model(nn.Module):\n    def forward(self, x):\n        raise RuntimeError('boom')\n"
+        + GET_INPUTS
+        + GET_INIT,
+        "Model.forward raised",
+        2,
+    ),
     "nondeterministic_dropout": (
         HEADER + "class Model(nn.Module):\n    def forward(self, x):\n"
-        "        return torch.nn.functional.dropout(x, 0.5, training=True)\n" + GET_INPUTS + GET_INIT,
-        "non-deterministic", 2),
+        "        return torch.nn.functional.dropout(x, 0.5, training=True)\n"
+        + GET_INPUTS
+        + GET_INIT,
+        "non-deterministic",
+        2,
+    ),
     "too_large_for_cpu_kernelbench_19_relu": (
-        HEADER + "batch_size = 4096\ndim = 393216\n" + MODEL
-        + "\ndef get_inputs():\n    return [torch.randn(batch_size, dim)]\n" + GET_INIT,
-        "--allow-large", 2),
+        HEADER
+        + "batch_size = 4096\ndim = 393216\n"
+        + MODEL
+        + "\ndef get_inputs():\n    return [torch.randn(batch_size, dim)]\n"
+        + GET_INIT,
+        "--allow-large",
+        2,
+    ),
 }
 
 KERNEL_OK = RELU_KERNEL.read_text()
@@ -72,11 +97,25 @@ KERNELS: dict[str, tuple[object, str | None, str, int]] = {
     "directory": ("<dir>", None, "is a directory", 2),
     "binary_non_utf8": (b"\xff\xfe\x00binary", None, "cannot read kernel file", 2),
     "empty_file": ("", "bad_input", "the candidate is empty", 1),
-    "syntax_error": (KERNEL_OK.replace("def relu(", "def relu(("), "syntax_error", "SyntaxError", 1),
-    "no_model_new": (KERNEL_OK.replace("class ModelNew", "class Model"), "bad_input",
-                     "defines no `class ModelNew", 1),
-    "no_triton_jit": (HEADER + "class ModelNew(nn.Module):\n    def forward(self, x):\n"
-                      "        return torch.relu(x)\n", "bad_input", "no @triton.jit kernel", 1),
+    "syntax_error": (
+        KERNEL_OK.replace("def relu(", "def relu(("),
+        "syntax_error",
+        "SyntaxError",
+        1,
+    ),
+    "no_model_new": (
+        KERNEL_OK.replace("class ModelNew", "class Model"),
+        "bad_input",
+        "defines no `class ModelNew",
+        1,
+    ),
+    "no_triton_jit": (
+        HEADER + "class ModelNew(nn.Module):\n    def forward(self, x):\n"
+        "        return torch.relu(x)\n",
+        "bad_input",
+        "no @triton.jit kernel",
+        1,
+    ),
 }
 
 
@@ -94,8 +133,20 @@ def _write(tmp_path: Path, name: str, content: object) -> Path:
 
 
 def _run(capsys, problem: Path, kernel: Path) -> tuple[int, dict, str]:
-    rc = main(["verify", str(problem), str(kernel), "--json", "--trials", "1", "--target", "none",
-               "--timeout", "60"])
+    rc = main(
+        [
+            "verify",
+            str(problem),
+            str(kernel),
+            "--json",
+            "--trials",
+            "1",
+            "--target",
+            "none",
+            "--timeout",
+            "60",
+        ]
+    )
     out, err = capsys.readouterr()
     last = out.strip().splitlines()[-1] if out.strip() else "{}"
     return rc, json.loads(last), err
@@ -116,8 +167,13 @@ def test_bad_problem(tmp_path, capsys, name):
 
 
 def test_cuda_in_get_inputs_still_loads_on_cpu(tmp_path, capsys):
-    problem = _write(tmp_path, "problem.py", GOOD_PROBLEM.replace(
-        "return [torch.randn(BATCH, DIM)]", "return [torch.randn(BATCH, DIM).cuda()]"))
+    problem = _write(
+        tmp_path,
+        "problem.py",
+        GOOD_PROBLEM.replace(
+            "return [torch.randn(BATCH, DIM)]", "return [torch.randn(BATCH, DIM).cuda()]"
+        ),
+    )
     assert ".cuda()" in problem.read_text()
     rc, data, err = _run(capsys, problem, RELU_KERNEL)
     assert rc == 0 and data["status"] == "ok", err

@@ -28,9 +28,31 @@ EX = ROOT / "examples"
 PROBLEMS = EX / "problems"
 GOOD = (EX / "kernels" / "relu.py").read_text()
 FAST = ["--trials", "2", "--target", "none", "--timeout", "30"]
-KERNELBOOK_COLUMNS = {"entry_point", "python_code", "triton_code", "repo_name", "module_name", "license"}
-OURS = {"key", "source", "verdict", "trials", "atol", "rtol", "policy", "mixed", "device", "speedup",
-        "speedup_compile", "timed_on", "provenance", "versions", "schema_version"}
+KERNELBOOK_COLUMNS = {
+    "entry_point",
+    "python_code",
+    "triton_code",
+    "repo_name",
+    "module_name",
+    "license",
+}
+OURS = {
+    "key",
+    "source",
+    "verdict",
+    "trials",
+    "atol",
+    "rtol",
+    "policy",
+    "mixed",
+    "device",
+    "speedup",
+    "speedup_compile",
+    "timed_on",
+    "provenance",
+    "versions",
+    "schema_version",
+}
 
 
 def build(capsys, *argv: str) -> tuple[int, dict]:
@@ -46,8 +68,22 @@ def fenced(code: str) -> str:
 def optimize(tmp_path: Path, runs: Path, run_id: str, replies: list[str]) -> None:
     rfile = tmp_path / f"{run_id}.jsonl"
     rfile.write_text("".join(json.dumps({"text": t}) + "\n" for t in replies))
-    rc = main(["optimize", str(PROBLEMS / "relu.py"), "--replies", str(rfile), "--no-compiler-seed",
-               "--budget", str(len(replies)), "--runs-dir", str(runs), "--run-id", run_id, *FAST])
+    rc = main(
+        [
+            "optimize",
+            str(PROBLEMS / "relu.py"),
+            "--replies",
+            str(rfile),
+            "--no-compiler-seed",
+            "--budget",
+            str(len(replies)),
+            "--runs-dir",
+            str(runs),
+            "--run-id",
+            run_id,
+            *FAST,
+        ]
+    )
     assert rc == 0
 
 
@@ -57,12 +93,16 @@ def test_kernels_folder_only_verified_unique_pairs_and_resume(tmp_path, capsys):
     for name in ("relu", "softmax"):
         shutil.copy(EX / "kernels" / f"{name}.py", kernels / f"{name}.py")
     # the same ReLU, reformatted: comments, blank lines and a docstring differ -> a duplicate
-    (kernels / "relu_copy.py").write_text("# a copy\n\n" + GOOD.replace('"""ReLU', '"""A ReLU').replace("\n\n", "\n"))
+    (kernels / "relu_copy.py").write_text(
+        "# a copy\n\n" + GOOD.replace('"""ReLU', '"""A ReLU').replace("\n\n", "\n")
+    )
     for name in ("relu__mismatch", "matmul__cheat"):  # wrong values; torch.mm with a Triton alibi
         shutil.copy(EX / "broken" / f"{name}.py", kernels / f"{name}.py")
     out = tmp_path / "pairs.jsonl"
 
-    rc, res = build(capsys, str(kernels), "--problems", str(PROBLEMS), "--out", str(out), "--license", "MIT")
+    rc, res = build(
+        capsys, str(kernels), "--problems", str(PROBLEMS), "--out", str(out), "--license", "MIT"
+    )
     assert rc == 0
     assert (res["admitted"], res["duplicates"]) == (2, 1)
     assert res["rejected"] == {"mismatch": 1, "cheat": 1}
@@ -73,10 +113,14 @@ def test_kernels_folder_only_verified_unique_pairs_and_resume(tmp_path, capsys):
         assert r["verdict"] == "ok" and r["source"] == "given" and r["license"] == "MIT"
         assert r["entry_point"] == "Model" and "class Model" in r["python_code"]
         assert "class ModelNew" in r["triton_code"] and r["trials"] == 2 and r["atol"] == 1e-4
-        assert r["device"] == "cpu" and r["speedup"] is None and r["schema_version"] == SCHEMA_VERSION
+        assert (
+            r["device"] == "cpu" and r["speedup"] is None and r["schema_version"] == SCHEMA_VERSION
+        )
         assert r["key"] == pair_key(r["python_code"], r["triton_code"])
     assert sorted(r["module_name"] for r in records) == ["relu", "softmax"]
-    assert not any("mismatch" in r["provenance"]["path"] or "cheat" in r["provenance"]["path"] for r in records)
+    assert not any(
+        "mismatch" in r["provenance"]["path"] or "cheat" in r["provenance"]["path"] for r in records
+    )
     ledger = {Path(e["origin"]).name: e["status"] for e in read_jsonl(ledger_path(out))}
     assert ledger["relu__mismatch.py"] == "mismatch" and ledger["matmul__cheat.py"] == "cheat"
 
@@ -159,14 +203,23 @@ def test_problems_folder_drafted_by_the_compiler(tmp_path, capsys):
     out = tmp_path / "pairs.jsonl"
     rc, res = build(capsys, str(problems), "--out", str(out))
     if res.get("retry_later"):
-        pytest.skip("the compiler drafter failed here: " + read_jsonl(ledger_path(out))[0]["message"][:200])
+        pytest.skip(
+            "the compiler drafter failed here: " + read_jsonl(ledger_path(out))[0]["message"][:200]
+        )
     assert rc == 0 and res["admitted"] == 1
     (r,) = read_pairs(out)
-    assert r.source == "compiler" and r.provenance["kind"] == "problem" and "@triton.jit" in r.triton_code
+    assert (
+        r.source == "compiler"
+        and r.provenance["kind"] == "problem"
+        and "@triton.jit" in r.triton_code
+    )
 
 
 def test_bad_source_is_a_usage_error(tmp_path, capsys):
-    assert main(["dataset", "build", str(tmp_path / "missing"), "--out", str(tmp_path / "p.jsonl")]) == 2
+    assert (
+        main(["dataset", "build", str(tmp_path / "missing"), "--out", str(tmp_path / "p.jsonl")])
+        == 2
+    )
     assert main(["dataset", "stats", str(tmp_path / "missing.jsonl")]) == 2
 
 
@@ -199,6 +252,18 @@ def test_normalisation_ignores_comments_docstrings_and_layout():
 
 
 def test_record_round_trip():
-    r = PairRecord(entry_point="Model", python_code="p", triton_code="t", repo_name="r", module_name="m",
-                   license="MIT", key="k", source="compiler", verdict="ok", trials=5, atol=1e-4, rtol=1e-4)
+    r = PairRecord(
+        entry_point="Model",
+        python_code="p",
+        triton_code="t",
+        repo_name="r",
+        module_name="m",
+        license="MIT",
+        key="k",
+        source="compiler",
+        verdict="ok",
+        trials=5,
+        atol=1e-4,
+        rtol=1e-4,
+    )
     assert PairRecord.from_dict({**r.to_dict(), "future_field": 1}) == r

@@ -32,13 +32,27 @@ def fake_gpu(monkeypatch):
         verdict = Verifier.verify(verifier, problem, code, kernel_path)
         calls.append(kernel_path)
         if not verdict.correct:
-            return prof.ProfileResult(status="not_verified", message="", problem=problem.path,
-                                      kernel=kernel_path, baseline=baseline, verdict=verdict)
-        s = speed["value"] * (2.0 if "BLOCK_SIZE=2048" in code or "BLOCK_SIZE = 2048" in code else 1.0)
-        return prof.ProfileResult(status="ok" if s >= 1 else "slower", message="", problem=problem.path,
-                                  kernel=kernel_path, baseline=baseline, verdict=verdict,
-                                  speedup_eager=Speedup(value=s, low=s * 0.98, high=s * 1.02),
-                                  speedup_compile=Speedup(value=s / 2, low=s / 2, high=s / 2))
+            return prof.ProfileResult(
+                status="not_verified",
+                message="",
+                problem=problem.path,
+                kernel=kernel_path,
+                baseline=baseline,
+                verdict=verdict,
+            )
+        s = speed["value"] * (
+            2.0 if "BLOCK_SIZE=2048" in code or "BLOCK_SIZE = 2048" in code else 1.0
+        )
+        return prof.ProfileResult(
+            status="ok" if s >= 1 else "slower",
+            message="",
+            problem=problem.path,
+            kernel=kernel_path,
+            baseline=baseline,
+            verdict=verdict,
+            speedup_eager=Speedup(value=s, low=s * 0.98, high=s * 1.02),
+            speedup_compile=Speedup(value=s / 2, low=s / 2, high=s / 2),
+        )
 
     monkeypatch.setattr(prof, "profile", fake_profile)
     import sys
@@ -63,8 +77,15 @@ def _cpu_sandbox_init(monkeypatch):
 def test_slower_kernel_is_kept_tuned_and_reported(fake_gpu, tmp_path, monkeypatch):
     calls, speed = fake_gpu
     backend = ReplayBackend([f"```python\n{GOOD}\n```"])
-    cfg = AgentConfig(budget=1, compiler_seed=False, trials=2, aot_target=None, tune_trials=4,
-                      runs_dir=str(tmp_path), timeout_s=30)
+    cfg = AgentConfig(
+        budget=1,
+        compiler_seed=False,
+        trials=2,
+        aot_target=None,
+        tune_trials=4,
+        runs_dir=str(tmp_path),
+        timeout_s=30,
+    )
     res = run(RELU, cfg, backend=backend)
     first = res["attempts"][0]
     assert first["status"] == "slower" and first["speedup"] == pytest.approx(0.8)
@@ -74,6 +95,10 @@ def test_slower_kernel_is_kept_tuned_and_reported(fake_gpu, tmp_path, monkeypatc
     assert res["best"]["source"].startswith("tuner:")
     assert res["correct"] and res["faster"] and res["status"] == "ok"
     assert "tuner:" in " ".join(res["notes"]) or any("tuner" in n for n in res["notes"])
-    verdict = Verdict.from_dict(Path(res["run_dir"], "attempts", "00", "verdict.json").read_text() and
-                                __import__("json").loads(Path(res["run_dir"], "attempts", "00", "verdict.json").read_text()))
+    verdict = Verdict.from_dict(
+        Path(res["run_dir"], "attempts", "00", "verdict.json").read_text()
+        and __import__("json").loads(
+            Path(res["run_dir"], "attempts", "00", "verdict.json").read_text()
+        )
+    )
     assert verdict.correct and verdict.device == "cuda"

@@ -44,8 +44,20 @@ def write_replies(path: Path, texts: list[str]) -> str:
 
 def optimize(tmp_path: Path, capsys, replies: list[str], *extra: str) -> tuple[int, dict]:
     rfile = write_replies(tmp_path / "replies.jsonl", replies)
-    rc = main(["optimize", RELU, "--replies", rfile, "--no-compiler-seed", "--runs-dir",
-               str(tmp_path / "runs"), "--json", *FAST, *extra])
+    rc = main(
+        [
+            "optimize",
+            RELU,
+            "--replies",
+            rfile,
+            "--no-compiler-seed",
+            "--runs-dir",
+            str(tmp_path / "runs"),
+            "--json",
+            *FAST,
+            *extra,
+        ]
+    )
     out = capsys.readouterr().out.strip().splitlines()
     return rc, json.loads(out[-1])
 
@@ -55,7 +67,9 @@ def prompt_of(result: dict, index: int) -> str:
 
 
 def test_syntax_error_then_fix(tmp_path, capsys):
-    rc, res = optimize(tmp_path, capsys, [fenced(broken("relu__syntax_error.py")), fenced(GOOD)], "--budget", "4")
+    rc, res = optimize(
+        tmp_path, capsys, [fenced(broken("relu__syntax_error.py")), fenced(GOOD)], "--budget", "4"
+    )
     assert rc == 0 and res["status"] == "ok"
     assert [a["status"] for a in res["attempts"]] == ["syntax_error", "ok"]
     second = prompt_of(res, 1)
@@ -66,7 +80,9 @@ def test_syntax_error_then_fix(tmp_path, capsys):
 
 
 def test_mismatch_then_fix_feeds_the_evidence_back(tmp_path, capsys):
-    rc, res = optimize(tmp_path, capsys, [fenced(broken("relu__mismatch.py")), fenced(GOOD)], "--budget", "4")
+    rc, res = optimize(
+        tmp_path, capsys, [fenced(broken("relu__mismatch.py")), fenced(GOOD)], "--budget", "4"
+    )
     assert rc == 0
     assert [a["status"] for a in res["attempts"]] == ["mismatch", "ok"]
     second = prompt_of(res, 1)
@@ -75,14 +91,20 @@ def test_mismatch_then_fix_feeds_the_evidence_back(tmp_path, capsys):
 
 
 def test_crash_then_fix(tmp_path, capsys):
-    rc, res = optimize(tmp_path, capsys, [fenced(broken("relu__crash.py")), fenced(GOOD)], "--budget", "3")
+    rc, res = optimize(
+        tmp_path, capsys, [fenced(broken("relu__crash.py")), fenced(GOOD)], "--budget", "3"
+    )
     assert rc == 0
     assert [a["status"] for a in res["attempts"]] == ["crash", "ok"]
     assert "crash" in prompt_of(res, 1)
 
 
 def test_budget_exhaustion_keeps_every_attempt_and_exits_1(tmp_path, capsys):
-    replies = [fenced(broken("relu__mismatch.py")), "I cannot help with that.", fenced(broken("relu__bad_input.py"))]
+    replies = [
+        fenced(broken("relu__mismatch.py")),
+        "I cannot help with that.",
+        fenced(broken("relu__bad_input.py")),
+    ]
     rc, res = optimize(tmp_path, capsys, replies, "--budget", "3")
     assert rc == 1 and res["status"] == "failed" and not res["correct"]
     assert [a["status"] for a in res["attempts"]] == ["mismatch", "bad_input", "bad_input"]
@@ -96,19 +118,37 @@ def test_budget_exhaustion_keeps_every_attempt_and_exits_1(tmp_path, capsys):
 
 def test_best_correct_kernel_is_kept_when_later_ones_fail(tmp_path):
     backend = ReplayBackend([fenced(GOOD), fenced(broken("relu__mismatch.py"))])
-    cfg = AgentConfig(budget=2, samples_per_round=2, compiler_seed=False, trials=2, aot_target=None,
-                      runs_dir=str(tmp_path / "runs"), timeout_s=30)
+    cfg = AgentConfig(
+        budget=2,
+        samples_per_round=2,
+        compiler_seed=False,
+        trials=2,
+        aot_target=None,
+        runs_dir=str(tmp_path / "runs"),
+        timeout_s=30,
+    )
     res = run(RELU, cfg, backend=backend)
     assert res["correct"] and res["best"]["index"] == 0
     assert [a["status"] for a in res["attempts"]] == ["ok", "mismatch"]
 
 
 def test_samples_per_round_drafts_and_evaluates_k_candidates(tmp_path):
-    replies = [fenced(broken("relu__mismatch.py")), fenced(broken("relu__syntax_error.py")),
-               fenced(broken("relu__crash.py")), fenced(GOOD)]
+    replies = [
+        fenced(broken("relu__mismatch.py")),
+        fenced(broken("relu__syntax_error.py")),
+        fenced(broken("relu__crash.py")),
+        fenced(GOOD),
+    ]
     backend = ReplayBackend(replies)
-    cfg = AgentConfig(budget=4, samples_per_round=2, compiler_seed=False, trials=2, aot_target=None,
-                      runs_dir=str(tmp_path / "runs"), timeout_s=30)
+    cfg = AgentConfig(
+        budget=4,
+        samples_per_round=2,
+        compiler_seed=False,
+        trials=2,
+        aot_target=None,
+        runs_dir=str(tmp_path / "runs"),
+        timeout_s=30,
+    )
     res = run(RELU, cfg, backend=backend)
     assert [c["n"] for c in backend.calls] == [2, 2]
     assert [a["round"] for a in res["attempts"]] == [1, 1, 2, 2]
@@ -119,8 +159,23 @@ def test_samples_per_round_drafts_and_evaluates_k_candidates(tmp_path):
 
 def test_openai_backend_through_a_real_http_server(tmp_path, capsys, openai_server):
     openai_server.replies = [fenced(GOOD)]
-    rc = main(["optimize", RELU, "--backend", "openai", "--base-url", openai_server.url, "--budget", "2",
-               "--no-compiler-seed", "--runs-dir", str(tmp_path / "runs"), "--json", *FAST])
+    rc = main(
+        [
+            "optimize",
+            RELU,
+            "--backend",
+            "openai",
+            "--base-url",
+            openai_server.url,
+            "--budget",
+            "2",
+            "--no-compiler-seed",
+            "--runs-dir",
+            str(tmp_path / "runs"),
+            "--json",
+            *FAST,
+        ]
+    )
     res = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert rc == 0 and res["correct"]
     path, body = openai_server.requests[0]
@@ -130,8 +185,23 @@ def test_openai_backend_through_a_real_http_server(tmp_path, capsys, openai_serv
 
 
 def test_unreachable_backend_ends_cleanly_with_a_hint(tmp_path, capsys):
-    rc = main(["optimize", RELU, "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--budget", "2",
-               "--no-compiler-seed", "--runs-dir", str(tmp_path / "runs"), "--json", *FAST])
+    rc = main(
+        [
+            "optimize",
+            RELU,
+            "--backend",
+            "openai",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--budget",
+            "2",
+            "--no-compiler-seed",
+            "--runs-dir",
+            str(tmp_path / "runs"),
+            "--json",
+            *FAST,
+        ]
+    )
     captured = capsys.readouterr()
     res = json.loads(captured.out.strip().splitlines()[-1])
     assert rc == 1 and not res["correct"]
@@ -141,8 +211,25 @@ def test_unreachable_backend_ends_cleanly_with_a_hint(tmp_path, capsys):
 
 
 def test_hf_backend_with_a_tiny_local_llama(tmp_path, capsys, tiny_llama_dir):
-    rc = main(["optimize", RELU, "--backend", "hf", "--model", str(tiny_llama_dir), "--budget", "2",
-               "--max-tokens", "24", "--no-compiler-seed", "--runs-dir", str(tmp_path / "runs"), "--json", *FAST])
+    rc = main(
+        [
+            "optimize",
+            RELU,
+            "--backend",
+            "hf",
+            "--model",
+            str(tiny_llama_dir),
+            "--budget",
+            "2",
+            "--max-tokens",
+            "24",
+            "--no-compiler-seed",
+            "--runs-dir",
+            str(tmp_path / "runs"),
+            "--json",
+            *FAST,
+        ]
+    )
     res = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert rc == 1  # a random model writes garbage; the loop must end cleanly, not crash
     assert len(res["attempts"]) == 2
@@ -151,36 +238,87 @@ def test_hf_backend_with_a_tiny_local_llama(tmp_path, capsys, tiny_llama_dir):
 
 
 def test_no_backend_and_no_compiler_seed_is_a_clear_error(tmp_path, capsys):
-    rc = main(["optimize", RELU, "--backend", "openai", "--budget", "1", "--no-compiler-seed",
-               "--runs-dir", str(tmp_path / "runs"), *FAST])
+    rc = main(
+        [
+            "optimize",
+            RELU,
+            "--backend",
+            "openai",
+            "--budget",
+            "1",
+            "--no-compiler-seed",
+            "--runs-dir",
+            str(tmp_path / "runs"),
+            *FAST,
+        ]
+    )
     # openai with no base URL defaults to localhost:8000, where nothing listens
     assert rc == 1
     assert "vllm serve" in capsys.readouterr().err
 
 
-SLOW_GOOD = GOOD.replace("super().__init__()", "super().__init__()\n        import time; time.sleep(6)")
+SLOW_GOOD = GOOD.replace(
+    "super().__init__()", "super().__init__()\n        import time; time.sleep(6)"
+)
 
 
 def test_sigkill_mid_run_then_resume_loses_nothing(tmp_path):
     assert SLOW_GOOD != GOOD
-    rfile = write_replies(tmp_path / "replies.jsonl", [fenced(broken("relu__mismatch.py")), fenced(SLOW_GOOD)])
+    rfile = write_replies(
+        tmp_path / "replies.jsonl", [fenced(broken("relu__mismatch.py")), fenced(SLOW_GOOD)]
+    )
     runs = tmp_path / "runs"
-    cmd = [sys.executable, "-m", "agent", "optimize", RELU, "--replies", rfile, "--no-compiler-seed",
-           "--budget", "3", "--runs-dir", str(runs), "--run-id", "killme", "--json", *FAST]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "agent",
+        "optimize",
+        RELU,
+        "--replies",
+        rfile,
+        "--no-compiler-seed",
+        "--budget",
+        "3",
+        "--runs-dir",
+        str(runs),
+        "--run-id",
+        "killme",
+        "--json",
+        *FAST,
+    ]
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
     first = runs / "killme" / "attempts" / "00" / "verdict.json"
     deadline = time.time() + 120
     while not first.exists() and time.time() < deadline and proc.poll() is None:
         time.sleep(0.2)
-    assert first.exists(), proc.stderr.read().decode() if proc.poll() is not None else "attempt 0 never written"
+    assert first.exists(), (
+        proc.stderr.read().decode() if proc.poll() is not None else "attempt 0 never written"
+    )
     time.sleep(1.5)  # attempt 1 is now being verified (its constructor sleeps 6 s)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     assert not (runs / "killme" / "attempts" / "01").exists()
     assert not (runs / "killme" / "report.json").exists()
 
-    done = subprocess.run([sys.executable, "-m", "agent", "optimize", "--resume", "killme", "--runs-dir", str(runs),
-                           "--json"], cwd=ROOT, capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agent",
+            "optimize",
+            "--resume",
+            "killme",
+            "--runs-dir",
+            str(runs),
+            "--json",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert done.returncode == 0, done.stderr
     res = json.loads(done.stdout.strip().splitlines()[-1])
     assert [a["status"] for a in res["attempts"]] == ["mismatch", "ok"]
@@ -190,6 +328,8 @@ def test_sigkill_mid_run_then_resume_loses_nothing(tmp_path):
     assert not list((runs / "killme").rglob("*.tmp"))
 
 
-@pytest.mark.parametrize("argv", [["optimize", "missing.py"], ["optimize"], ["optimize", RELU, "--budget", "0"]])
+@pytest.mark.parametrize(
+    "argv", [["optimize", "missing.py"], ["optimize"], ["optimize", RELU, "--budget", "0"]]
+)
 def test_bad_usage_exits_2(argv, capsys, tmp_path):
     assert main([*argv, "--runs-dir", str(tmp_path)]) == 2

@@ -147,5 +147,7 @@ def test_repair_reports_progress_over_stdio(tmp_path):
     assert values == sorted(values) and len(set(values)) == len(values)  # strictly increasing
     assert any("attempt 0: syntax_error" in m for m in messages)
     assert any("attempt 1: ok" in m for m in messages)
-    assert any(m.startswith("run ") for m in messages) and any("round 2: drafting" in m for m in messages)
+    assert any(m.startswith("run ") for m in messages) and any(
+        "round 2: drafting" in m for m in messages
+    )
     assert messages[-1].startswith("stopped: found a correct kernel")

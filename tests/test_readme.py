@@ -30,7 +30,10 @@ def test_main_command_runs_end_to_end(tmp_path):
     assert argv[:3] == ["python", "-m", "agent"]
     proc = subprocess.run(
         [sys.executable, *argv[1:], "--runs-dir", str(tmp_path), "--json"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -19,7 +19,12 @@ from tests.fakes import tiny_llama
 tiny_llama_dir = tiny_llama.tiny_llama_dir
 
 EX = Path(__file__).resolve().parent.parent / "examples"
-NAMES = ("relu", "softmax", "multi_io", "scale_add_bias")  # prompt + kernel fit the tiny model's 4096 positions
+NAMES = (
+    "relu",
+    "softmax",
+    "multi_io",
+    "scale_add_bias",
+)  # prompt + kernel fit the tiny model's 4096 positions
 
 
 @pytest.fixture
@@ -27,10 +32,24 @@ def pairs(tmp_path) -> Path:
     path = tmp_path / "pairs.jsonl"
     lines = []
     for name in NAMES:
-        py, tr = (EX / "problems" / f"{name}.py").read_text(), (EX / "kernels" / f"{name}.py").read_text()
-        r = PairRecord(entry_point="Model", python_code=py, triton_code=tr, repo_name="examples",
-                       module_name=name, license="MIT", key=pair_key(py, tr), source="given", verdict="ok",
-                       trials=2, atol=1e-4, rtol=1e-4)
+        py, tr = (
+            (EX / "problems" / f"{name}.py").read_text(),
+            (EX / "kernels" / f"{name}.py").read_text(),
+        )
+        r = PairRecord(
+            entry_point="Model",
+            python_code=py,
+            triton_code=tr,
+            repo_name="examples",
+            module_name=name,
+            license="MIT",
+            key=pair_key(py, tr),
+            source="given",
+            verdict="ok",
+            trials=2,
+            atol=1e-4,
+            rtol=1e-4,
+        )
         lines.append(json.dumps(r.to_dict()))
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -54,11 +73,33 @@ def test_examples_use_the_loops_prompt_and_mask_the_prompt(pairs, tiny_llama_dir
     assert len(train) == 3 and len(val) == 1
 
 
-def test_a_few_steps_lower_the_loss_and_the_saved_model_generates(pairs, tiny_llama_dir, tmp_path, capsys):
+def test_a_few_steps_lower_the_loss_and_the_saved_model_generates(
+    pairs, tiny_llama_dir, tmp_path, capsys
+):
     out = tmp_path / "tuned"
-    rc = main(["train", str(pairs), "--base", str(tiny_llama_dir), "--out", str(out), "--epochs", "4",
-               "--batch-size", "3", "--micro-batch-size", "3", "--lr", "2e-2", "--val-fraction", "0.25",
-               "--max-length", "4096", "--json"])
+    rc = main(
+        [
+            "train",
+            str(pairs),
+            "--base",
+            str(tiny_llama_dir),
+            "--out",
+            str(out),
+            "--epochs",
+            "4",
+            "--batch-size",
+            "3",
+            "--micro-batch-size",
+            "3",
+            "--lr",
+            "2e-2",
+            "--val-fraction",
+            "0.25",
+            "--max-length",
+            "4096",
+            "--json",
+        ]
+    )
     assert rc == 0
     res = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert (res["train_examples"], res["val_examples"], res["steps"]) == (3, 1, 4)
@@ -71,18 +112,34 @@ def test_a_few_steps_lower_the_loss_and_the_saved_model_generates(pairs, tiny_ll
     assert saved["config"]["epochs"] == 4 and saved["best"]["step"] == best["step"]
 
     backend = HFBackend(model=str(out), local_files_only=True)
-    replies = backend.generate(render_kernelllm((EX / "problems" / "relu.py").read_text()), n=2,
-                               temperature=1.0, max_tokens=8)
+    replies = backend.generate(
+        render_kernelllm((EX / "problems" / "relu.py").read_text()),
+        n=2,
+        temperature=1.0,
+        max_tokens=8,
+    )
     assert len(replies) == 2 and all(isinstance(r, str) for r in replies)
 
 
 def test_max_steps_and_no_validation_split_saves_the_last_weights(pairs, tiny_llama_dir, tmp_path):
     from agent.train import train
 
-    res = train(TrainConfig(data=str(pairs), base=str(tiny_llama_dir), out=str(tmp_path / "o"), batch_size=2,
-                            micro_batch_size=1, max_steps=1, val_fraction=0.0, max_length=4096))
+    res = train(
+        TrainConfig(
+            data=str(pairs),
+            base=str(tiny_llama_dir),
+            out=str(tmp_path / "o"),
+            batch_size=2,
+            micro_batch_size=1,
+            max_steps=1,
+            val_fraction=0.0,
+            max_length=4096,
+        )
+    )
     assert res.steps == 1 and res.best is None and res.evals == []
-    assert (tmp_path / "o" / "config.json").exists() and (tmp_path / "o" / "tokenizer.json").exists()
+    assert (tmp_path / "o" / "config.json").exists() and (
+        tmp_path / "o" / "tokenizer.json"
+    ).exists()
 
 
 def test_lora_without_peft_is_a_clear_error(pairs, tiny_llama_dir, tmp_path, capsys, monkeypatch):
@@ -94,7 +151,9 @@ def test_lora_without_peft_is_a_clear_error(pairs, tiny_llama_dir, tmp_path, cap
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_peft)
-    rc = main(["train", str(pairs), "--base", str(tiny_llama_dir), "--out", str(tmp_path / "o"), "--lora"])
+    rc = main(
+        ["train", str(pairs), "--base", str(tiny_llama_dir), "--out", str(tmp_path / "o"), "--lora"]
+    )
     assert rc == 2
     assert "pip install peft" in capsys.readouterr().err
 
@@ -104,8 +163,20 @@ def test_lora_is_merged_into_a_plain_model(pairs, tiny_llama_dir, tmp_path):
     from agent.train import train
 
     out = tmp_path / "lora"
-    res = train(TrainConfig(data=str(pairs), base=str(tiny_llama_dir), out=str(out), epochs=2, batch_size=3,
-                            micro_batch_size=3, lora=True, lora_r=4, val_fraction=0.25, max_length=4096))
+    res = train(
+        TrainConfig(
+            data=str(pairs),
+            base=str(tiny_llama_dir),
+            out=str(out),
+            epochs=2,
+            batch_size=3,
+            micro_batch_size=3,
+            lora=True,
+            lora_r=4,
+            val_fraction=0.25,
+            max_length=4096,
+        )
+    )
     assert res.best is not None
     assert not (out / "adapter_config.json").exists()  # merged, not an adapter directory
     assert len(HFBackend(model=str(out)).generate("import torch", n=1, max_tokens=4)) == 1

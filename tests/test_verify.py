@@ -25,7 +25,11 @@ def _problem_for(kernel: Path) -> Path:
 @pytest.fixture(scope="module", params=["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
 def verdicts(request):
     """Verify every example candidate once on the device, in parallel (one job per core / GPU)."""
-    v = Verifier(VerifyOptions(trials=3, timeout_s=15 if request.param == "cpu" else 25, device=request.param))
+    v = Verifier(
+        VerifyOptions(
+            trials=3, timeout_s=15 if request.param == "cpu" else 25, device=request.param
+        )
+    )
     files = GOOD + BROKEN
 
     def run(k: Path):
@@ -92,11 +96,15 @@ def test_crash_and_timeout_do_not_kill_the_caller(verdicts):
 
 
 def test_library_calls_accepted_as_mixed_under_allow_library(tmp_path):
-    v = Verifier(VerifyOptions(trials=2, timeout_s=30, device="cpu", policy="allow-library", aot_target=None))
-    verdict = v.verify(read_problem(EXAMPLES / "problems" / "matmul.py"),
-                       (EXAMPLES / "broken" / "matmul__cheat.py").read_text(), "matmul__cheat.py")
+    v = Verifier(
+        VerifyOptions(trials=2, timeout_s=30, device="cpu", policy="allow-library", aot_target=None)
+    )
+    verdict = v.verify(
+        read_problem(EXAMPLES / "problems" / "matmul.py"),
+        (EXAMPLES / "broken" / "matmul__cheat.py").read_text(),
+        "matmul__cheat.py",
+    )
     # matmul__cheat does its matmul with torch.mm and launches a token kernel: under
     # allow-library it is accepted, but labelled mixed with the op named.
     assert verdict.status == "ok" and verdict.mixed
     assert "aten.mm" in verdict.evidence.audit.library_ops
-
