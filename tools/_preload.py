@@ -13,10 +13,10 @@ import triton  # noqa: F401
 import triton.language  # noqa: F401
 import triton.runtime.interpreter  # noqa: F401
 
-import tools.guard  # noqa: F401
-import tools.worker  # noqa: F401
 import tools.audit  # noqa: F401, E402
 import tools.devshim  # noqa: F401, E402
+import tools.guard  # noqa: F401
+import tools.worker  # noqa: F401
 
 # KernelLLM's Inductor-style outputs import these; importing them costs ~1.6 s, so do it once.
 # Only for the CPU (interpreter) forkserver: on a GPU machine importing Inductor's runtime can
