@@ -77,6 +77,23 @@ def add_verify_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def verify_config_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The verification flags as AgentConfig keyword arguments (optimize, repair, bench)."""
+    target = None if str(args.target).lower() in ("none", "", "off") else args.target
+    return dict(
+        trials=args.trials,
+        seed=args.seed,
+        atol=args.atol,
+        rtol=args.rtol,
+        tolerance_preset=args.tolerance_preset,
+        policy=args.policy,
+        device=args.device,
+        timeout_s=args.timeout,
+        aot_target=target,
+        allow_large=args.allow_large,
+    )
+
+
 def verify_options_from(args: argparse.Namespace):
     from tools.compare import Tolerance
     from tools.verify import VerifyOptions

@@ -109,37 +109,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def config_from(args: argparse.Namespace) -> Any:
     from agent.bench import BenchConfig, default_out
+    from agent.cli import verify_config_kwargs
+    from agent.cmd_optimize import backend_config_kwargs
     from agent.config import AgentConfig
 
-    target = None if str(args.target).lower() in ("none", "", "off") else args.target
     kw: dict[str, Any] = dict(
         budget=args.samples,
         samples_per_round=args.samples_per_round,
-        backend=args.backend,
-        api_key=args.api_key,
-        replies=args.replies,
-        prompt_format=args.prompt_format,
-        prompt_template=args.prompt_template,
-        temperature=args.temperature,
-        top_p=args.top_p,
-        max_tokens=args.max_tokens,
         compiler_seed=args.compiler_seed,
         tune=not args.no_tune,
-        trials=args.trials,
-        seed=args.seed,
-        atol=args.atol,
-        rtol=args.rtol,
-        tolerance_preset=args.tolerance_preset,
-        policy=args.policy,
-        device=args.device,
-        timeout_s=args.timeout,
-        aot_target=target,
-        allow_large=args.allow_large,
+        **backend_config_kwargs(args),
+        **verify_config_kwargs(args),
     )
-    if args.model:
-        kw["model"] = args.model
-    if args.base_url:
-        kw["base_url"] = args.base_url
     if args.samples < 1:
         raise BadInputError("--samples must be at least 1")
     return BenchConfig(

@@ -8,7 +8,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from agent.cli import COMMANDS, add_verify_options, emit_json, err_console
+from agent.cli import COMMANDS, add_verify_options, emit_json, err_console, verify_config_kwargs
 from agent.config import AgentConfig
 
 STATUS_STYLE = {"ok": "green", "slower": "yellow"}
@@ -67,11 +67,9 @@ def add_loop_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def config_from(args: argparse.Namespace) -> AgentConfig:
-    target = None if str(args.target).lower() in ("none", "", "off") else args.target
+def backend_config_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The backend and sampling flags as AgentConfig keyword arguments (optimize, repair, bench)."""
     kw: dict[str, Any] = dict(
-        budget=args.budget,
-        samples_per_round=args.samples_per_round,
         backend=args.backend,
         api_key=args.api_key,
         replies=args.replies,
@@ -80,27 +78,27 @@ def config_from(args: argparse.Namespace) -> AgentConfig:
         temperature=args.temperature,
         top_p=args.top_p,
         max_tokens=args.max_tokens,
+    )
+    if args.model:
+        kw["model"] = args.model
+    if args.base_url:
+        kw["base_url"] = args.base_url
+    return kw
+
+
+def config_from(args: argparse.Namespace) -> AgentConfig:
+    kw: dict[str, Any] = dict(
+        budget=args.budget,
+        samples_per_round=args.samples_per_round,
         compiler_seed=not args.no_compiler_seed,
         tune=not args.no_tune,
         target_speedup=args.target_speedup,
         baseline=args.baseline,
         time_limit_s=args.time_limit,
         run_id=args.run_id,
-        trials=args.trials,
-        seed=args.seed,
-        atol=args.atol,
-        rtol=args.rtol,
-        tolerance_preset=args.tolerance_preset,
-        policy=args.policy,
-        device=args.device,
-        timeout_s=args.timeout,
-        aot_target=target,
-        allow_large=args.allow_large,
+        **backend_config_kwargs(args),
+        **verify_config_kwargs(args),
     )
-    if args.model:
-        kw["model"] = args.model
-    if args.base_url:
-        kw["base_url"] = args.base_url
     if args.runs_dir:
         kw["runs_dir"] = args.runs_dir
     return AgentConfig(**kw)

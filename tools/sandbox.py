@@ -79,7 +79,7 @@ class Limits:
 @dataclass
 class _Slot:
     device: str
-    """`cpu` or `cuda:N` (N is the physical index; the job sees it as cuda:0)."""
+    """`cpu` or `cuda:N` (N indexes the GPUs this process sees; the job sees it as cuda:0)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -112,6 +112,8 @@ class Sandbox:
             ids = list(gpus) if gpus is not None else list(range(_count_gpus()))
             if not ids:
                 raise SandboxError("device cuda requested but no GPU is visible")
+            for i in ids:
+                visible_device_id(i)  # a GPU the parent cannot see is an error now, not per job
             self._slots = [_Slot(f"cuda:{i}") for i in ids]
         else:
             n = max_workers or os.cpu_count() or 1
@@ -159,7 +161,7 @@ class Sandbox:
         workdir = tempfile.mkdtemp(prefix="ta-job-")
         job_env = dict(env)
         if slot.device.startswith("cuda:"):
-            job_env["CUDA_VISIBLE_DEVICES"] = slot.device.split(":", 1)[1]
+            job_env["CUDA_VISIBLE_DEVICES"] = visible_device_id(int(slot.device.split(":", 1)[1]))
             job_env["TA_DEVICE"] = "cuda"
         else:
             job_env["TA_DEVICE"] = "cpu"
@@ -326,6 +328,26 @@ def _start_without_main(proc, *, interpret: bool) -> None:
                 os.environ.pop("TRITON_INTERPRET", None)
             else:
                 os.environ["TRITON_INTERPRET"] = saved_env
+
+
+def visible_device_id(index: int, parent_visible: str | None = None) -> str:
+    """What a job's CUDA_VISIBLE_DEVICES must say for the `index`-th GPU this process sees.
+
+    Indices (`gpus`, `torch.cuda.device_count()`) count the GPUs visible to *this* process; when
+    it already runs under CUDA_VISIBLE_DEVICES (a scheduler, a container, a user's choice), GPU
+    `index` is that list's entry `index` (an id or a UUID), not physical GPU `index`.
+    """
+    if parent_visible is None:
+        parent_visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if parent_visible is None:
+        return str(index)
+    ids = [x.strip() for x in parent_visible.split(",") if x.strip()]
+    if not 0 <= index < len(ids):
+        raise SandboxError(
+            f"GPU index {index} is not visible: CUDA_VISIBLE_DEVICES={parent_visible!r} lists "
+            f"{len(ids)} GPU(s)"
+        )
+    return ids[index]
 
 
 def _count_gpus() -> int:
