@@ -156,6 +156,10 @@ def _fill_poison(t: torch.Tensor) -> None:
             t.fill_(True)
         else:
             t.fill_(INT_POISON if t.element_size() >= 4 else 0x5A)
+    if t.is_cuda:
+        # The fill is queued on the current stream; a kernel the candidate launches on another
+        # stream must not race it (the poison would overwrite a correct result).
+        torch.cuda.current_stream(t.device).synchronize()
 
 
 class LaunchCounter:

@@ -340,6 +340,7 @@ def profile_job(
             baselines: dict[str, Any] = {"eager_samples": timer.measure(eager, sets)}
             if want_compile:
                 try:
+                    compile_in_this_process()
                     compiled = torch.compile(model)
 
                     def run_compiled(args: list) -> Any:
@@ -395,6 +396,18 @@ def profile_job(
         result["violations"] = list(guard.VIOLATIONS[violations_before:])
     result["timings"]["total_s"] = time.perf_counter() - t0
     return result
+
+
+def compile_in_this_process() -> None:
+    """Make Inductor compile inside this job process.
+
+    With more than one core Inductor starts a pool of `python` compile workers; the job's guard
+    refuses that subprocess, so on the 16-core GPU machine every `torch.compile` baseline failed
+    with a PermissionError (and left a guard violation). One compile thread needs no pool.
+    """
+    import torch._inductor.config as inductor_config
+
+    inductor_config.compile_threads = 1
 
 
 def _sync() -> None:

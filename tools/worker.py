@@ -70,6 +70,21 @@ def _sync() -> None:
         torch.cuda.synchronize()
 
 
+def _warm_cuda() -> None:
+    """Initialise CUDA and Triton's driver in the harness, before the integrity snapshot: what
+    they import or set up lazily at the first launch is then not read as the candidate's doing.
+    Best effort: a failure here shows up again, as the candidate's error, at its first launch."""
+    try:
+        torch.cuda.init()
+        torch.cuda.current_stream()
+        importlib.import_module("torch._subclasses.fake_tensor")
+        from triton.runtime import driver
+
+        driver.active.get_current_stream(driver.active.get_current_device())
+    except Exception:  # noqa: BLE001
+        pass
+
+
 def _short_tb(exc: BaseException, limit: int = 6) -> str:
     """`ValueError: message (problem.py line 12, in get_inputs: raise ValueError(...))`: the error
     and where in the user's file it came from, without the harness's frames."""
@@ -291,6 +306,15 @@ def candidate_job(
         # forward, which the integrity check read as tampering (seen on the H200, torch 2.11).
         # Import it before the snapshot so only the candidate's own patches count.
         importlib.import_module("torch._dynamo")
+        if device == "cuda" and "_inductor" in kernel_source:
+            # KernelLLM-style output imports Inductor's runtime; on CPU the shim already did this.
+            # Harness set-up, so before the snapshot: whatever importing Inductor replaces (on
+            # some torch version) must not be read as the candidate's doing.
+            from tools.devshim import install_inductor_compat
+
+            install_inductor_compat()
+        if device == "cuda":
+            _warm_cuda()
 
         integrity = Integrity()
         threads_before = set(threading.enumerate())
@@ -305,11 +329,6 @@ def candidate_job(
         local_path = os.path.join(os.getcwd(), os.path.basename(kernel_path) or "candidate.py")
         with open(local_path, "w") as f:
             f.write(kernel_source)
-        if device == "cuda" and "_inductor" in kernel_source:
-            # KernelLLM-style output imports Inductor's runtime; on CPU the shim already did this.
-            from tools.devshim import install_inductor_compat
-
-            install_inductor_compat()
         try:
             cand = exec_module(kernel_source, local_path, "candidate")
         except BaseException as exc:  # noqa: BLE001 - SystemExit from a candidate is an error too
@@ -377,6 +396,7 @@ def candidate_job(
                     args = _clone(base)
                 prev_args = args
                 keep = _clone(base)
+                _sync()  # inputs ready before the call: a kernel on a side stream must not race them
                 try:
                     with torch.no_grad(), observer.forward(), audited(poison=poison) as (mode, launches):
                         out = model_new(*args)
