@@ -387,8 +387,12 @@ def _tail(path: str, lines: int = 25, chars: int = 3000) -> str:
             text = f.read()
     except OSError:
         return ""
-    text = "\n".join(text.rstrip().splitlines()[-lines:])
-    return text[-chars:]
+    # The harness's own profiler (kineto) logs start/stop lines; they are not the candidate's.
+    kept = [ln for ln in text.rstrip().splitlines() if not ln.startswith(_HARNESS_NOISE)]
+    return "\n".join(kept[-lines:])[-chars:]
+
+
+_HARNESS_NOISE = ("USDT:", "STAGE:")
 
 
 # ---------------------------------------------------------------------------------------------
