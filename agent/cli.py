@@ -75,6 +75,11 @@ def add_verify_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="run problems the CPU interpreter would take very long on, instead of refusing them",
     )
+    p.add_argument(
+        "--generalize",
+        action="store_true",
+        help="also verify with the problem's size constants changed (catches hard-coded shapes)",
+    )
 
 
 def verify_config_kwargs(args: argparse.Namespace) -> dict[str, Any]:
@@ -91,6 +96,7 @@ def verify_config_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         timeout_s=args.timeout,
         aot_target=target,
         allow_large=args.allow_large,
+        generalize=args.generalize,
     )
 
 
@@ -108,6 +114,7 @@ def verify_options_from(args: argparse.Namespace):
         timeout_s=args.timeout,
         aot_target=target,
         allow_large=args.allow_large,
+        generalize=getattr(args, "generalize", False),
     )
 
 

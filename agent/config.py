@@ -65,6 +65,8 @@ class AgentConfig:
     timeout_s: float = 180.0
     aot_target: str | None = "sm_90"
     allow_large: bool = False
+    generalize: bool = False
+    """Also verify each candidate at other sizes (hard-coded shapes fail)."""
 
     def __post_init__(self) -> None:
         if self.budget < 1:
@@ -89,6 +91,7 @@ class AgentConfig:
             timeout_s=self.timeout_s,
             aot_target=self.aot_target,
             allow_large=self.allow_large,
+            generalize=self.generalize,
         )
 
     def to_dict(self) -> dict[str, Any]:

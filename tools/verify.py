@@ -50,6 +50,11 @@ class VerifyOptions:
     that also clamps at 6). Off by default: scaling shrinks the relative weight of `atol`, so
     sums that cancel can fail honest kernels."""
 
+    generalize: bool = False
+    """Generalisation check over sizes: after passing at the problem's own sizes, verify again
+    with its integer size constants changed (`generalization_sizes`). Catches kernels with
+    shapes baked in (the compiler drafter's, for one)."""
+
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
             raise BadInputError(f"unknown policy {self.policy!r}; choose one of {', '.join(POLICIES)}")
@@ -138,10 +143,31 @@ class Verifier:
     def verify(self, problem: Problem, kernel_source: str, kernel_path: str = "candidate.py") -> Verdict:
         start = time.monotonic()
         verdict = self._verify(problem, kernel_source, kernel_path)
+        if verdict.correct and self.options.generalize:
+            verdict = self._generalize(problem, kernel_source, kernel_path, verdict)
         verdict.duration_s = round(time.monotonic() - start, 3)
         verdict.device = "cpu" if self.device == "cpu" else "cuda"
         verdict.policy = self.options.policy
         return verdict
+
+    def _generalize(self, problem: Problem, source: str, path: str, verdict: Verdict) -> Verdict:
+        sizes = generalization_sizes(problem)
+        if not sizes:
+            verdict.evidence.notes.append("generalisation check: the problem has no integer size constants")
+            return verdict
+        variant = problem.with_sizes(**sizes)
+        shown = ", ".join(f"{k}={v}" for k, v in sizes.items())
+        try:
+            other = self._verify(variant, source, path)
+        except ProblemError as exc:  # the reference itself does not accept those sizes
+            verdict.evidence.notes.append(f"generalisation check skipped: at {shown} the problem fails: {exc}")
+            return verdict
+        if other.correct:
+            verdict.evidence.notes.append(f"generalisation check passed at {shown}")
+            return verdict
+        other.message = f"correct at the problem's sizes, but not at {shown}: {other.message}"
+        other.evidence.notes.append(f"generalisation check failed at {shown}")
+        return other
 
     def _verify(self, problem: Problem, kernel_source: str, kernel_path: str) -> Verdict:
         check = check_candidate_source(kernel_source, kernel_path)
@@ -162,6 +188,12 @@ class Verifier:
             aot_target=self.options.aot_target if self.device == "cpu" else None,
         )
         return judge(outcome, ref, self.options)
+
+
+def generalization_sizes(problem: Problem) -> dict[str, int]:
+    """Other values for the problem's integer size constants: about half, plus one (so powers of
+    two become odd and every size changes). Constants of 1 stay (often a flag or a kernel size)."""
+    return {k: v // 2 + 1 for k, v in problem.size_constants.items() if isinstance(v, int) and v >= 2}
 
 
 def judge(outcome: JobOutcome, ref: Reference, options: VerifyOptions) -> Verdict:
