@@ -126,9 +126,13 @@ def test_lazy_dynamo_import_in_first_forward_is_not_tampering():
 
 def test_candidate_replacing_manual_seed_is_still_caught():
     """The fix must not blind the check: a candidate that patches torch.manual_seed itself."""
-    kernel = (ROOT / "examples/kernels/relu.py").read_text().replace(
-        "        return relu(x)",
-        "        torch.manual_seed = lambda *a, **k: None\n        return relu(x)",
+    kernel = (
+        (ROOT / "examples/kernels/relu.py")
+        .read_text()
+        .replace(
+            "        return relu(x)",
+            "        torch.manual_seed = lambda *a, **k: None\n        return relu(x)",
+        )
     )
     problem = (ROOT / "examples/problems/relu.py").read_text()
     source = f"KERNEL = {kernel!r}\nPROBLEM = {problem!r}\n" + _LAZY_IMPORT_JOB

@@ -115,11 +115,17 @@ def test_generalisation_check_catches_hard_coded_shapes():
 
     relu = read_problem(EXAMPLES / "problems" / "relu.py")
     assert generalization_sizes(relu) == {"BATCH": 7, "DIM": 501}
-    v = Verifier(VerifyOptions(trials=1, timeout_s=30, device="cpu", aot_target=None, generalize=True))
+    v = Verifier(
+        VerifyOptions(trials=1, timeout_s=30, device="cpu", aot_target=None, generalize=True)
+    )
     general = v.verify(relu, (EXAMPLES / "kernels" / "relu.py").read_text(), "relu.py")
     assert general.correct, general.feedback()
-    assert any("generalisation check passed at BATCH=7, DIM=501" in n for n in general.evidence.notes)
+    assert any(
+        "generalisation check passed at BATCH=7, DIM=501" in n for n in general.evidence.notes
+    )
     # KernelLLM-style output bakes 13x1000 in: right at the problem's sizes, wrong at others.
-    baked = v.verify(relu, (EXAMPLES / "kernels" / "relu_inductor_style.py").read_text(), "baked.py")
+    baked = v.verify(
+        relu, (EXAMPLES / "kernels" / "relu_inductor_style.py").read_text(), "baked.py"
+    )
     assert not baked.correct
     assert "not at BATCH=7, DIM=501" in baked.message

@@ -134,8 +134,11 @@ class AuditMode(TorchDispatchMode):
         out = func(*args, **kwargs)
         if name in LIBRARY_OPS:
             self.library[f"aten.{name}"] += 1
-        elif name == "_to_copy" and "dtype" in kwargs and args and kwargs["dtype"] != getattr(
-            args[0], "dtype", None
+        elif (
+            name == "_to_copy"
+            and "dtype" in kwargs
+            and args
+            and kwargs["dtype"] != getattr(args[0], "dtype", None)
         ):
             self.compute["aten._to_copy (dtype conversion)"] += 1
         elif name in ALLOC_OPS or name in VIEW_OPS:
@@ -252,7 +255,11 @@ def _watch_escapes(mode: AuditMode, launches: LaunchCounter):
 @contextlib.contextmanager
 def audited(poison: bool = True):
     """Context for running one forward: yields (AuditMode, LaunchCounter)."""
-    with LaunchCounter() as launches, AuditMode(poison=poison) as mode, _watch_escapes(mode, launches):
+    with (
+        LaunchCounter() as launches,
+        AuditMode(poison=poison) as mode,
+        _watch_escapes(mode, launches),
+    ):
         yield mode, launches
 
 
@@ -266,32 +273,36 @@ def audited(poison: bool = True):
 # Under the Triton interpreter a launch only performs allocation/copy ops, so nothing inside a
 # forward needs excluding.
 
-PROFILER_FREE = ALLOC_OPS | VIEW_OPS | {
-    "to",
-    "type_as",
-    "resolve_conj",
-    "resolve_neg",
-    "result_type",
-    "is_nonzero",
-    "pin_memory",
-    "is_pinned",
-    "empty_like",
-    "_has_compatible_shallow_copy_type",
-    "_nested_tensor_from_mask_left_aligned",
-    "record_stream",
-    "detach_",
-    "lift",
-    "requires_grad_",
-    "as_strided_",
-    "squeeze_",
-    "unsqueeze_",
-    "t_",
-    "transpose_",
-    "empty_permuted",
-    "resize_as_",
-    "_copy_from",
-    "_copy_from_and_resize",
-}
+PROFILER_FREE = (
+    ALLOC_OPS
+    | VIEW_OPS
+    | {
+        "to",
+        "type_as",
+        "resolve_conj",
+        "resolve_neg",
+        "result_type",
+        "is_nonzero",
+        "pin_memory",
+        "is_pinned",
+        "empty_like",
+        "_has_compatible_shallow_copy_type",
+        "_nested_tensor_from_mask_left_aligned",
+        "record_stream",
+        "detach_",
+        "lift",
+        "requires_grad_",
+        "as_strided_",
+        "squeeze_",
+        "unsqueeze_",
+        "t_",
+        "transpose_",
+        "empty_permuted",
+        "resize_as_",
+        "_copy_from",
+        "_copy_from_and_resize",
+    }
+)
 
 
 class ProfilerObserver:
@@ -347,7 +358,9 @@ class ProfilerObserver:
         try:
             events = self._prof.function_events
         except Exception as e:
-            self.tampered.append(f"the harness's profiler results are unreadable ({type(e).__name__})")
+            self.tampered.append(
+                f"the harness's profiler results are unreadable ({type(e).__name__})"
+            )
             return [], []
         markers = [e for e in events if e.name == self.marker]
         if len(markers) != self.forwards:
@@ -363,7 +376,7 @@ class ProfilerObserver:
                 if not name.startswith("aten::"):
                     visit(child)  # record_function ranges (the candidate's own or torch's)
                     continue
-                op = name[len("aten::"):].split(".")[0]
+                op = name[len("aten::") :].split(".")[0]
                 if op in LIBRARY_OPS:
                     if f"aten.{op}" not in library:
                         library.append(f"aten.{op}")
@@ -380,6 +393,7 @@ class ProfilerObserver:
 # ------------------------------------------------------------------------------------------
 # Integrity: what the candidate must not replace in its process.
 
+
 def _integrity_targets() -> list[tuple[str, object, str]]:
     import importlib
     import pickle
@@ -394,27 +408,83 @@ def _integrity_targets() -> list[tuple[str, object, str]]:
             if hasattr(owner, n):
                 targets.append((f"{label}.{n}", owner, n))
 
-    add("time", time, "perf_counter", "perf_counter_ns", "time", "time_ns", "monotonic",
-        "monotonic_ns", "process_time")
-    add("torch", torch, "allclose", "isclose", "equal", "manual_seed", "save", "load", "empty",
-        "empty_like", "randn")
+    add(
+        "time",
+        time,
+        "perf_counter",
+        "perf_counter_ns",
+        "time",
+        "time_ns",
+        "monotonic",
+        "monotonic_ns",
+        "process_time",
+    )
+    add(
+        "torch",
+        torch,
+        "allclose",
+        "isclose",
+        "equal",
+        "manual_seed",
+        "save",
+        "load",
+        "empty",
+        "empty_like",
+        "randn",
+    )
     add("torch.testing", torch.testing, "assert_close")
-    add("torch.Tensor", torch.Tensor, "clone", "to", "cpu", "detach", "data_ptr",
-        "untyped_storage", "numel", "__eq__", "copy_", "contiguous", "__reduce_ex__")
-    add("torch.nn.Module", torch.nn.Module, "__call__", "_call_impl", "to", "state_dict",
-        "load_state_dict")
-    add("torch.cuda", torch.cuda, "synchronize", "Event", "Stream", "current_stream",
-        "is_available")
+    add(
+        "torch.Tensor",
+        torch.Tensor,
+        "clone",
+        "to",
+        "cpu",
+        "detach",
+        "data_ptr",
+        "untyped_storage",
+        "numel",
+        "__eq__",
+        "copy_",
+        "contiguous",
+        "__reduce_ex__",
+    )
+    add(
+        "torch.nn.Module",
+        torch.nn.Module,
+        "__call__",
+        "_call_impl",
+        "to",
+        "state_dict",
+        "load_state_dict",
+    )
+    add(
+        "torch.cuda", torch.cuda, "synchronize", "Event", "Stream", "current_stream", "is_available"
+    )
     add("torch.autograd", torch.autograd, "_profiler_enabled")
     add("torch.autograd.profiler", torch.autograd.profiler, "profile", "record_function")
     import torch.utils._python_dispatch as pd
 
-    add("torch.utils._python_dispatch", pd, "_pop_mode", "_push_mode", "_disable_current_modes",
-        "_pop_mode_temporarily", "_get_current_dispatch_mode", "_len_torch_dispatch_stack",
-        "_pop_torch_dispatch_stack")
-    add("torch._C", torch._C, "_pop_torch_dispatch_stack", "_push_on_torch_dispatch_stack",
-        "_len_torch_dispatch_stack", "_DisableTorchDispatch", "_ExcludeDispatchKeyGuard",
-        "_disabled_torch_dispatch_impl")
+    add(
+        "torch.utils._python_dispatch",
+        pd,
+        "_pop_mode",
+        "_push_mode",
+        "_disable_current_modes",
+        "_pop_mode_temporarily",
+        "_get_current_dispatch_mode",
+        "_len_torch_dispatch_stack",
+        "_pop_torch_dispatch_stack",
+    )
+    add(
+        "torch._C",
+        torch._C,
+        "_pop_torch_dispatch_stack",
+        "_push_on_torch_dispatch_stack",
+        "_len_torch_dispatch_stack",
+        "_DisableTorchDispatch",
+        "_ExcludeDispatchKeyGuard",
+        "_disabled_torch_dispatch_impl",
+    )
     add("pickle", pickle, "dumps", "dump", "Pickler")
     try:
         import triton.testing as tt
@@ -430,10 +500,21 @@ def _integrity_targets() -> list[tuple[str, object, str]]:
     add("triton", triton, "jit", "cdiv")
     from multiprocessing import connection
 
-    add("multiprocessing.connection.Connection", connection.Connection, "send_bytes", "send",
-        "close")
-    for modname in ("tools.compare", "tools.worker", "tools.audit", "tools.guard",
-                    "tools.sandbox", "tools.devshim"):
+    add(
+        "multiprocessing.connection.Connection",
+        connection.Connection,
+        "send_bytes",
+        "send",
+        "close",
+    )
+    for modname in (
+        "tools.compare",
+        "tools.worker",
+        "tools.audit",
+        "tools.guard",
+        "tools.sandbox",
+        "tools.devshim",
+    ):
         mod = importlib.import_module(modname)
         for n, v in list(vars(mod).items()):
             if callable(v) and not n.startswith("__"):
@@ -442,9 +523,19 @@ def _integrity_targets() -> list[tuple[str, object, str]]:
                     for m, f in list(vars(v).items()):
                         if callable(f) or isinstance(f, (staticmethod, classmethod, property)):
                             targets.append((f"{modname}.{n}.{m}", v, m))
-        for n in ("VIOLATIONS", "TOOLCHAIN", "NATIVE_DENY", "_ALLOWED_WRITE_PREFIXES",
-                  "_WRITE_FLAGS", "_state", "ALLOC_OPS", "VIEW_OPS", "LIBRARY_OPS",
-                  "POISON_OPS", "PROFILER_FREE"):
+        for n in (
+            "VIOLATIONS",
+            "TOOLCHAIN",
+            "NATIVE_DENY",
+            "_ALLOWED_WRITE_PREFIXES",
+            "_WRITE_FLAGS",
+            "_state",
+            "ALLOC_OPS",
+            "VIEW_OPS",
+            "LIBRARY_OPS",
+            "POISON_OPS",
+            "PROFILER_FREE",
+        ):
             if hasattr(mod, n):
                 targets.append((f"{modname}.{n}", mod, n))
     return targets
@@ -478,7 +569,8 @@ class Integrity:
 
     def __init__(self) -> None:
         self._values = [
-            (label, owner, name, _fingerprint(_get(owner, name))) for label, owner, name in _integrity_targets()
+            (label, owner, name, _fingerprint(_get(owner, name)))
+            for label, owner, name in _integrity_targets()
         ]
 
     def changed(self) -> list[str]:

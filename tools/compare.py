@@ -122,9 +122,7 @@ def mismatch_report(
     idx = bad.nonzero()[:5].tolist()
     first_bad = []
     for ix in idx:
-        first_bad.append(
-            {"index": ix, "got": _num(gf[tuple(ix)]), "expected": _num(ef[tuple(ix)])}
-        )
+        first_bad.append({"index": ix, "got": _num(gf[tuple(ix)]), "expected": _num(ef[tuple(ix)])})
     report = MismatchReport(
         output_index=output_index,
         trial=trial,
@@ -165,7 +163,9 @@ def pattern_hint(g: torch.Tensor, e: torch.Tensor, bad: torch.Tensor) -> str:
             "the output was never written"
         )
     if n and bool((g == 0).all()) and not bool((e == 0).all()):
-        return "the output is all zeros: it was probably never written (or written to another buffer)"
+        return (
+            "the output is all zeros: it was probably never written (or written to another buffer)"
+        )
     if bool(flat_bad.all()):
         if e.dim() >= 1 and e.shape[-1] > 1 and n > e.shape[-1]:
             rows_g = g.reshape(-1, e.shape[-1])

@@ -38,7 +38,9 @@ def render_feedback(v: Verdict) -> str:
         if a.torch_compute_ops and v.status == "cheat":
             lines.append("PyTorch ops seen inside forward: " + ", ".join(a.torch_compute_ops))
         if a.kernels and v.status != "ok":
-            lines.append(f"Triton kernels launched: {', '.join(a.kernels)} ({a.triton_launches} launches)")
+            lines.append(
+                f"Triton kernels launched: {', '.join(a.kernels)} ({a.triton_launches} launches)"
+            )
     if ev.resources:
         res = "; ".join(
             f"{r.name}: {r.registers} regs, {r.spills_bytes or 0} B spilled, {r.shared_bytes or 0} B shared"

@@ -16,39 +16,86 @@ import sys
 VIOLATIONS: list[str] = []
 
 # Programs Triton and the CUDA toolchain legitimately run while compiling a kernel.
-TOOLCHAIN = frozenset({
-    "ptxas",
-    "ptxas-blackwell",
-    "cc",
-    "gcc",
-    "g++",
-    "c++",
-    "clang",
-    "clang++",
-    "ld",
-    "ldconfig",
-    "nvcc",
-    "nvdisasm",
-    "cuobjdump",
-    "nvlink",
-    "fatbinary",
-    "hipcc",
-    "ld.lld",
-    "file",  # Triton 3.6 checks what it built with `file`
-    "objdump",
-    "readelf",
-})
+TOOLCHAIN = frozenset(
+    {
+        "ptxas",
+        "ptxas-blackwell",
+        "cc",
+        "gcc",
+        "g++",
+        "c++",
+        "clang",
+        "clang++",
+        "ld",
+        "ldconfig",
+        "nvcc",
+        "nvdisasm",
+        "cuobjdump",
+        "nvlink",
+        "fatbinary",
+        "hipcc",
+        "ld.lld",
+        "file",  # Triton 3.6 checks what it built with `file`
+        "objdump",
+        "readelf",
+    }
+)
 # libc / CPython symbols whose lookup through ctypes is refused (process creation, sockets,
 # file writes, signals, the audit-hook machinery itself).
-NATIVE_DENY = frozenset({
-    "system", "popen", "execv", "execve", "execvp", "execvpe", "execl", "execle", "execlp",
-    "fexecve", "fork", "vfork", "clone", "clone3", "posix_spawn", "posix_spawnp", "socket",
-    "socketpair", "connect", "bind", "sendto", "sendmsg", "open", "open64", "openat",
-    "openat64", "creat", "creat64", "fopen", "fopen64", "freopen", "unlink", "unlinkat",
-    "rename", "renameat", "truncate", "ftruncate", "kill", "killpg", "ptrace", "syscall",
-    "mprotect", "setrlimit", "prlimit", "prlimit64", "dup2", "dup3", "write", "pwrite",
-    "pwrite64",
-})
+NATIVE_DENY = frozenset(
+    {
+        "system",
+        "popen",
+        "execv",
+        "execve",
+        "execvp",
+        "execvpe",
+        "execl",
+        "execle",
+        "execlp",
+        "fexecve",
+        "fork",
+        "vfork",
+        "clone",
+        "clone3",
+        "posix_spawn",
+        "posix_spawnp",
+        "socket",
+        "socketpair",
+        "connect",
+        "bind",
+        "sendto",
+        "sendmsg",
+        "open",
+        "open64",
+        "openat",
+        "openat64",
+        "creat",
+        "creat64",
+        "fopen",
+        "fopen64",
+        "freopen",
+        "unlink",
+        "unlinkat",
+        "rename",
+        "renameat",
+        "truncate",
+        "ftruncate",
+        "kill",
+        "killpg",
+        "ptrace",
+        "syscall",
+        "mprotect",
+        "setrlimit",
+        "prlimit",
+        "prlimit64",
+        "dup2",
+        "dup3",
+        "write",
+        "pwrite",
+        "pwrite64",
+    }
+)
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 _ALLOWED_WRITE_PREFIXES = ("/dev/null", "/dev/shm/", "/proc/self/")
 _state: dict[str, object] = {"root": None, "installed": False}
@@ -126,5 +173,7 @@ def _hook(event: str, args: tuple) -> None:
         name = args[1] if len(args) > 1 else ""
         if isinstance(name, bytes):
             name = name.decode(errors="replace")
-        if isinstance(name, str) and (name in NATIVE_DENY or name.startswith(("PySys_", "_PyRuntime"))):
+        if isinstance(name, str) and (
+            name in NATIVE_DENY or name.startswith(("PySys_", "_PyRuntime"))
+        ):
             _deny(f"calling the native function {name}() through ctypes")

@@ -48,7 +48,9 @@ class Problem:
                 # keep line numbers stable
                 lines[start + 1 : start + 1] = ["\n"] * (end - start - 1)
         src = "".join(lines)
-        return Problem(path=self.path, name=self.name, source=src, size_constants=_constants(ast.parse(src)))
+        return Problem(
+            path=self.path, name=self.name, source=src, size_constants=_constants(ast.parse(src))
+        )
 
 
 def read_problem(path: str | os.PathLike[str]) -> Problem:
@@ -202,13 +204,32 @@ def check_candidate_source(source: str, path: str = "candidate.py") -> Candidate
 # popping the audit's dispatch mode, switching the profiler off, rewriting functions in place,
 # and running code built from strings (which defeats this check). A tripwire, not a boundary:
 # the dynamic checks (dispatch mode + profiler, integrity snapshot, guard) stand behind it.
-INTROSPECTION_NAMES = frozenset({
-    "get_objects", "get_referrers", "get_referents", "_getframe", "currentframe", "f_back",
-    "f_locals", "f_globals", "send_bytes", "addaudithook", "_pop_mode", "_pop_mode_temporarily",
-    "_disable_current_modes", "_pop_torch_dispatch_stack", "_DisableTorchDispatch",
-    "_ExcludeDispatchKeyGuard", "_disable_profiler", "_unset_dispatch_mode", "__closure__",
-    "__code__", "__globals__", "_child_main",
-})
+INTROSPECTION_NAMES = frozenset(
+    {
+        "get_objects",
+        "get_referrers",
+        "get_referents",
+        "_getframe",
+        "currentframe",
+        "f_back",
+        "f_locals",
+        "f_globals",
+        "send_bytes",
+        "addaudithook",
+        "_pop_mode",
+        "_pop_mode_temporarily",
+        "_disable_current_modes",
+        "_pop_torch_dispatch_stack",
+        "_DisableTorchDispatch",
+        "_ExcludeDispatchKeyGuard",
+        "_disable_profiler",
+        "_unset_dispatch_mode",
+        "__closure__",
+        "__code__",
+        "__globals__",
+        "_child_main",
+    }
+)
 DYNAMIC_CODE_CALLS = frozenset({"exec", "eval", "__import__"})
 
 
@@ -232,6 +253,17 @@ def _introspection_use(tree: ast.Module, source: str) -> tuple[ast.AST, str] | N
 def _is_triton_decorator(d: ast.expr) -> bool:
     target = d.func if isinstance(d, ast.Call) else d
     text = ast.unparse(target)
-    return text in ("triton.jit", "jit", "triton.autotune", "autotune", "triton.heuristics") or text.endswith(
-        (".jit", "triton_heuristics.pointwise", "triton_heuristics.reduction", "triton_heuristics.persistent_reduction")
+    return text in (
+        "triton.jit",
+        "jit",
+        "triton.autotune",
+        "autotune",
+        "triton.heuristics",
+    ) or text.endswith(
+        (
+            ".jit",
+            "triton_heuristics.pointwise",
+            "triton_heuristics.reduction",
+            "triton_heuristics.persistent_reduction",
+        )
     )

@@ -180,7 +180,9 @@ class Sandbox:
         child_conn.close()
         self.jobs_run += 1
         try:
-            parent_conn.send_bytes(pickle.dumps((fn, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL))
+            parent_conn.send_bytes(
+                pickle.dumps((fn, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+            )
             outcome = self._wait(proc, parent_conn, lim, start, workdir)
         except (BrokenPipeError, ConnectionResetError):
             outcome = JobOutcome(kind="crash", error="worker died before it received its job")
@@ -299,7 +301,9 @@ def _start_without_main(proc, *, interpret: bool) -> None:
     from multiprocessing import forkserver, spawn
 
     with _START_LOCK:
-        uses_forkserver = proc._start_method == "forkserver" if hasattr(proc, "_start_method") else True
+        uses_forkserver = (
+            proc._start_method == "forkserver" if hasattr(proc, "_start_method") else True
+        )
         if uses_forkserver and _FORKSERVER_MODE["interpret"] not in (None, interpret):
             stop = getattr(forkserver._forkserver, "_stop", None)
             if stop is not None:

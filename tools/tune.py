@@ -38,7 +38,16 @@ class Knob:
 
 def _is_block_name(name: str) -> bool:
     up = name.upper()
-    return "BLOCK" in up or up in ("XBLOCK", "YBLOCK", "RBLOCK", "R0_BLOCK", "BM", "BN", "BK", "TILE")
+    return "BLOCK" in up or up in (
+        "XBLOCK",
+        "YBLOCK",
+        "RBLOCK",
+        "R0_BLOCK",
+        "BM",
+        "BN",
+        "BK",
+        "TILE",
+    )
 
 
 def find_knobs(source: str) -> list[Knob]:
@@ -56,14 +65,23 @@ def find_knobs(source: str) -> list[Knob]:
             and type(stmt.value.value) is int
         ):
             v = stmt.value
-            knobs.append(Knob(stmt.targets[0].id, v.value, v.lineno, v.col_offset, v.end_col_offset))
+            knobs.append(
+                Knob(stmt.targets[0].id, v.value, v.lineno, v.col_offset, v.end_col_offset)
+            )
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript):  # kernel[grid](...)
             for kw in node.keywords:
                 if kw.arg and isinstance(kw.value, ast.Constant) and type(kw.value.value) is int:
                     if kw.arg in ("num_warps", "num_stages") or _is_block_name(kw.arg):
-                        knobs.append(Knob(kw.arg, kw.value.value, kw.value.lineno, kw.value.col_offset,
-                                          kw.value.end_col_offset))
+                        knobs.append(
+                            Knob(
+                                kw.arg,
+                                kw.value.value,
+                                kw.value.lineno,
+                                kw.value.col_offset,
+                                kw.value.end_col_offset,
+                            )
+                        )
         elif isinstance(node, ast.FunctionDef) and not any(
             "jit" in ast.unparse(d) or "autotune" in ast.unparse(d) for d in node.decorator_list
         ):
@@ -77,7 +95,9 @@ def find_knobs(source: str) -> list[Knob]:
                     and type(stmt.value.value) is int
                 ):
                     v = stmt.value
-                    knobs.append(Knob(stmt.targets[0].id, v.value, v.lineno, v.col_offset, v.end_col_offset))
+                    knobs.append(
+                        Knob(stmt.targets[0].id, v.value, v.lineno, v.col_offset, v.end_col_offset)
+                    )
     knobs.sort(key=lambda k: (k.lineno, k.col))
     return knobs
 
@@ -94,14 +114,19 @@ def candidates_for(knob: Knob) -> list[int]:
 def rewrite(source: str, changes: dict[Knob, int]) -> str:
     """The source with each knob's literal replaced (positions from `find_knobs`)."""
     lines = source.splitlines(keepends=True)
-    for knob, value in sorted(changes.items(), key=lambda kv: (kv[0].lineno, kv[0].col), reverse=True):
+    for knob, value in sorted(
+        changes.items(), key=lambda kv: (kv[0].lineno, kv[0].col), reverse=True
+    ):
         line = lines[knob.lineno - 1]
         lines[knob.lineno - 1] = line[: knob.col] + str(value) + line[knob.end_col :]
     return "".join(lines)
 
 
 def describe(changes: dict[Knob, int]) -> str:
-    return ", ".join(f"{k.name}={v} (was {k.value}, line {k.lineno})" for k, v in changes.items()) or "original"
+    return (
+        ", ".join(f"{k.name}={v} (was {k.value}, line {k.lineno})" for k, v in changes.items())
+        or "original"
+    )
 
 
 def one_at_a_time(source: str, limit: int = 16) -> list[tuple[str, str]]:

@@ -57,7 +57,9 @@ class VerifyOptions:
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
-            raise BadInputError(f"unknown policy {self.policy!r}; choose one of {', '.join(POLICIES)}")
+            raise BadInputError(
+                f"unknown policy {self.policy!r}; choose one of {', '.join(POLICIES)}"
+            )
         if self.trials < 1:
             raise BadInputError("--trials must be at least 1")
         if self.device not in ("auto", "cpu", "cuda"):
@@ -101,8 +103,13 @@ class Verifier:
 
     # -- stage: reference -------------------------------------------------------------------
     def reference(self, problem: Problem) -> Reference:
-        key = (problem.digest, self.options.trials, self.options.seed, self.device,
-               tuple(self.options.input_scales))
+        key = (
+            problem.digest,
+            self.options.trials,
+            self.options.seed,
+            self.device,
+            tuple(self.options.input_scales),
+        )
         with self._lock:
             if key in self._refs:
                 return self._refs[key]
@@ -122,7 +129,9 @@ class Verifier:
                 "reduce the sizes or raise --timeout"
             )
         if out.kind == "crash":
-            raise ProblemError(f"{problem.path}: the reference crashed: {out.error}\n{out.stderr_tail}")
+            raise ProblemError(
+                f"{problem.path}: the reference crashed: {out.error}\n{out.stderr_tail}"
+            )
         if out.kind == "error":
             raise SandboxError(f"internal error while loading the problem:\n{out.error}")
         data = out.value
@@ -140,7 +149,9 @@ class Verifier:
         return ref
 
     # -- the whole protocol -----------------------------------------------------------------
-    def verify(self, problem: Problem, kernel_source: str, kernel_path: str = "candidate.py") -> Verdict:
+    def verify(
+        self, problem: Problem, kernel_source: str, kernel_path: str = "candidate.py"
+    ) -> Verdict:
         start = time.monotonic()
         verdict = self._verify(problem, kernel_source, kernel_path)
         if verdict.correct and self.options.generalize:
@@ -153,14 +164,18 @@ class Verifier:
     def _generalize(self, problem: Problem, source: str, path: str, verdict: Verdict) -> Verdict:
         sizes = generalization_sizes(problem)
         if not sizes:
-            verdict.evidence.notes.append("generalisation check: the problem has no integer size constants")
+            verdict.evidence.notes.append(
+                "generalisation check: the problem has no integer size constants"
+            )
             return verdict
         variant = problem.with_sizes(**sizes)
         shown = ", ".join(f"{k}={v}" for k, v in sizes.items())
         try:
             other = self._verify(variant, source, path)
         except ProblemError as exc:  # the reference itself does not accept those sizes
-            verdict.evidence.notes.append(f"generalisation check skipped: at {shown} the problem fails: {exc}")
+            verdict.evidence.notes.append(
+                f"generalisation check skipped: at {shown} the problem fails: {exc}"
+            )
             return verdict
         if other.correct:
             verdict.evidence.notes.append(f"generalisation check passed at {shown}")
@@ -172,9 +187,16 @@ class Verifier:
     def _verify(self, problem: Problem, kernel_source: str, kernel_path: str) -> Verdict:
         check = check_candidate_source(kernel_source, kernel_path)
         if not check.ok:
-            err = SourceError(kind=check.status, message=check.message, line=check.line, code=check.code)
-            return Verdict(status=check.status, compiled=False, correct=False, message=check.message,
-                           evidence=Evidence(error=err))  # type: ignore[arg-type]
+            err = SourceError(
+                kind=check.status, message=check.message, line=check.line, code=check.code
+            )
+            return Verdict(
+                status=check.status,
+                compiled=False,
+                correct=False,
+                message=check.message,
+                evidence=Evidence(error=err),
+            )  # type: ignore[arg-type]
         ref = self.reference(problem)
         outcome = self.sandbox.run(
             "tools.worker:candidate_job",
@@ -193,14 +215,18 @@ class Verifier:
 def generalization_sizes(problem: Problem) -> dict[str, int]:
     """Other values for the problem's integer size constants: about half, plus one (so powers of
     two become odd and every size changes). Constants of 1 stay (often a flag or a kernel size)."""
-    return {k: v // 2 + 1 for k, v in problem.size_constants.items() if isinstance(v, int) and v >= 2}
+    return {
+        k: v // 2 + 1 for k, v in problem.size_constants.items() if isinstance(v, int) and v >= 2
+    }
 
 
 def judge(outcome: JobOutcome, ref: Reference, options: VerifyOptions) -> Verdict:
     """Turn a candidate job's outcome into the verdict. Pure: no I/O."""
     if outcome.kind == "timeout":
         return Verdict(
-            status="timeout", compiled=False, correct=False,
+            status="timeout",
+            compiled=False,
+            correct=False,
             message=f"the candidate did not finish within {options.timeout_s:.0f} s "
             "(infinite loop, deadlock or a runaway compile); the job was killed",
             evidence=Evidence(stderr_tail=outcome.stderr_tail),
@@ -208,7 +234,9 @@ def judge(outcome: JobOutcome, ref: Reference, options: VerifyOptions) -> Verdic
     if outcome.kind == "crash":
         sig = f" ({outcome.signal_name})" if outcome.signal_name else ""
         return Verdict(
-            status="crash", compiled=False, correct=False,
+            status="crash",
+            compiled=False,
+            correct=False,
             message=f"the candidate's process died{sig}: {outcome.error}. Typical causes: an "
             "out-of-bounds load/store without a mask, os._exit, exhausting memory",
             evidence=Evidence(stderr_tail=outcome.stderr_tail),
@@ -219,7 +247,9 @@ def judge(outcome: JobOutcome, ref: Reference, options: VerifyOptions) -> Verdic
         # candidate's fault until shown otherwise; the traceback says where.
         tail = (outcome.error or "no result")[-3000:]
         return Verdict(
-            status="crash", compiled=False, correct=False,
+            status="crash",
+            compiled=False,
+            correct=False,
             message="the candidate's job failed outside the candidate's own code (did it patch "
             f"torch or the harness?): {tail.strip().splitlines()[-1] if tail.strip() else ''}",
             evidence=Evidence(stderr_tail=tail),
@@ -228,7 +258,9 @@ def judge(outcome: JobOutcome, ref: Reference, options: VerifyOptions) -> Verdic
         return _judge_reply(outcome.value, ref, options)
     except Exception as exc:  # noqa: BLE001 - a reply the candidate forged or broke
         return Verdict(
-            status="crash", compiled=False, correct=False,
+            status="crash",
+            compiled=False,
+            correct=False,
             message=f"the candidate's job sent a malformed reply ({type(exc).__name__}: {exc}); "
             "it was not produced by the harness as written",
             evidence=Evidence(stderr_tail=outcome.stderr_tail),
@@ -240,90 +272,160 @@ def _judge_reply(data: dict[str, Any], ref: Reference, options: VerifyOptions) -
     violations = data.get("violations") or []
     audit = Audit(**data["audit"]) if data.get("audit") else Audit()
     audit.sandbox_violations = list(violations)
-    evidence = Evidence(audit=audit, notes=list(data.get("notes", [])), timings=dict(data.get("timings", {})))
+    evidence = Evidence(
+        audit=audit, notes=list(data.get("notes", [])), timings=dict(data.get("timings", {}))
+    )
     evidence.resources = [KernelResources(**r) for r in data.get("resources", [])]
     evidence.aot_errors = [SourceError(**e) for e in data.get("aot_errors", [])]
     evidence.expected_shapes = [list(o.shape) for o in ref.outputs[0] if hasattr(o, "shape")]
     compiled = data.get("stage") in ("run", "done") and audit.triton_launches > 0
     if violations:
-        return Verdict(status="cheat", compiled=compiled, correct=False,
-                       message=f"the candidate broke the sandbox rules: {violations[0]}", evidence=evidence)
+        return Verdict(
+            status="cheat",
+            compiled=compiled,
+            correct=False,
+            message=f"the candidate broke the sandbox rules: {violations[0]}",
+            evidence=evidence,
+        )
     if "error" in data:
         err = SourceError(**data["error"])
         evidence.error = err
         status = data.get("error_class", "runtime_error")
         where = f" at line {err.line}" if err.line else ""
-        stage = {"compile_error": "failed to compile", "runtime_error": "raised", "bad_input": "is unusable"}.get(
-            status, "failed"
-        )
+        stage = {
+            "compile_error": "failed to compile",
+            "runtime_error": "raised",
+            "bad_input": "is unusable",
+        }.get(status, "failed")
         first_line = _headline(err)
-        return Verdict(status=status, compiled=status not in ("compile_error", "bad_input"), correct=False,
-                       message=f"the candidate {stage}{where}: {first_line}", evidence=evidence)
+        return Verdict(
+            status=status,
+            compiled=status not in ("compile_error", "bad_input"),
+            correct=False,
+            message=f"the candidate {stage}{where}: {first_line}",
+            evidence=evidence,
+        )
     if audit.triton_launches == 0:
-        return Verdict(status="cheat", compiled=True, correct=False,
-                       message="no Triton kernel was launched during forward: the work must be done in Triton",
-                       evidence=evidence)
+        return Verdict(
+            status="cheat",
+            compiled=True,
+            correct=False,
+            message="no Triton kernel was launched during forward: the work must be done in Triton",
+            evidence=evidence,
+        )
     idle = data.get("idle_runs") or []
     if idle:
-        return Verdict(status="cheat", compiled=True, correct=False,
-                       message=f"forward launched no Triton kernel in {len(idle)} of its calls "
-                       f"({idle[0]}): every call must compute its output (a cached or memoised "
-                       "result is not a kernel)", evidence=evidence)
+        return Verdict(
+            status="cheat",
+            compiled=True,
+            correct=False,
+            message=f"forward launched no Triton kernel in {len(idle)} of its calls "
+            f"({idle[0]}): every call must compute its output (a cached or memoised "
+            "result is not a kernel)",
+            evidence=evidence,
+        )
     if audit.torch_compute_ops:
-        return Verdict(status="cheat", compiled=True, correct=False,
-                       message="PyTorch computed inside forward (" + ", ".join(audit.torch_compute_ops[:6])
-                       + "): under the strict policy all compute must happen in Triton kernels",
-                       evidence=evidence)
+        return Verdict(
+            status="cheat",
+            compiled=True,
+            correct=False,
+            message="PyTorch computed inside forward ("
+            + ", ".join(audit.torch_compute_ops[:6])
+            + "): under the strict policy all compute must happen in Triton kernels",
+            evidence=evidence,
+        )
     mixed = bool(audit.library_ops)
     if mixed and options.policy == "strict":
-        return Verdict(status="cheat", compiled=True, correct=False,
-                       message="library calls ran outside Triton (" + ", ".join(audit.library_ops)
-                       + "); rejected under the strict policy (use --policy allow-library to accept mixed kernels)",
-                       evidence=evidence)
+        return Verdict(
+            status="cheat",
+            compiled=True,
+            correct=False,
+            message="library calls ran outside Triton ("
+            + ", ".join(audit.library_ops)
+            + "); rejected under the strict policy (use --policy allow-library to accept mixed kernels)",
+            evidence=evidence,
+        )
     # Cheats first (above), then what the real compiler says: a kernel that also falls back to
     # PyTorch is a cheat whether or not it compiles for the GPU.
     if evidence.aot_errors:
         e = evidence.aot_errors[0]
         where = f" at line {e.line}" if e.line else ""
-        return Verdict(status="compile_error", compiled=False, correct=False,
-                       message=f"the kernel runs in the interpreter but the real compiler ({options.aot_target}) "
-                       f"rejects it{where}: {e.message.strip().splitlines()[-1] if e.message.strip() else e.kind}",
-                       evidence=evidence)
+        return Verdict(
+            status="compile_error",
+            compiled=False,
+            correct=False,
+            message=f"the kernel runs in the interpreter but the real compiler ({options.aot_target}) "
+            f"rejects it{where}: {e.message.strip().splitlines()[-1] if e.message.strip() else e.kind}",
+            evidence=evidence,
+        )
     if audit.aliased_outputs:
-        return Verdict(status="cheat", compiled=True, correct=False,
-                       message=f"output {audit.aliased_outputs[0]} aliases an input (it returns or views "
-                       "the input instead of computing a new tensor)", evidence=evidence)
+        return Verdict(
+            status="cheat",
+            compiled=True,
+            correct=False,
+            message=f"output {audit.aliased_outputs[0]} aliases an input (it returns or views "
+            "the input instead of computing a new tensor)",
+            evidence=evidence,
+        )
     if audit.mutated_inputs:
-        return Verdict(status="mismatch", compiled=True, correct=False,
-                       message=f"the candidate modified input {audit.mutated_inputs[0]} in place; the "
-                       "reference does not. Write results to a new output tensor", evidence=evidence)
+        return Verdict(
+            status="mismatch",
+            compiled=True,
+            correct=False,
+            message=f"the candidate modified input {audit.mutated_inputs[0]} in place; the "
+            "reference does not. Write results to a new output tensor",
+            evidence=evidence,
+        )
     outputs = data["outputs"]
     n_plain = len(ref.outputs) - len(options.input_scales)
     if options.input_scales:
         evidence.notes.append(
             f"trials {n_plain}..{len(ref.outputs) - 1} are the generalisation check (inputs scaled by "
-            + ", ".join(f"{x:g}" for x in options.input_scales) + ")"
+            + ", ".join(f"{x:g}" for x in options.input_scales)
+            + ")"
         )
-    evidence.got_shapes = [list(o.shape) for o in outputs[0][0] if hasattr(o, "shape")] if outputs else []
+    evidence.got_shapes = (
+        [list(o.shape) for o in outputs[0][0] if hasattr(o, "shape")] if outputs else []
+    )
     for trial, (pair, expected) in enumerate(zip(outputs, ref.outputs)):
         for run, got in zip(("first", "second"), pair):
             diff = compare_outputs(got, expected, tol, trial=trial, run=run)
             if diff.kind == "shape":
-                return Verdict(status="shape_mismatch", compiled=True, correct=False,
-                               message=diff.message, evidence=evidence, trials=trial + 1)
+                return Verdict(
+                    status="shape_mismatch",
+                    compiled=True,
+                    correct=False,
+                    message=diff.message,
+                    evidence=evidence,
+                    trials=trial + 1,
+                )
             if diff.kind == "value":
                 evidence.mismatch = diff.report
-                return Verdict(status="mismatch", compiled=True, correct=False, message=diff.message,
-                               evidence=evidence, trials=trial + 1,
-                               atol=diff.report.atol if diff.report else None,
-                               rtol=diff.report.rtol if diff.report else None)
+                return Verdict(
+                    status="mismatch",
+                    compiled=True,
+                    correct=False,
+                    message=diff.message,
+                    evidence=evidence,
+                    trials=trial + 1,
+                    atol=diff.report.atol if diff.report else None,
+                    rtol=diff.report.rtol if diff.report else None,
+                )
     dt = ref.outputs[0][0].dtype if ref.outputs and ref.outputs[0] else None
     atol, rtol = tol.for_dtype(dt) if dt is not None else (None, None)
     note = " (mixed: " + ", ".join(audit.library_ops) + " ran as library calls)" if mixed else ""
-    return Verdict(status="ok", compiled=True, correct=True,
-                   message=f"correct on {len(outputs)} trials ({audit.triton_launches} Triton launches, "
-                   f"kernels: {', '.join(audit.kernels)}){note}",
-                   evidence=evidence, trials=len(outputs), atol=atol, rtol=rtol, mixed=mixed)
+    return Verdict(
+        status="ok",
+        compiled=True,
+        correct=True,
+        message=f"correct on {len(outputs)} trials ({audit.triton_launches} Triton launches, "
+        f"kernels: {', '.join(audit.kernels)}){note}",
+        evidence=evidence,
+        trials=len(outputs),
+        atol=atol,
+        rtol=rtol,
+        mixed=mixed,
+    )
 
 
 def _headline(err: SourceError) -> str:
@@ -335,8 +437,15 @@ def _headline(err: SourceError) -> str:
     return err.kind
 
 
-def verify(problem: str | Problem, kernel: str, *, options: VerifyOptions | None = None,
-           verifier: Verifier | None = None, kernel_is_source: bool = False, **kw: Any) -> Verdict:
+def verify(
+    problem: str | Problem,
+    kernel: str,
+    *,
+    options: VerifyOptions | None = None,
+    verifier: Verifier | None = None,
+    kernel_is_source: bool = False,
+    **kw: Any,
+) -> Verdict:
     """Verify one candidate. `problem` is a path or a Problem; `kernel` a path (or source text
     with `kernel_is_source=True`). Keyword arguments are VerifyOptions fields."""
     prob = problem if isinstance(problem, Problem) else read_problem(problem)

@@ -90,14 +90,17 @@ def _short_tb(exc: BaseException, limit: int = 6) -> str:
     and where in the user's file it came from, without the harness's frames."""
     msg = "".join(traceback.format_exception_only(type(exc), exc)).strip()
     frames = [
-        f for f in traceback.extract_tb(exc.__traceback__)
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
         if not f.filename.startswith(os.path.dirname(os.path.abspath(__file__)))
-        and "site-packages" not in f.filename and not f.filename.startswith("<frozen")
+        and "site-packages" not in f.filename
+        and not f.filename.startswith("<frozen")
     ][-limit:]
     if not frames:
         return msg
     where = "; ".join(
-        f"{os.path.basename(f.filename)} line {f.lineno}, in {f.name}" + (f": {f.line}" if f.line else "")
+        f"{os.path.basename(f.filename)} line {f.lineno}, in {f.name}"
+        + (f": {f.line}" if f.line else "")
         for f in frames[-2:]
     )
     return f"{msg} ({where})"
@@ -204,8 +207,14 @@ def reference_job(
                     for x in inputs
                 ]
             if not isinstance(inputs, (list, tuple)) or not inputs:
-                return {"error": f"get_inputs() must return a non-empty list, got {type(inputs).__name__}"}
-            bad = [i for i, x in enumerate(inputs) if not isinstance(x, (torch.Tensor, int, float, bool))]
+                return {
+                    "error": f"get_inputs() must return a non-empty list, got {type(inputs).__name__}"
+                }
+            bad = [
+                i
+                for i, x in enumerate(inputs)
+                if not isinstance(x, (torch.Tensor, int, float, bool))
+            ]
             if bad:
                 return {
                     "error": f"get_inputs() item {bad[0]} is a {type(inputs[bad[0]]).__name__}, "
@@ -228,7 +237,9 @@ def reference_job(
                 return {"error": f"Model.forward output {nonten[0]} is not a tensor"}
             for a, b in zip(out, again):
                 same = a.shape == b.shape and bool(
-                    torch.isclose(a.double(), b.double(), atol=1e-5, rtol=1e-5, equal_nan=True).all()
+                    torch.isclose(
+                        a.double(), b.double(), atol=1e-5, rtol=1e-5, equal_nan=True
+                    ).all()
                 )
                 if not same:
                     return {
@@ -325,6 +336,7 @@ def candidate_job(
                 msg = f"replacing {label} ({where})"
                 if msg not in tamper:
                     tamper.append(msg)
+
         # Write the candidate where its tracebacks point: the job's private directory.
         local_path = os.path.join(os.getcwd(), os.path.basename(kernel_path) or "candidate.py")
         with open(local_path, "w") as f:
@@ -341,7 +353,10 @@ def candidate_job(
         result["stage"] = "construct"
         model_new_cls = getattr(cand, "ModelNew", None)
         if model_new_cls is None:
-            result.update(error={"kind": "bad_input", "message": "the candidate defines no `ModelNew`"}, error_class="bad_input")
+            result.update(
+                error={"kind": "bad_input", "message": "the candidate defines no `ModelNew`"},
+                error_class="bad_input",
+            )
             return result
         try:
             torch.manual_seed(seed)
@@ -398,7 +413,11 @@ def candidate_job(
                 keep = _clone(base)
                 _sync()  # inputs ready before the call: a kernel on a side stream must not race them
                 try:
-                    with torch.no_grad(), observer.forward(), audited(poison=poison) as (mode, launches):
+                    with (
+                        torch.no_grad(),
+                        observer.forward(),
+                        audited(poison=poison) as (mode, launches),
+                    ):
                         out = model_new(*args)
                         _sync()
                 except BaseException as exc:  # noqa: BLE001
@@ -407,7 +426,9 @@ def candidate_job(
                     in_kernel = _line_in_kernel(kernel_source, err.get("line"))
                     result.update(
                         error=err,
-                        error_class="compile_error" if failed_launch and in_kernel else "runtime_error",
+                        error_class="compile_error"
+                        if failed_launch and in_kernel
+                        else "runtime_error",
                         error_during_launch=bool(failed_launch),
                         trial=trial,
                     )
@@ -431,10 +452,16 @@ def candidate_job(
                     if op not in audit["library_ops"]:
                         audit["library_ops"].append(op)
                 for i, (a, k) in enumerate(zip(args, keep)):
-                    if isinstance(a, torch.Tensor) and not _same(a, k) and i not in audit["mutated_inputs"]:
+                    if (
+                        isinstance(a, torch.Tensor)
+                        and not _same(a, k)
+                        and i not in audit["mutated_inputs"]
+                    ):
                         audit["mutated_inputs"].append(i)
                 in_ptrs = {
-                    a.untyped_storage().data_ptr() for a in args if type(a) is torch.Tensor and a.numel()
+                    a.untyped_storage().data_ptr()
+                    for a in args
+                    if type(a) is torch.Tensor and a.numel()
                 }
                 for j, o in enumerate(flat):
                     if (
@@ -451,7 +478,9 @@ def candidate_job(
         hidden, hidden_lib = observer.ops()
         if hidden and not audit["torch_compute_ops"]:
             # The profiler saw compute the dispatch mode did not: the mode was popped/bypassed.
-            audit["torch_compute_ops"] += [f"{op} (hidden from the dispatch audit)" for op in hidden]
+            audit["torch_compute_ops"] += [
+                f"{op} (hidden from the dispatch audit)" for op in hidden
+            ]
         if hidden_lib and not audit["library_ops"]:
             audit["library_ops"] += [f"{op} (hidden from the dispatch audit)" for op in hidden_lib]
         check_integrity("after forward", during)
@@ -488,8 +517,11 @@ def _refill(prev: list | None, new: list) -> list | None:
         if isinstance(a, torch.Tensor) != isinstance(b, torch.Tensor):
             return None
         if isinstance(a, torch.Tensor) and (
-            type(a) is not torch.Tensor or a.shape != b.shape or a.dtype != b.dtype
-            or a.stride() != b.stride() or a.device != b.device
+            type(a) is not torch.Tensor
+            or a.shape != b.shape
+            or a.dtype != b.dtype
+            or a.stride() != b.stride()
+            or a.device != b.device
         ):
             return None
     out = []
@@ -548,7 +580,9 @@ def _line_in_kernel(source: str, line: int | None) -> bool:
     from tools.problem import _is_triton_decorator
 
     for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and any(_is_triton_decorator(d) for d in node.decorator_list):
+        if isinstance(node, ast.FunctionDef) and any(
+            _is_triton_decorator(d) for d in node.decorator_list
+        ):
             if node.lineno <= line <= (node.end_lineno or node.lineno):
                 return True
     return False
