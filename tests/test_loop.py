@@ -333,3 +333,17 @@ def test_sigkill_mid_run_then_resume_loses_nothing(tmp_path):
 )
 def test_bad_usage_exits_2(argv, capsys, tmp_path):
     assert main([*argv, "--runs-dir", str(tmp_path)]) == 2
+
+
+KILLED = GOOD.replace(
+    "        return relu(x)",
+    "        import os, signal\n        os.kill(os.getpid(), signal.SIGKILL)\n        return relu(x)",
+)
+
+
+def test_worker_killed_mid_job_is_a_crash_and_the_loop_goes_on(tmp_path, capsys):
+    assert KILLED != GOOD
+    rc, res = optimize(tmp_path, capsys, [fenced(KILLED), fenced(GOOD)], "--budget", "3")
+    assert rc == 0
+    assert [a["status"] for a in res["attempts"]] == ["crash", "ok"]
+    assert "SIGKILL" in prompt_of(res, 1)
