@@ -72,23 +72,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--ray-address", default=None, help="Ray cluster address (default: start a local one)"
     )
     p.add_argument("--only", default=None, help="comma-separated problem names (file stems) to run")
-    p.add_argument(
-        "--backend",
-        default="auto",
-        choices=["auto", "compiler", "openai", "vllm", "hf", "replay"],
-        help="auto: replay if --replies, openai if --base-url, hf if --model is a local dir, else compiler",
-    )
-    p.add_argument("--model", default=None)
-    p.add_argument("--base-url", default=None)
-    p.add_argument("--api-key", default=None)
-    p.add_argument(
-        "--replies", default=None, help='replay backend: JSONL file, one {"text": ...} per line'
-    )
-    p.add_argument("--prompt-format", default="auto", choices=["auto", "completion", "chat"])
-    p.add_argument("--prompt-template", default=None)
-    p.add_argument("--temperature", type=float, default=1.0)
-    p.add_argument("--top-p", type=float, default=0.97)
-    p.add_argument("--max-tokens", type=int, default=4096)
+    from agent.cmd_optimize import add_backend_options
+
+    add_backend_options(p)
     p.add_argument(
         "--samples-per-round", type=int, default=1, help="loop mode: candidates per round"
     )

@@ -14,16 +14,8 @@ from agent.config import AgentConfig
 STATUS_STYLE = {"ok": "green", "slower": "yellow"}
 
 
-def add_loop_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--budget", type=int, default=20, help="candidate kernels to evaluate (default 20)"
-    )
-    p.add_argument(
-        "--samples-per-round",
-        type=int,
-        default=1,
-        help="candidates drafted and evaluated in parallel per round",
-    )
+def add_backend_options(p: argparse.ArgumentParser) -> None:
+    """Backend and sampling flags (optimize, repair, bench, repl)."""
     p.add_argument(
         "--backend",
         default="auto",
@@ -51,6 +43,19 @@ def add_loop_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--top-p", type=float, default=0.97)
     p.add_argument("--max-tokens", type=int, default=4096)
+
+
+def add_loop_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--budget", type=int, default=20, help="candidate kernels to evaluate (default 20)"
+    )
+    p.add_argument(
+        "--samples-per-round",
+        type=int,
+        default=1,
+        help="candidates drafted and evaluated in parallel per round",
+    )
+    add_backend_options(p)
     p.add_argument(
         "--no-compiler-seed",
         action="store_true",

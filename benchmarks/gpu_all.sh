@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The consolidated GPU job (one lease; at most ~9 minutes, so it fits one 10-minute device
 # command). Run from the repo root on the GPU machine with the wheels of the agent's
-# dependencies carried in .whl/ (see /work/.library/device/README.md):
+# dependencies carried in .whl/ (see the device tool's README):
 #     bash benchmarks/gpu_all.sh
 # Writes at most 8 files to $OUT; the lead copies them into benchmarks/results/gpu/.
 set -u
