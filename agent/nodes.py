@@ -14,7 +14,7 @@ from langgraph.runtime import Runtime
 from agent.context import RunContext
 from agent.drafters import draft_llm, first_prompt, refinement_prompt
 from agent.evaluation import evaluate_candidate
-from agent.report import write_final_files
+from agent.report import write_best_kernel, write_final_files
 from agent.state import AgentState, Attempt, Candidate
 from tools.errors import BackendError
 from tools.problem import problem_from_source
@@ -96,6 +96,8 @@ def evaluate(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     for a in attempts:
         if a["correct"] and _better(a, best):
             best = a
+    if best is not state.get("best"):
+        write_best_kernel(ctx, best)
     return {
         "attempts": attempts,
         "pending": [],

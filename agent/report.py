@@ -52,15 +52,19 @@ def result_object(ctx: RunContext, state: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def write_final_files(ctx: RunContext, state: dict[str, Any]) -> dict[str, Any]:
-    result = result_object(ctx, state)
-    best = state.get("best")
+def write_best_kernel(ctx: RunContext, best: dict[str, Any] | None) -> None:
+    """best_kernel.py: written as soon as a new best is found, so a killed run keeps it."""
     if best is not None and best.get("code"):
         header = (
             f"# triton-agent run {ctx.rundir.run_id}: attempt {best['index']} ({best['source']}), "
             f"{best['summary']}\n"
         )
         ctx.rundir.write_text("best_kernel.py", header + best["code"])
+
+
+def write_final_files(ctx: RunContext, state: dict[str, Any]) -> dict[str, Any]:
+    result = result_object(ctx, state)
+    write_best_kernel(ctx, state.get("best"))
     ctx.rundir.write_json("report.json", result)
     ctx.rundir.write_text("report.md", render_markdown(result))
     _plot(ctx, state)

@@ -11,6 +11,7 @@ from typing import Any
 
 from agent.context import RunContext
 from agent.evaluation import evaluate_candidate
+from agent.report import write_best_kernel
 from agent.state import Attempt, Candidate
 from tools import tune as knobs
 from tools.problem import problem_from_source
@@ -49,4 +50,6 @@ def tune_attempt(ctx: RunContext, state: dict[str, Any], best: Attempt) -> dict[
         if top is not best
         else "none beat the original"
     )
+    if top is not best:
+        write_best_kernel(ctx, top)
     return {"attempts": tried, "best": top, "notes": [note]}

@@ -102,3 +102,25 @@ def test_slower_kernel_is_kept_tuned_and_reported(fake_gpu, tmp_path, monkeypatc
         )
     )
     assert verdict.correct and verdict.device == "cuda"
+
+
+def test_best_kernel_is_on_disk_before_the_run_finishes(fake_gpu, tmp_path, monkeypatch):
+    """A run killed after finding a kernel keeps it: best_kernel.py is written when a new best is
+    found (evaluate, tuner), not only by the final node."""
+    import agent.nodes
+
+    monkeypatch.setattr(agent.nodes, "write_final_files", lambda ctx, state: None)
+    backend = ReplayBackend([f"```python\n{GOOD}\n```"])
+    cfg = AgentConfig(
+        budget=1,
+        compiler_seed=False,
+        trials=1,
+        aot_target=None,
+        tune_trials=2,
+        runs_dir=str(tmp_path),
+        timeout_s=30,
+    )
+    res = run(RELU, cfg, backend=backend)
+    best_file = Path(res["run_dir"], "best_kernel.py")
+    assert best_file.exists() and "class ModelNew" in best_file.read_text()
+    assert not Path(res["run_dir"], "report.json").exists()  # the final node did not write it
