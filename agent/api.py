@@ -378,11 +378,7 @@ def prepare_run(
         final = kernel_agent.invoke(prepared.state, context=prepared.context)
         result = prepared.result(final)
     """
-    from agent.context import RunContext
-    from agent.drafters import CompilerDrafter
-    from agent.rundir import RunDir, new_run_id
-    from agent.runner import make_llm_backend
-    from tools.verify import Verifier
+    from agent.runner import create_rundir, initial_state, make_context
 
     options = dict(config)
     llm = resolve_backend(backend, chat_model, options)
@@ -391,37 +387,10 @@ def prepare_run(
     path = materialize(problem, "problem", cfg.runs_dir)
     start_code = load_kernel(kernel)[0] if kernel is not None else None
     mode = "repair" if kernel is not None else "optimize"
-    if llm is None:
-        llm = make_llm_backend(cfg)
-    verifier = Verifier(cfg.verify_options())
-    drafter = None
-    if mode == "optimize" and (llm is None or cfg.compiler_seed):
-        drafter = CompilerDrafter(verifier.sandbox, verifier.device)
-    rundir = RunDir.create(cfg.runs_dir, cfg.run_id or new_run_id(path))
-    rundir.write_json("config.json", {**cfg.to_dict(), "_problem_path": path, "_mode": mode})
-    ctx = RunContext(
-        config=cfg,
-        verifier=verifier,
-        rundir=rundir,
-        backend=llm,
-        drafter=drafter,
-        on_event=on_event or (lambda e: None),
-        mode=mode,
+    ctx = make_context(
+        cfg, create_rundir(path, cfg, mode), backend=llm, mode=mode, on_event=on_event
     )
-    state = {
-        "problem_path": path,
-        "problem_source": prob.source,
-        "start_code": start_code,
-        "attempts": [],
-        "pending": [],
-        "best": None,
-        "budget_left": cfg.budget,
-        "round": 0,
-        "llm_samples_used": 0,
-        "tuned": False,
-        "stop_reason": None,
-        "notes": [],
-    }
+    state = initial_state(path, prob.source, cfg, start_code)
     return PreparedRun(context=ctx, state=state)
 
 

@@ -41,6 +41,64 @@ def make_llm_backend(config: AgentConfig) -> Any:
     )
 
 
+def create_rundir(problem_path: str, config: AgentConfig, mode: str) -> RunDir:
+    """A new run directory with the config that `--resume` will read back."""
+    rundir = RunDir.create(config.runs_dir, config.run_id or new_run_id(problem_path))
+    rundir.write_json(
+        "config.json", {**config.to_dict(), "_problem_path": problem_path, "_mode": mode}
+    )
+    return rundir
+
+
+def make_context(
+    config: AgentConfig,
+    rundir: RunDir,
+    *,
+    backend: Any = None,
+    mode: str = "optimize",
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+) -> RunContext:
+    """The live objects of a run: LLM backend, verifier (and its sandbox), compiler drafter."""
+    llm = backend if backend is not None else make_llm_backend(config)
+    verifier = Verifier(config.verify_options())
+    drafter = None
+    if mode == "optimize" and (llm is None or config.compiler_seed):
+        drafter = CompilerDrafter(verifier.sandbox, verifier.device)
+    if llm is None and drafter is None:
+        raise BackendError(
+            "nothing can draft candidates: configure an LLM backend or enable the compiler"
+        )
+    return RunContext(
+        config=config,
+        verifier=verifier,
+        rundir=rundir,
+        backend=llm,
+        drafter=drafter,
+        on_event=on_event or (lambda e: None),
+        mode=mode,
+    )
+
+
+def initial_state(
+    problem_path: str, problem_source: str, config: AgentConfig, start_code: str | None = None
+) -> dict[str, Any]:
+    """The graph's input for a new run."""
+    return {
+        "problem_path": problem_path,
+        "problem_source": problem_source,
+        "start_code": start_code,
+        "attempts": [],
+        "pending": [],
+        "best": None,
+        "budget_left": config.budget,
+        "round": 0,
+        "llm_samples_used": 0,
+        "tuned": False,
+        "stop_reason": None,
+        "notes": [],
+    }
+
+
 def run(
     problem_path: str | None,
     config: AgentConfig,
@@ -60,37 +118,15 @@ def run(
         rundir = RunDir.existing(config.runs_dir, resume)
         saved = rundir.read_json("config.json")
         config = AgentConfig.from_dict(saved, runs_dir=config.runs_dir)
-        problem_path = saved.get("_problem_path")
         mode = saved.get("_mode", mode)
     else:
         if problem_path is None:
             raise BadInputError("a problem file is required (or --resume RUN_ID)")
         problem = read_problem(problem_path)  # static checks before anything is created
         start_code = read_kernel(start_kernel) if start_kernel else None
-        run_id = config.run_id or new_run_id(problem_path)
-        rundir = RunDir.create(config.runs_dir, run_id)
-        rundir.write_json(
-            "config.json", {**config.to_dict(), "_problem_path": problem_path, "_mode": mode}
-        )
-
-    llm = backend if backend is not None else make_llm_backend(config)
-    verifier = Verifier(config.verify_options())
-    drafter = None
-    if mode == "optimize" and (llm is None or config.compiler_seed):
-        drafter = CompilerDrafter(verifier.sandbox, verifier.device)
-    ctx = RunContext(
-        config=config,
-        verifier=verifier,
-        rundir=rundir,
-        backend=llm,
-        drafter=drafter,
-        on_event=on_event or (lambda e: None),
-        mode=mode,
-    )
-    if llm is None and drafter is None:
-        raise BackendError(
-            "nothing can draft candidates: configure an LLM backend or enable the compiler"
-        )
+        rundir = create_rundir(problem_path, config, mode)
+    ctx = make_context(config, rundir, backend=backend, mode=mode, on_event=on_event)
+    llm, verifier = ctx.backend, ctx.verifier
 
     conn = sqlite3.connect(str(rundir.checkpoint_db), check_same_thread=False)
     try:
@@ -108,20 +144,7 @@ def run(
             ctx.emit("resume", attempts=len(values.get("attempts") or []), next=list(snapshot.next))
             graph.invoke(None, thread, context=ctx, durability="sync")
         else:
-            initial = {
-                "problem_path": problem_path,
-                "problem_source": problem.source,
-                "start_code": start_code,
-                "attempts": [],
-                "pending": [],
-                "best": None,
-                "budget_left": config.budget,
-                "round": 0,
-                "llm_samples_used": 0,
-                "tuned": False,
-                "stop_reason": None,
-                "notes": [],
-            }
+            initial = initial_state(problem_path, problem.source, config, start_code)
             ctx.emit(
                 "start",
                 run_id=rundir.run_id,
