@@ -190,8 +190,8 @@ class Sandbox:
             _kill_group(proc)
             parent_conn.close()
             proc.join(timeout=5)
-        if outcome.kind in ("crash", "timeout") or outcome.stderr_tail == "":
-            outcome.stderr_tail = outcome.stderr_tail or _tail(os.path.join(workdir, "stderr.log"))
+        if not outcome.stderr_tail:
+            outcome.stderr_tail = _tail(os.path.join(workdir, "stderr.log"))
         if outcome.kind == "crash" and proc.exitcode is not None:
             outcome.exitcode = proc.exitcode
             if proc.exitcode < 0:
