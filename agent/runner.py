@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from collections.abc import Callable
 from typing import Any
@@ -155,5 +156,12 @@ def run(
             graph.invoke(initial, thread, context=ctx, durability="sync")
         final = graph.get_state(thread).values
         return result_object(ctx, final)
+    except BadInputError:
+        # A problem that fails once it runs (get_inputs raising, too large for the CPU, ...):
+        # a new run that evaluated nothing leaves no directory behind.
+        if not resume and not any((rundir.path / "attempts").iterdir()):
+            conn.close()
+            shutil.rmtree(rundir.path, ignore_errors=True)
+        raise
     finally:
         conn.close()

@@ -12,7 +12,7 @@ extras=""
 
 if "$PY" -c "import torch, sys; sys.exit(0 if torch.version.cuda else 1)" 2>/dev/null; then
   echo "keeping the installed CUDA torch: $("$PY" -c 'import torch; print(torch.__version__)')" >&2
-  "$PY" -m pip install -q -e ".${extras}"
+  "$PY" -m pip install -q --disable-pip-version-check -e ".${extras}"
 else
-  "$PY" -m pip install -q "torch==2.13.0" -e ".${extras}"
+  "$PY" -m pip install -q --disable-pip-version-check "torch==2.13.0" -e ".${extras}"
 fi

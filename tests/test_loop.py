@@ -347,3 +347,17 @@ def test_worker_killed_mid_job_is_a_crash_and_the_loop_goes_on(tmp_path, capsys)
     assert rc == 0
     assert [a["status"] for a in res["attempts"]] == ["crash", "ok"]
     assert "SIGKILL" in prompt_of(res, 1)
+
+
+def test_problem_failing_at_run_time_exits_2_and_leaves_no_run_dir(tmp_path, capsys):
+    bad = tmp_path / "p.py"
+    bad.write_text(
+        "import torch.nn as nn\n"
+        "class Model(nn.Module):\n    def forward(self, x):\n        return x.relu()\n"
+        "def get_inputs():\n    raise RuntimeError('boom')\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    runs = tmp_path / "runs"
+    assert main(["optimize", str(bad), "--runs-dir", str(runs), *FAST]) == 2
+    assert "get_inputs() raised" in capsys.readouterr().err
+    assert not runs.exists() or not any(runs.iterdir())
