@@ -62,6 +62,7 @@ def main() -> int:
                 "problem": p.stem,
                 "compiler_status": seed.get("status"),
                 "speedup_eager_before": (seed.get("speedup") if seed else None),
+                "seed_speedups": seed.get("speedups"),
                 "best_source": best.get("source"),
                 "best_speedups": best.get("speedups"),
                 "tuner_trials": len(tuned),
@@ -69,6 +70,10 @@ def main() -> int:
                 "seconds": round(time.perf_counter() - t0, 1),
             }
         )
+        # Written after every problem: a run stopped by its time limit keeps what it finished.
+        print(json.dumps(rows[-1]), flush=True)
+        if args.out:
+            Path(args.out).write_text(json.dumps(rows, indent=2))
     print(
         f"{'problem':16s} {'compiler':10s} {'x eager (seed)':>14s} {'best x eager':>12s} {'best x compile':>14s} {'tuner':>8s}"
     )

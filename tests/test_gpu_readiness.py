@@ -156,11 +156,25 @@ def _no_init(*a, **k):
 torch.cuda._lazy_init = _no_init
 torch.cuda.init = _no_init
 import tools._preload  # noqa: F401
-result = {"calls": calls, "initialized": torch.cuda.is_initialized()}
+import triton.runtime
+drv = triton.runtime.driver
+result = {
+    "calls": calls,
+    "initialized": torch.cuda.is_initialized(),
+    "dynamo_preloaded": "torch._dynamo" in sys.modules,
+    # Triton's driver initialises the CUDA driver (cuInit) when first asked for: not here
+    "triton_driver_started": getattr(drv, "_active", None) is not None
+    or getattr(drv, "_default", None) is not None,
+}
 """)
 
 
 def test_forkserver_preload_does_not_touch_cuda():
     sb = Sandbox(device="cpu", max_workers=1, start_method="spawn", interpret=False)
     got = _run_source(sb, _PRELOAD_JOB)
-    assert got == {"calls": [], "initialized": False}
+    assert got == {
+        "calls": [],
+        "initialized": False,
+        "dynamo_preloaded": True,
+        "triton_driver_started": False,
+    }

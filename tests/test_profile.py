@@ -408,6 +408,55 @@ def test_gpu_side_stream_work_is_counted():
 
 
 @pytest.mark.gpu
+def test_gpu_side_stream_that_skips_the_pad_is_caught():
+    r = _gpu_profile(FIXTURES / "relu__side_stream_nowait.py")
+    assert r.status == "slower", r.feedback()
+    assert any("side stream" in n for n in r.notes), r.notes
+
+
+@pytest.mark.gpu
 def test_gpu_result_cached_by_data_pointer_is_not_fast():
     r = _gpu_profile(FIXTURES / "relu__pointer_cache.py")
     assert r.status == "not_verified", r.feedback()
+
+
+# --- the side-stream check of the timing (pure arithmetic; numbers from the H200 runs) -------
+
+
+def _k(*us: float) -> list[dict]:
+    return [{"name": f"k{i}", "time_us": t} for i, t in enumerate(us)]
+
+
+@pytest.mark.parametrize(
+    "runs_ms, kernels_us",
+    [
+        ([[0.1315] * 5, [0.1314] * 5], (127.1,)),  # ReLU 8192x8192: 127 us kernel, 131.5 us timed
+        ([[0.0055] * 5, [0.0056] * 5], (1.2,)),  # tiny ReLU: launch-bound
+        ([[0.0120] * 5, [0.0133] * 5], (7.4,)),  # linear+GELU
+        ([[0.0101] * 5, [0.0100] * 5], (5.9, 2.0)),  # two kernels, one stream
+    ],
+)
+def test_honest_timings_agree_with_the_profiler(runs_ms, kernels_us):
+    from tools.profile_worker import uncounted_work
+
+    assert uncounted_work(runs_ms, _k(*kernels_us)) is None
+
+
+@pytest.mark.parametrize(
+    "runs_ms, kernels_us",
+    [
+        ([[0.004] * 5, [0.004] * 5], (1000.0,)),  # ~1 ms on a side stream, caller's stream idle
+        ([[0.100] * 5, [0.101] * 5], (100.0, 40.0)),  # a second kernel overlapping on a side stream
+    ],
+)
+def test_work_the_caller_stream_did_not_wait_for_is_caught(runs_ms, kernels_us):
+    from tools.profile_worker import uncounted_work
+
+    why = uncounted_work(runs_ms, _k(*kernels_us))
+    assert why is not None and "side stream" in why
+
+
+def test_no_profiler_kernels_means_the_timing_is_not_trusted():
+    from tools.profile_worker import uncounted_work
+
+    assert "no GPU kernels" in uncounted_work([[0.01] * 3], [])

@@ -114,8 +114,10 @@ class ProfileResult:
     freshness: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     method: str = (
-        "synchronised CUDA events: L2 flushed and device synchronised before each repetition, "
-        "torch.cuda.synchronize() (all streams) before the end event, bracket overhead subtracted"
+        "padded CUDA events: L2 flushed and device synchronised before each repetition, a spin "
+        "kernel hides the host's launch cost, end event on the caller's stream; checked against "
+        "the profiler's per-kernel times (every stream), re-timed until torch.cuda.synchronize() "
+        "when kernels ran outside the caller's stream"
     )
     torch_version: str = ""
     triton_version: str = ""

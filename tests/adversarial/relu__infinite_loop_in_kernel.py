@@ -1,6 +1,8 @@
 """expected: timeout
-A `while True` inside the Triton kernel: the interpreter (or the GPU) never returns. Killed at the
-job timeout.
+A loop that never ends inside the Triton kernel: the interpreter (or the GPU) never returns. Killed
+at the job timeout. (`while i >= 0: i += 1` was not enough: on the GPU the compiler treats the
+signed overflow as impossible and drops the loop; this one wraps without overflowing
+and stores on every turn, a side effect no compiler may drop.)
 """
 import torch
 import torch.nn as nn
@@ -14,8 +16,8 @@ def _spin_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
     mask = offsets < n_elements
     i = 0
     while i >= 0:
-        i += 1
-    tl.store(y_ptr + offsets, tl.load(x_ptr + offsets, mask=mask), mask=mask)
+        tl.store(y_ptr + offsets, tl.load(x_ptr + offsets, mask=mask), mask=mask)
+        i = (i + 1) % 1000
 
 
 class ModelNew(nn.Module):
