@@ -856,7 +856,9 @@ class _HostRewriter(ast.NodeTransformer):
             )
         keywords.append(ast.keyword("num_warps", ast.Constant(config.num_warps)))
         keywords.append(ast.keyword("num_stages", ast.Constant(config.num_stages)))
-        grid = ast.Tuple([ast.Constant(g) for g in self.grids[id(node)]], ast.Load())
+        grid = self.grids[id(node)]
+        if not isinstance(grid, ast.expr):
+            grid = ast.Tuple([ast.Constant(g) for g in grid], ast.Load())
         return ast.Call(
             func=ast.Subscript(ast.Name(kernel.name, ast.Load()), grid, ast.Load()),
             args=args,
@@ -909,6 +911,77 @@ def _grid_for(kernel: _Kernel, node: ast.Call) -> tuple[int, ...]:
     return tuple(dims)
 
 
+_BLOCK_GRIDS = ("Grid1D", "Grid2D", "Grid3D")
+
+
+def _grid_following_blocks(
+    kernel: _Kernel, node: ast.Call, constant: tuple[int, ...]
+) -> ast.Lambda | None:
+    """The launch grid as `lambda meta: (...)` of the block sizes, so that changing a block size
+    at the launch (the tuner does) keeps the grid covering the output. With a literal grid, a
+    smaller XBLOCK left the tail unwritten (seen on the H200: 2 of 3 tuner variants of the ReLU
+    draft were mismatches). None when the grid type is not a plain 1-3D block grid or the
+    expression does not reproduce Inductor's constant grid; the caller keeps the constant then.
+    """
+    from torch._inductor.runtime import triton_heuristics
+
+    inductor_meta = kernel.autotuner.inductor_meta
+    if inductor_meta.get("grid_type") not in _BLOCK_GRIDS:
+        return None
+    runtime_args, _ = _kernel_params(kernel)
+    extra = list(inductor_meta.get("extra_launcher_args", []))
+    values = {
+        name: arg.value
+        for name, arg in zip(runtime_args + extra, node.args, strict=False)
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, int)
+    }
+    blocks = {
+        k: f"meta[{k!r}]" for k in kernel.config.kwargs if k in ("XBLOCK", "YBLOCK", "ZBLOCK")
+    }
+    try:
+        import triton
+
+        grid = getattr(triton_heuristics, inductor_meta["grid_type"])(
+            inductor_meta=inductor_meta, mode="python"
+        )
+        # readable in the candidate: triton.cdiv(13000, meta['XBLOCK'])
+        grid.ceildiv = lambda numel, block: (
+            numel if block in (None, 1) else f"triton.cdiv({numel}, {block})"
+        )
+        grid.generate(blocks)
+        if grid.prefix:
+            return None
+        dims = [
+            ast.parse(str(g), mode="eval").body for g in (grid.x_grid, grid.y_grid, grid.z_grid)
+        ]
+    except Exception:
+        return None
+
+    class _Numels(ast.NodeTransformer):
+        def visit_Name(self, n: ast.Name) -> ast.AST:
+            return ast.Constant(values[n.id]) if n.id in values else n
+
+    dims = [_Numels().visit(d) for d in dims][: len(constant)]
+    lam = ast.Lambda(
+        args=ast.arguments(
+            posonlyargs=[], args=[ast.arg("meta")], kwonlyargs=[], kw_defaults=[], defaults=[]
+        ),
+        body=ast.Tuple(dims, ast.Load()),
+    )
+    lam = ast.fix_missing_locations(lam)
+    free = {n.id for n in ast.walk(lam.body) if isinstance(n, ast.Name)} - {"meta", "triton"}
+    if free:
+        return None
+    try:
+        scope = {"__builtins__": {}, "triton": triton}
+        fn = eval(compile(ast.Expression(lam), "<grid>", "eval"), scope)
+        if tuple(fn(dict(kernel.config.kwargs))) != tuple(constant):
+            return None
+    except Exception:
+        return None
+    return lam
+
+
 def _find_call(tree: ast.Module) -> ast.FunctionDef:
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name == "call":
@@ -934,6 +1007,9 @@ def _rewrite_host(
             kernel = kernels.get(_dotted(node.func.value))
             if kernel is not None:
                 grids[id(node)] = _grid_for(kernel, node)
+                follows = _grid_following_blocks(kernel, node, grids[id(node)])
+                if follows is not None:
+                    grids[id(node)] = follows
     rewriter = _HostRewriter(kernels, grids)
     call = rewriter.visit(call)
     n_args = _unpacked_arg_count(call)
