@@ -289,11 +289,17 @@ class Evaluated:
 
 
 def evaluate_sample(
-    verifier: Verifier, problem: Problem, draft: Draft, *, protocol: str = "ours"
+    verifier: Verifier,
+    problem: Problem,
+    draft: Draft,
+    *,
+    protocol: str = "ours",
+    profile_opts: Any = None,
 ) -> Evaluated:
     """Verify a candidate and, on a GPU, time it (tools.profile). A compiler draft still
     pending is drafted first, here, in the same sandbox. Never raises for a bad candidate;
-    raises TritonAgentError when the problem itself cannot run."""
+    raises TritonAgentError when the problem itself cannot run. `profile_opts` (ProfileOptions)
+    replaces the protocol's timing options."""
     start = time.monotonic()
     if draft.source == "compiler:pending":
         draft = _draft_compiler(verifier, problem, draft)
@@ -303,7 +309,9 @@ def evaluate_sample(
     if draft.code is None:
         verdict = _no_code_verdict(draft)
     elif verifier.device == "cuda":
-        verdict, profile = _verify_and_time(verifier, problem, draft.code, kpath, protocol)
+        verdict, profile = _verify_and_time(
+            verifier, problem, draft.code, kpath, protocol, profile_opts
+        )
         if profile is not None:
             speedups = speedups_of(profile)
     else:
@@ -352,10 +360,10 @@ def speedups_of(profile: dict[str, Any]) -> dict[str, float]:
 
 
 def _verify_and_time(
-    verifier: Verifier, problem: Problem, code: str, kpath: str, protocol: str
+    verifier: Verifier, problem: Problem, code: str, kpath: str, protocol: str, opts: Any = None
 ) -> tuple[Any, dict[str, Any] | None]:
     """On a GPU: tools.profile verifies, then times (one call, no double verification)."""
-    opts = profile_options(protocol)
+    opts = opts if opts is not None else profile_options(protocol)
     if opts is None:
         return verifier.verify(problem, code, kpath), None
     from tools import profile as prof

@@ -164,13 +164,17 @@ def run_naive(
 
 
 def run_runner(
-    pairs: list[tuple[str, str]], timeout: float, aot: str | None
+    pairs: list[tuple[str, str]], timeout: float, aot: str | None, compile_baseline: bool = False
 ) -> tuple[float, float, list[bool], dict]:
     sys.path.insert(0, str(ROOT))
     from agent.bench import Draft, evaluate_sample
     from tools.problem import read_problem
+    from tools.profile import ProfileOptions
     from tools.verify import Verifier, VerifyOptions
 
+    # The naive harness times the candidate and eager only; so does the runner unless asked
+    # (a torch.compile baseline costs a compile per problem: tens of seconds on the H200).
+    opts = ProfileOptions(baseline="eager", compile_baseline=compile_baseline)
     t0 = time.perf_counter()
     v = Verifier(VerifyOptions(trials=5, timeout_s=timeout, aot_target=aot))
     problems = {p: read_problem(p) for p, _ in pairs}
@@ -182,7 +186,7 @@ def run_runner(
 
     def one(i: int):
         nonlocal first
-        ev = evaluate_sample(v, problems[pairs[i][0]], drafts[i])
+        ev = evaluate_sample(v, problems[pairs[i][0]], drafts[i], profile_opts=opts)
         if first is None:
             first = time.perf_counter() - t0
         return ev
@@ -227,6 +231,12 @@ def main() -> int:
         "runner; off by default, as the naive harness does nothing like it",
     )
     ap.add_argument("--skip-parallel-naive", action="store_true")
+    ap.add_argument(
+        "--compile-baseline",
+        action="store_true",
+        help="GPU: the runner also times a torch.compile baseline per problem (the naive "
+        "harness does not; off by default so both do the same work)",
+    )
     ap.add_argument("--record", default=None, help="also write the result as markdown to this file")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
@@ -236,7 +246,7 @@ def main() -> int:
 
     pairs = candidates(args.n)
     print(f"{len(pairs)} candidates ({len(set(pairs))} distinct files)", file=sys.stderr)
-    r_wall, r_first, r_ok, info = run_runner(pairs, args.timeout, args.aot)
+    r_wall, r_first, r_ok, info = run_runner(pairs, args.timeout, args.aot, args.compile_baseline)
     print(f"runner: {r_wall:.1f} s", file=sys.stderr)
     n_wall, n_ok, n_over = run_naive(pairs, args.timeout, 1)
     print(f"naive: {n_wall:.1f} s", file=sys.stderr)
@@ -257,6 +267,7 @@ def main() -> int:
         "candidates": len(pairs),
         "timeout_s": args.timeout,
         "aot_target": args.aot,
+        "compile_baseline": args.compile_baseline,
         "runner": {
             "wall_s": round(r_wall, 2),
             "per_min": round(per_min(r_wall), 1),
@@ -299,7 +310,13 @@ def render(r: dict) -> str:
         f"Machine: {r['machine']}; device {r['device']}, {r['slots']} sandbox slot(s); "
         f"{r['candidates']} candidates (examples/kernels + examples/broken, repeated); timeout "
         f"{r['timeout_s']:.0f} s per candidate in both harnesses; 5 trials each; ahead-of-time "
-        f"compile in the runner: {r['aot_target'] or 'off'}.",
+        f"compile in the runner: {r['aot_target'] or 'off'}"
+        + (
+            f"; on the GPU the runner times eager{' and torch.compile' if r.get('compile_baseline') else ''}"
+            " baselines (the naive harness: eager)."
+            if r["device"] == "cuda"
+            else "."
+        ),
         "",
         "| harness | wall (s) | candidates / min | runner is |",
         "|---|---|---|---|",
