@@ -129,3 +129,38 @@ def test_generalisation_check_catches_hard_coded_shapes():
     )
     assert not baked.correct
     assert "not at BATCH=7, DIM=501" in baked.message
+
+
+_FAULTING = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=m), 0.0), mask=m)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        _relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+        # what torch raises at the next synchronize after a kernel read out of bounds
+        raise RuntimeError(
+            "CUDA error: an illegal memory access was encountered\\n"
+            "CUDA kernel errors might be asynchronously reported at some other API call.\\n"
+            "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions."
+        )
+'''
+
+
+def test_a_cuda_fault_is_a_crash_that_says_what_faulted(cpu_verifier):
+    """On the H200 an illegal address came back as `runtime_error` whose message was the
+    error's last line ("Compile with TORCH_USE_CUDA_DSA ..."); it is a crash, named as such."""
+    verdict = cpu_verifier.verify(read_problem(EXAMPLES / "problems" / "relu.py"), _FAULTING)
+    assert verdict.status == "crash", verdict.message
+    assert "illegal memory access" in verdict.message and "TORCH_USE_CUDA_DSA" not in verdict.message

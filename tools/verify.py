@@ -298,6 +298,16 @@ def _judge_reply(data: dict[str, Any], ref: Reference, options: VerifyOptions) -
             "bad_input": "is unusable",
         }.get(status, "failed")
         first_line = _headline(err)
+        if data.get("cuda_fault"):
+            return Verdict(
+                status="crash",
+                compiled=True,
+                correct=False,
+                message=f"the candidate's kernel faulted on the GPU{where}: CUDA error: "
+                f"{data['cuda_fault']}. Typical causes: an out-of-bounds load/store without a "
+                "mask, a wrong stride or offset, a grid larger than the data",
+                evidence=evidence,
+            )
         return Verdict(
             status=status,
             compiled=status not in ("compile_error", "bad_input"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import sys
 import threading
 import time
@@ -281,6 +282,23 @@ def _map_error(exc: BaseException, path: str) -> dict[str, Any]:
         return {"kind": type(exc).__name__, "message": msg[-2000:], "line": line, "code": code}
 
 
+_CUDA_FAULT = re.compile(r"CUDA error: ([^\n]+)")
+
+
+def _cuda_fault(exc: BaseException) -> str | None:
+    """The CUDA error in `exc` or what caused it ("an illegal memory access was encountered"),
+    else None. A fault in a kernel poisons the job's CUDA context: it is a crash, not an
+    exception the candidate raised."""
+    seen: list[BaseException] = []
+    while exc is not None and all(exc is not e for e in seen):
+        seen.append(exc)
+        m = _CUDA_FAULT.search(str(exc))
+        if m:
+            return m.group(1).strip()
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 def candidate_job(
     kernel_source: str,
     kernel_path: str,
@@ -424,14 +442,19 @@ def candidate_job(
                     failed_launch = launches.failed
                     err = _map_error(exc, local_path)
                     in_kernel = _line_in_kernel(kernel_source, err.get("line"))
+                    fault = _cuda_fault(exc)
                     result.update(
                         error=err,
-                        error_class="compile_error"
+                        error_class="crash"
+                        if fault
+                        else "compile_error"
                         if failed_launch and in_kernel
                         else "runtime_error",
                         error_during_launch=bool(failed_launch),
                         trial=trial,
                     )
+                    if fault:
+                        result["cuda_fault"] = fault
                     check_integrity("in forward", during)
                     result["violations"] = _violations(tamper + observer.tampered)
                     audit["triton_launches"] += launches.count
