@@ -460,3 +460,46 @@ def test_no_profiler_kernels_means_the_timing_is_not_trusted():
     from tools.profile_worker import uncounted_work
 
     assert "no GPU kernels" in uncounted_work([[0.01] * 3], [])
+
+
+# --- host time and the baseline cache -------------------------------------------------------
+
+
+def test_host_bound_candidate_gets_a_note_and_its_host_times():
+    from tools.profile import host_bound_note
+
+    data = _job_data([0.005, 0.005], candidate_host_ms=0.200)
+    data["baselines"]["eager_host_ms"] = 0.012
+    r = _assemble(data)
+    assert r.host_ms == {"eager": 0.012, "candidate": 0.2}
+    assert any(n.startswith("host-bound") for n in r.notes), r.notes
+    # an honest large kernel: host time well under its GPU time
+    assert host_bound_note({"candidate": 0.03, "eager": 0.01}, 0.13) is None
+    # as much host work as eager: not the candidate's doing
+    assert host_bound_note({"candidate": 0.03, "eager": 0.025}, 0.005) is None
+
+
+def test_cached_baselines_from_another_timing_method_are_ignored():
+    from tools.profile import TIMING_METHOD, cached_baselines_for
+
+    cache = {
+        "baselines": {
+            baseline_key("abc", "NVIDIA H200", "2.11.0"): {"eager": {"median_ms": 1.0}},
+            baseline_key("abc", "H100", "2.11.0"): {"eager": {}, "method": TIMING_METHOD},
+            baseline_key("abc", "A100", "2.9.0"): {"eager": {}, "method": TIMING_METHOD},
+        }
+    }
+    assert set(cached_baselines_for(cache, "abc", "2.11.0")) == {"H100"}
+
+
+def test_remembered_baselines_carry_the_method_and_host_times(tmp_path):
+    from tools.problem import problem_from_source
+    from tools.profile import TIMING_METHOD, ProfileOptions, _remember
+
+    prob = problem_from_source(RELU.read_text(), str(RELU))
+    data = _job_data([0.01, 0.01])
+    data["baselines"].update(eager_host_ms=0.011, compile_host_ms=0.03)
+    _remember(data, prob, ProfileOptions())
+    entry = load_cache()["baselines"][baseline_key(prob.digest, "NVIDIA H200", "2.11.0")]
+    assert entry["method"] == TIMING_METHOD
+    assert entry["eager_host_ms"] == 0.011 and entry["compile_host_ms"] == 0.03

@@ -85,6 +85,12 @@ class ProfileOptions:
             raise BadInputError("baseline 'compile' needs the compile baseline to be timed")
 
 
+TIMING_METHOD = 2
+"""Version of the timing method (tools/profile_worker.py). Cached baselines timed another way
+are not compared with a candidate timed this way. 1: session 1's synchronised events; 2: padded
+events on the caller's stream, checked against the profiler."""
+
+
 @dataclass(kw_only=True)
 class ProfileResult:
     """The answer of `profile()`. JSON-serialisable (`to_dict`); times in milliseconds."""
@@ -112,6 +118,8 @@ class ProfileResult:
     reverified: Verdict | None = None
     """The stricter re-verification run after a speedup over `reverify_above`."""
     freshness: dict[str, Any] = field(default_factory=dict)
+    host_ms: dict[str, float] = field(default_factory=dict)
+    """Host time to queue one forward (Python, launches), per timed callable; not in speedups."""
     notes: list[str] = field(default_factory=list)
     method: str = (
         "padded CUDA events: L2 flushed and device synchronised before each repetition, a spin "
@@ -312,16 +320,8 @@ def _profile(
             **base,
         )
     cache = load_cache() if opts.use_cache else {"baselines": {}, "peaks": {}}
-    prefix = f"{prob.digest}|"
-    suffix = f"|{torch.__version__}"
     cached_baselines = (
-        {}
-        if opts.refresh_baselines
-        else {
-            k[len(prefix) : -len(suffix)]: e
-            for k, e in cache["baselines"].items()
-            if k.startswith(prefix) and k.endswith(suffix)
-        }
+        {} if opts.refresh_baselines else cached_baselines_for(cache, prob.digest, torch.__version__)
     )
     atol, rtol = verdict.atol or 1e-4, verdict.rtol or 1e-4
     outcome = v.sandbox.run(
@@ -372,6 +372,19 @@ def _profile(
         _remember(data, prob, opts)
         _maybe_reverify(result, prob, source, kpath, v, opts)
     return result
+
+
+def cached_baselines_for(
+    cache: dict[str, Any], digest: str, torch_version: str
+) -> dict[str, dict[str, Any]]:
+    """device name -> cached baselines of this problem and torch version, timed with this
+    version of the timing method (others are not comparable with a candidate timed now)."""
+    prefix, suffix = f"{digest}|", f"|{torch_version}"
+    return {
+        k[len(prefix) : -len(suffix)]: e
+        for k, e in cache.get("baselines", {}).items()
+        if k.startswith(prefix) and k.endswith(suffix) and e.get("method") == TIMING_METHOD
+    }
 
 
 def assemble(
@@ -434,6 +447,18 @@ def assemble(
     if r.compiled is not None:
         r.speedup_compile = speedup(r.compiled, r.candidate)
     r.kernels = [KernelTime(**k) for k in data.get("kernels", [])]
+    r.host_ms = {
+        k: float(v)
+        for k, v in (
+            ("eager", b.get("eager_host_ms")),
+            ("compile", b.get("compile_host_ms")),
+            ("candidate", data.get("candidate_host_ms")),
+        )
+        if isinstance(v, (int, float))
+    }
+    bound = host_bound_note(r.host_ms, r.candidate.median_ms)
+    if bound:
+        r.notes.append(bound)
     work = data.get("work") or {}
     if r.peaks is not None and work:
         roof, peak = r.peaks.flops_for(work.get("dtype", "torch.float32"))
@@ -467,6 +492,24 @@ def assemble(
     return r
 
 
+def host_bound_note(host_ms: dict[str, float], device_ms: float) -> str | None:
+    """A note when queueing the candidate's forward costs the host much more than its GPU time
+    (and more than eager's): the speedup counts GPU time (the host running ahead, as in a model
+    whose other layers keep the GPU busy), so such a kernel is slower than it reads when the
+    host cannot run ahead. None otherwise."""
+    host = host_ms.get("candidate")
+    eager = host_ms.get("eager")
+    if host is None or host <= 2 * device_ms or (eager is not None and host <= 1.5 * eager):
+        return None
+    versus = f", eager's {format_ms(eager)}" if eager is not None else ""
+    return (
+        f"host-bound: queueing one forward takes {format_ms(host)} of host time (Python and "
+        f"launches{versus}) against {format_ms(device_ms)} on the GPU; speedups count GPU time, "
+        "so where the host cannot run ahead this kernel is slower than it reads: fewer launches "
+        "and less Python work in forward"
+    )
+
+
 def _baseline_name(b: str) -> str:
     return "torch.compile" if b == "compile" else "eager PyTorch"
 
@@ -488,9 +531,15 @@ def _remember(data: dict[str, Any], prob: Problem, opts: ProfileOptions) -> None
         update["peaks"][device] = data["peaks"]
     b = data.get("baselines") or {}
     if not data.get("baselines_from_cache") and "eager_samples" in b:
-        entry: dict[str, Any] = {"eager": asdict(summarize(b["eager_samples"]))}
+        entry: dict[str, Any] = {
+            "eager": asdict(summarize(b["eager_samples"])),
+            "method": TIMING_METHOD,
+        }
         if "compile_samples" in b:
             entry["compile"] = asdict(summarize(b["compile_samples"]))
+        for k in ("eager_host_ms", "compile_host_ms"):
+            if isinstance(b.get(k), (int, float)):
+                entry[k] = b[k]
         if b.get("compile_error"):
             entry["compile_error"] = b["compile_error"]
         update["baselines"][baseline_key(prob.digest, device, data.get("torch_version", ""))] = (

@@ -15,9 +15,9 @@ Order inside the job matters for honesty:
 Timing method ("padded events, checked against the profiler"): before each repetition the L2 is
 flushed (a write over a buffer of twice its size) and the device synchronised; then a short spin
 kernel (`torch.cuda._sleep`, 3x the call's measured host time) keeps the GPU busy while the host
-records the start event and queues the call, so the host's launch cost is hidden the way it is in
-a running model (launch gaps *between* a forward's kernels still count); an event right after the
-call on the caller's stream ends the sample. That event misses work on a stream the caller's
+records the start event and queues the call, so the sample is device time as if the host ran
+ahead (as `do_bench` measures; the host's own time per call is returned separately as
+`*_host_ms`); an event right after the call on the caller's stream ends the sample. That event misses work on a stream the caller's
 stream does not wait for (a side stream), so the profiler's per-kernel device times (CUPTI sees
 every stream) are checked against it (`uncounted_work`); when the kernels add up to more than
 the timing, the candidate is re-timed without the pad until `torch.cuda.synchronize()` returns
@@ -59,7 +59,7 @@ Call = Callable[[list], Any]
 
 
 class Timer:
-    """Padded synchronised-event timing with an L2 flush before every repetition."""
+    """Padded event timing with an L2 flush before every repetition (see the module doc)."""
 
     def __init__(
         self, l2_bytes: int, *, warmup_ms: float, rep_ms: float, min_reps: int, max_reps: int
@@ -71,6 +71,7 @@ class Timer:
         self.min_reps, self.max_reps = min_reps, max_reps
         self.cycles_per_us = _sleep_cycles_per_us()
         self.pad_us = 50.0
+        self.last_host_ms = 0.0
         self.overhead_ms = 0.0
         self.overhead_ms = statistics.median(self._run(lambda args: None, [[]], 200, True)[1])
 
@@ -114,6 +115,7 @@ class Timer:
             host_us.append((time.perf_counter() - t0) * 1e6)
         torch.cuda.synchronize()
         # Long enough to cover queueing the call (the first warm-up calls compile: not counted).
+        self.last_host_ms = statistics.median(host_us[2:]) / 1000.0
         self.pad_us = min(max(3 * statistics.median(host_us[2:]) + 20.0, 50.0), 5000.0)
         estimate = statistics.median(self.sequence(call, sets, 5, pad=pad))
         for i in range(repetitions(estimate, budget_ms=self.warmup_ms, least=1, most=500)):
@@ -408,6 +410,7 @@ def profile_job(
             result["baselines_from_cache"] = True
         else:
             baselines: dict[str, Any] = {"eager_samples": timer.measure(eager, sets)}
+            baselines["eager_host_ms"] = timer.last_host_ms
             if want_compile:
                 try:
                     compile_in_this_process()
@@ -418,6 +421,7 @@ def profile_job(
                             return compiled(*args)
 
                     baselines["compile_samples"] = timer.measure(run_compiled, sets)
+                    baselines["compile_host_ms"] = timer.last_host_ms
                 except Exception as exc:  # a baseline that cannot compile is a note, not a failure
                     baselines["compile_error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
             result["baselines"] = baselines
@@ -448,6 +452,7 @@ def profile_job(
             runs = [timer.measure(candidate, sets), timer.measure(candidate, sets)]
             if not _agree_samples(runs[0], runs[1], settings["noise_floor"]):
                 runs.append(timer.measure(candidate, sets))
+            result["candidate_host_ms"] = timer.last_host_ms
             result["candidate_samples"] = runs
             result["timings"]["candidate_s"] = time.perf_counter() - t1
             try:
