@@ -131,7 +131,7 @@ def test_generalisation_check_catches_hard_coded_shapes():
     assert "not at BATCH=7, DIM=501" in baked.message
 
 
-_FAULTING = '''
+_FAULTING = """
 import torch
 import torch.nn as nn
 import triton
@@ -155,7 +155,7 @@ class ModelNew(nn.Module):
             "CUDA kernel errors might be asynchronously reported at some other API call.\\n"
             "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions."
         )
-'''
+"""
 
 
 def test_a_cuda_fault_is_a_crash_that_says_what_faulted(cpu_verifier):
@@ -163,4 +163,6 @@ def test_a_cuda_fault_is_a_crash_that_says_what_faulted(cpu_verifier):
     error's last line ("Compile with TORCH_USE_CUDA_DSA ..."); it is a crash, named as such."""
     verdict = cpu_verifier.verify(read_problem(EXAMPLES / "problems" / "relu.py"), _FAULTING)
     assert verdict.status == "crash", verdict.message
-    assert "illegal memory access" in verdict.message and "TORCH_USE_CUDA_DSA" not in verdict.message
+    assert (
+        "illegal memory access" in verdict.message and "TORCH_USE_CUDA_DSA" not in verdict.message
+    )

@@ -321,7 +321,9 @@ def _profile(
         )
     cache = load_cache() if opts.use_cache else {"baselines": {}, "peaks": {}}
     cached_baselines = (
-        {} if opts.refresh_baselines else cached_baselines_for(cache, prob.digest, torch.__version__)
+        {}
+        if opts.refresh_baselines
+        else cached_baselines_for(cache, prob.digest, torch.__version__)
     )
     atol, rtol = verdict.atol or 1e-4, verdict.rtol or 1e-4
     outcome = v.sandbox.run(
