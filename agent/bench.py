@@ -748,6 +748,9 @@ def evaluate_problem(
     limits = Limits(timeout_s=verify_options.timeout_s, memory_mb=verify_options.memory_mb)
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
     gpus = [int(x) for x in visible.split(",") if x.strip().isdigit()] if device == "cuda" else None
+    if gpus:
+        # Sandbox slots index the GPUs this process sees (0..n-1), not the ids in the variable
+        gpus = [g for g in range(len(gpus)) for _ in range(verify_options.jobs_per_gpu)]
     sandbox = Sandbox(device=device, gpus=gpus or None, max_workers=1, limits=limits)
     verifier = Verifier(verify_options, sandbox=sandbox)
     problem = problem_from_source(problem_source, problem_path)

@@ -80,6 +80,12 @@ def add_verify_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also verify with the problem's size constants changed (catches hard-coded shapes)",
     )
+    p.add_argument(
+        "--jobs-per-gpu",
+        type=int,
+        default=1,
+        help="GPU: verification jobs at once per GPU (default 1); timing always has its GPU alone",
+    )
 
 
 def verify_config_kwargs(args: argparse.Namespace) -> dict[str, Any]:
@@ -97,6 +103,7 @@ def verify_config_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         aot_target=target,
         allow_large=args.allow_large,
         generalize=args.generalize,
+        jobs_per_gpu=args.jobs_per_gpu,
     )
 
 
@@ -115,6 +122,7 @@ def verify_options_from(args: argparse.Namespace):
         aot_target=target,
         allow_large=args.allow_large,
         generalize=getattr(args, "generalize", False),
+        jobs_per_gpu=getattr(args, "jobs_per_gpu", 1),
     )
 
 

@@ -67,6 +67,8 @@ class AgentConfig:
     allow_large: bool = False
     generalize: bool = False
     """Also verify each candidate at other sizes (hard-coded shapes fail)."""
+    jobs_per_gpu: int = 1
+    """GPU: verification jobs at once per GPU; timing jobs always have their GPU alone."""
 
     def __post_init__(self) -> None:
         if self.budget < 1:
@@ -92,6 +94,7 @@ class AgentConfig:
             aot_target=self.aot_target,
             allow_large=self.allow_large,
             generalize=self.generalize,
+            jobs_per_gpu=self.jobs_per_gpu,
         )
 
     def to_dict(self) -> dict[str, Any]:

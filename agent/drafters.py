@@ -114,6 +114,8 @@ class CompilerDrafter:
             problem_path,
             device=self.device,
             limits=Limits(timeout_s=self.timeout_s, memory_mb=None, guard=False),
+            # Inductor's autotuning times kernels on the GPU: nothing else may run there meanwhile
+            exclusive=self.device == "cuda",
         )
         if out.kind == "ok" and isinstance(out.value, dict) and out.value.get("source"):
             notes = out.value.get("notes") or []

@@ -12,7 +12,7 @@ gpu1() {
   export CUDA_VISIBLE_DEVICES=1
   timeout 320 python3 benchmarks/compiler_examples.py --problems examples/problems/{relu,softmax,layernorm,matmul,linear_gelu}.py \
     --tune-trials 3 --trials 2 --out "$OUT/compiler_examples.json" 2>&1 | grep -v Warning
-  timeout 200 python3 benchmarks/throughput.py --n 12 --timeout 20 --skip-parallel-naive \
+  timeout 200 python3 benchmarks/throughput.py --n 12 --timeout 20 --skip-parallel-naive --jobs-per-gpu 4 \
     --record "$OUT/throughput_h200.md" 2>&1 | grep -v Warning | tail -20
   echo "gpu1 done"
 }

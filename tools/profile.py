@@ -349,6 +349,8 @@ def _profile(
         limits=Limits(timeout_s=opts.timeout_s, memory_mb=opts.memory_mb),
         # Inductor's compile-worker pool would start subprocesses, which the job guard refuses.
         env={"TORCHINDUCTOR_COMPILE_THREADS": "1"},
+        # nothing else on this GPU while it is timed (verification jobs may share a GPU)
+        exclusive=True,
     )
     if outcome.kind in ("crash", "timeout"):
         return ProfileResult(

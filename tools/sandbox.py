@@ -34,7 +34,7 @@ import threading
 import time
 import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from tools.errors import SandboxError
@@ -80,14 +80,65 @@ class Limits:
 class _Slot:
     device: str
     """`cpu` or `cuda:N` (N indexes the GPUs this process sees; the job sees it as cuda:0)."""
-    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class SlotPool:
+    """Hands out slots to jobs. A shared job takes one free slot; an exclusive job (a timing job)
+    takes every slot of one device, so nothing else runs on that GPU while it runs (DESIGN.md:
+    timings never overlap on one GPU). Several slots may name one device (`gpus=[0, 0, 0, 0]`:
+    four verification jobs at once on GPU 0). While an exclusive job waits, no shared job starts,
+    so a stream of verifications cannot starve a timing."""
+
+    def __init__(self, devices: Sequence[str]) -> None:
+        self.devices = list(devices)
+        self._busy = [False] * len(self.devices)
+        self._cond = threading.Condition()
+        self._exclusive_waiting = 0
+
+    def acquire(self, exclusive: bool = False) -> list[int]:
+        with self._cond:
+            if exclusive:
+                self._exclusive_waiting += 1
+            try:
+                while True:
+                    got = self._try(exclusive)
+                    if got:
+                        return got
+                    self._cond.wait()
+            finally:
+                if exclusive:
+                    self._exclusive_waiting -= 1
+
+    def _try(self, exclusive: bool) -> list[int]:
+        if exclusive:
+            for dev in dict.fromkeys(self.devices):
+                idx = [i for i, d in enumerate(self.devices) if d == dev]
+                if not any(self._busy[i] for i in idx):
+                    for i in idx:
+                        self._busy[i] = True
+                    return idx
+            return []
+        if self._exclusive_waiting:
+            return []
+        for i, busy in enumerate(self._busy):
+            if not busy:
+                self._busy[i] = True
+                return [i]
+        return []
+
+    def release(self, idx: list[int]) -> None:
+        with self._cond:
+            for i in idx:
+                self._busy[i] = False
+            self._cond.notify_all()
 
 
 class Sandbox:
     """Runs job functions in isolated worker processes.
 
     `device` is `cpu` (Triton interpreter) or `cuda`. On CUDA there is one slot per visible GPU
-    (or per entry of `gpus`); on CPU `max_workers` slots (default: the number of cores).
+    (or per entry of `gpus`, which may repeat a GPU); on CPU `max_workers` slots (default: the
+    number of cores).
     Thread-safe: call `run` from several threads to evaluate candidates in parallel.
     """
 
@@ -118,7 +169,7 @@ class Sandbox:
         else:
             n = max_workers or os.cpu_count() or 1
             self._slots = [_Slot("cpu") for _ in range(n)]
-        self._slot_sem = threading.Semaphore(len(self._slots))
+        self._pool = SlotPool([s.device for s in self._slots])
         self._ctx = _make_context(start_method)
         self.jobs_run = 0
 
@@ -133,21 +184,19 @@ class Sandbox:
         timeout: float | None = None,
         limits: Limits | None = None,
         env: dict[str, str] | None = None,
+        exclusive: bool = False,
         **kwargs: Any,
     ) -> JobOutcome:
-        """Run `fn` ("module:function") with args in a fresh worker; never raises for job faults."""
+        """Run `fn` ("module:function") with args in a fresh worker; never raises for job faults.
+        `exclusive`: no other job runs on the job's device meanwhile (timing)."""
         lim = limits or self.limits
         if timeout is not None:
             lim = Limits(**{**lim.__dict__, "timeout_s": timeout})
-        self._slot_sem.acquire()
+        taken = self._pool.acquire(exclusive)
         try:
-            slot = next(s for s in self._slots if s.lock.acquire(blocking=False))
-            try:
-                return self._run_in_slot(slot, fn, args, kwargs, lim, env or {})
-            finally:
-                slot.lock.release()
+            return self._run_in_slot(self._slots[taken[0]], fn, args, kwargs, lim, env or {})
         finally:
-            self._slot_sem.release()
+            self._pool.release(taken)
 
     def _run_in_slot(
         self,

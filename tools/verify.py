@@ -50,6 +50,10 @@ class VerifyOptions:
     that also clamps at 6). Off by default: scaling shrinks the relative weight of `atol`, so
     sums that cancel can fail honest kernels."""
 
+    jobs_per_gpu: int = 1
+    """On CUDA: verification jobs running at once on each GPU (they only check correctness;
+    timing jobs still have their GPU alone, `Sandbox.run(exclusive=True)`)."""
+
     generalize: bool = False
     """Generalisation check over sizes: after passing at the problem's own sizes, verify again
     with its integer size constants changed (`generalization_sizes`). Catches kernels with
@@ -62,6 +66,8 @@ class VerifyOptions:
             )
         if self.trials < 1:
             raise BadInputError("--trials must be at least 1")
+        if self.jobs_per_gpu < 1:
+            raise BadInputError("--jobs-per-gpu must be at least 1")
         if self.device not in ("auto", "cpu", "cuda"):
             raise BadInputError(f"unknown device {self.device!r}; choose auto, cpu or cuda")
 
@@ -97,7 +103,13 @@ class Verifier:
         self.options = options or VerifyOptions()
         self.device = resolve_device(self.options.device)
         limits = Limits(timeout_s=self.options.timeout_s, memory_mb=self.options.memory_mb)
-        self.sandbox = sandbox or Sandbox(device=self.device, limits=limits)
+        gpus = None
+        if self.device == "cuda" and self.options.jobs_per_gpu > 1 and sandbox is None:
+            import torch
+
+            n = torch.cuda.device_count()
+            gpus = [g for g in range(n) for _ in range(self.options.jobs_per_gpu)]
+        self.sandbox = sandbox or Sandbox(device=self.device, limits=limits, gpus=gpus)
         self._refs: dict[tuple, Reference] = {}
         self._lock = threading.Lock()
 
