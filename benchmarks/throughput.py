@@ -208,7 +208,12 @@ def run_runner(
     overhead = sum(e.record.duration_s - o for e, o in zip(timed, own, strict=True)) / max(
         len(timed), 1
     )
+    phases: dict[str, list[float]] = {}
+    for e in evs:
+        for k, val in ((e.profile or {}).get("timings") or {}).items():
+            phases.setdefault(k, []).append(val)
     info = {
+        "timing_job_phases_s": {k: round(sum(v) / len(v), 3) for k, v in phases.items()},
         "device": v.device,
         "slots": v.sandbox.slots,
         "overhead_s": overhead,
@@ -304,6 +309,7 @@ def main() -> int:
             "per_min": round(per_min(p_wall), 1),
             "ratio": round(p_wall / r_wall, 2),
         },
+        "timing_job_phases_s": info["timing_job_phases_s"],
         "disagreements": [
             {"kernel": k, "runner_correct": a, "naive_correct": b}
             for k, a, b in sorted(set(disagree))
@@ -360,6 +366,13 @@ def render(r: dict) -> str:
         "on a GPU, where a run takes microseconds, the overhead is what sets throughput.",
         "",
     ]
+    if r.get("timing_job_phases_s"):
+        lines += [
+            "Timing job, mean seconds per phase (GPU): "
+            + ", ".join(f"{k} {v}" for k, v in r["timing_job_phases_s"].items())
+            + " (`baselines_s` counts from the job's start).",
+            "",
+        ]
     if r["disagreements"]:
         lines.append(
             "Verdicts that differ (the naive harness has no Triton-launch audit, no poisoning, no "

@@ -118,6 +118,9 @@ class ProfileResult:
     reverified: Verdict | None = None
     """The stricter re-verification run after a speedup over `reverify_above`."""
     freshness: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    """Seconds spent in the timing job's phases (peaks_s, timer_s, baselines_s [cumulative from
+    the job's start], load_s, first_call_s, candidate_s, breakdown_s, total_s)."""
     host_ms: dict[str, float] = field(default_factory=dict)
     """Host time to queue one forward (Python, launches), per timed callable; not in speedups."""
     notes: list[str] = field(default_factory=list)
@@ -404,6 +407,7 @@ def assemble(
         device=data.get("device", "cuda"),
         triton_version=data.get("triton_version", ""),
         notes=list(data.get("notes", [])),
+        timings={k: float(v) for k, v in (data.get("timings") or {}).items()},
         **base,
     )
     if data.get("peaks"):

@@ -372,6 +372,7 @@ def profile_job(
         result["peaks"], result["peaks_measured"] = cached_peaks[name], False
     else:
         result["peaks"], result["peaks_measured"] = measure_peaks(name), True
+    result["timings"] = {"peaks_s": time.perf_counter() - t0}
     timer = Timer(
         l2,
         warmup_ms=settings["warmup_ms"],
@@ -380,6 +381,7 @@ def profile_job(
         max_reps=settings["max_reps"],
     )
     result["bracket_overhead_ms"] = timer.overhead_ms
+    result["timings"]["timer_s"] = time.perf_counter() - t0 - result["timings"]["peaks_s"]
     seed = int(settings.get("seed", 42))
     with _device_context():
         problem = exec_module(problem_source, problem_path, "problem")
@@ -426,13 +428,14 @@ def profile_job(
                     baselines["compile_error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
             result["baselines"] = baselines
             result["baselines_from_cache"] = False
-        result["timings"] = {"baselines_s": time.perf_counter() - t0}
+        result["timings"]["baselines_s"] = time.perf_counter() - t0
 
         # ---- from here on, the candidate's code is loaded ----
         violations_before = len(guard.VIOLATIONS)
         local_path = os.path.join(os.getcwd(), os.path.basename(kernel_path) or "candidate.py")
         with open(local_path, "w") as f:
             f.write(kernel_source)
+        t_load = time.perf_counter()
         try:
             cand = exec_module(kernel_source, local_path, "candidate")
             torch.manual_seed(seed)
@@ -448,13 +451,19 @@ def profile_job(
                 return model_new(*args)
 
         t1 = time.perf_counter()
+        result["timings"]["load_s"] = t1 - t_load
         try:
+            candidate(sets[0])  # the first call compiles: timed apart, for the record
+            torch.cuda.synchronize()
+            result["timings"]["first_call_s"] = time.perf_counter() - t1
+            t1 = time.perf_counter()
             runs = [timer.measure(candidate, sets), timer.measure(candidate, sets)]
             if not _agree_samples(runs[0], runs[1], settings["noise_floor"]):
                 runs.append(timer.measure(candidate, sets))
             result["candidate_host_ms"] = timer.last_host_ms
             result["candidate_samples"] = runs
             result["timings"]["candidate_s"] = time.perf_counter() - t1
+            t1 = time.perf_counter()
             try:
                 result["kernels"], notes = breakdown(
                     candidate, sets, int(settings["profile_calls"])
@@ -465,6 +474,7 @@ def profile_job(
                 result["notes"].append(
                     f"per-kernel breakdown unavailable: {type(exc).__name__}: {exc}"
                 )
+            result["timings"]["breakdown_s"] = time.perf_counter() - t1
             why = uncounted_work(runs, result["kernels"])
             if why:
                 # Fall back to timing until every stream is done, host launch cost included: never
