@@ -21,8 +21,8 @@ gpu1() {
   export CUDA_VISIBLE_DEVICES=1
   (ADV_JOBS_PER_GPU=4 timeout 200 python3 benchmarks/adversarial_figures.py --device cuda --timeout 20 --trials 3 --no-write --json \
      > "$OUT/a_adversarial.txt" 2>&1) &
-  (timeout 280 python3 -m pytest -v -m gpu -p no:cacheprovider tests/test_verify.py tests/test_aot.py > /tmp/pt1.txt 2>&1; echo "pytest rc=$?" >> /tmp/pt1.txt) &
-  (timeout 280 python3 -m pytest -v -m gpu -p no:cacheprovider tests/test_inductor_draft.py > /tmp/pt2.txt 2>&1; echo "pytest rc=$?" >> /tmp/pt2.txt) &
+  (timeout 280 python3 -m pytest -v --no-header -m gpu -p no:cacheprovider tests/test_verify.py tests/test_aot.py > /tmp/pt1.txt 2>&1; echo "pytest rc=$?" >> /tmp/pt1.txt) &
+  (timeout 280 python3 -m pytest -v --no-header -m gpu -p no:cacheprovider tests/test_inductor_draft.py > /tmp/pt2.txt 2>&1; echo "pytest rc=$?" >> /tmp/pt2.txt) &
   (timeout 280 python3 -m agent dataset build examples/problems --out /tmp/ds/pairs.jsonl --profile off > /tmp/ds.txt 2>&1; echo "dataset rc=$?" >> /tmp/ds.txt; cp /tmp/ds/pairs.jsonl "$OUT/pairs.jsonl") &
   wait
   cat /tmp/pt1.txt /tmp/pt2.txt > "$OUT/a_pytest_gpu.txt"
@@ -35,7 +35,7 @@ gpu0() {
   export CUDA_VISIBLE_DEVICES=0
   OUT=/tmp/prof PROFILE_LARGE=relu PROFILE_DEADLINE_S=200 timeout 260 python3 benchmarks/profile_examples.py 2>&1 | tail -32
   cp /tmp/prof/profile_h200.json "$OUT/profile_h200.json"
-  timeout 100 python3 -m pytest -v -m gpu -p no:cacheprovider tests/test_profile.py 2>&1 | tail -8
+  timeout 100 python3 -m pytest -v --no-header -m gpu -p no:cacheprovider tests/test_profile.py 2>&1 | tail -8
   timeout 190 python3 benchmarks/compiler_examples.py --problems examples/problems/{relu,softmax,layernorm,matmul,linear_gelu}.py \
     --tune-trials 3 --trials 2 --out "$OUT/compiler_examples.json" 2>&1 | tail -12
   echo "gpu0 done"

@@ -6,7 +6,7 @@ set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl >/dev/null 2>&1
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 TRITON_AGENT_CACHE=/tmp/ta-cache
 OUT=${OUT:-/tmp/gpu-out}; mkdir -p "$OUT"
-(CUDA_VISIBLE_DEVICES=1 timeout 120 python3 -m pytest -v -m gpu -p no:cacheprovider tests/test_profile.py \
+(CUDA_VISIBLE_DEVICES=1 timeout 120 python3 -m pytest -v --no-header -m gpu -p no:cacheprovider tests/test_profile.py \
   > "$OUT/pytest_profile.txt" 2>&1) &
 CUDA_VISIBLE_DEVICES=0 PROFILE_LARGE=relu PROFILE_ONLY=relu PROFILE_DEADLINE_S=95 \
   timeout 125 python3 benchmarks/profile_examples.py 2>&1 | tail -14

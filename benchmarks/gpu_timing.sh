@@ -24,7 +24,7 @@ gpu1 > "$OUT/gpu1.log" 2>&1 &
 {
   export CUDA_VISIBLE_DEVICES=0
   PROFILE_LARGE=relu PROFILE_DEADLINE_S=200 timeout 260 python3 benchmarks/profile_examples.py 2>&1 | tail -30
-  timeout 70 python3 -m pytest -v -m gpu -p no:cacheprovider tests/test_profile.py 2>&1 | tail -8
+  timeout 70 python3 -m pytest -v --no-header -m gpu -p no:cacheprovider tests/test_profile.py 2>&1 | tail -8
   timeout 170 python3 benchmarks/compiler_examples.py --problems examples/problems/{mse_loss,multi_io,scale_add_bias,sum_reduction}.py \
     --tune-trials 3 --trials 2 --out "$OUT/compiler_examples_2.json" 2>&1 | grep -v Warning
 } 2>&1 | tee "$OUT/run.log"

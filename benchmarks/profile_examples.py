@@ -168,7 +168,9 @@ def main() -> int:
     table = "\n".join(lines)
     out = Path(os.environ.get("OUT") or ROOT / "benchmarks" / "results")
     out.mkdir(parents=True, exist_ok=True)
-    (out / "profile_h200.json").write_text(json.dumps(report, indent=1, default=str))
+    # paths relative to the repository: the report names no directory of the machine it ran on
+    text = json.dumps(report, indent=1, default=str).replace(str(ROOT) + os.sep, "")
+    (out / "profile_h200.json").write_text(text)
     (out / "profile_h200.md").write_text(table + "\n")
     for r in report["examples"]:
         log(f"--- {r['example']}: " + r["message"])
