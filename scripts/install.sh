@@ -7,6 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+export PIP_ROOT_USER_ACTION=ignore  # no "running pip as root" warning in containers
 extras=""
 [ "${1:-}" = "test" ] && extras="[test]"
 
