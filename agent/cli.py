@@ -108,22 +108,10 @@ def verify_config_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def verify_options_from(args: argparse.Namespace):
-    from tools.compare import Tolerance
-    from tools.verify import VerifyOptions
+    """VerifyOptions from the verification flags (verify, profile, dataset)."""
+    from agent.config import AgentConfig
 
-    target = None if str(args.target).lower() in ("none", "", "off") else args.target
-    return VerifyOptions(
-        trials=args.trials,
-        seed=args.seed,
-        tolerance=Tolerance(atol=args.atol, rtol=args.rtol, preset=args.tolerance_preset),
-        policy=args.policy,
-        device=args.device,
-        timeout_s=args.timeout,
-        aot_target=target,
-        allow_large=args.allow_large,
-        generalize=getattr(args, "generalize", False),
-        jobs_per_gpu=getattr(args, "jobs_per_gpu", 1),
-    )
+    return AgentConfig(**verify_config_kwargs(args)).verify_options()
 
 
 def build_parser() -> argparse.ArgumentParser:

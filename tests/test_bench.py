@@ -274,8 +274,7 @@ def test_loop_mode(tmp_path, capsys, problems, replay_calls):
         tmp_path / "r.jsonl", [fenced("broken/relu__mismatch.py"), GOOD["relu"], GOOD["softmax"]]
     )
     out = tmp_path / "out"
-    rc, r = bench(
-        capsys,
+    args = [
         str(problems),
         "--only",
         "relu,softmax",
@@ -292,7 +291,8 @@ def test_loop_mode(tmp_path, capsys, problems, replay_calls):
         "--out",
         str(out),
         *FAST,
-    )
+    ]
+    rc, r = bench(capsys, *args)
     assert rc == 0 and r["status"] == "ok"
     assert replay_calls == [1, 1, 1]
     assert r["metrics"]["pass_at_k"] == {"1": 0.5, "2": 1.0, "3": 1.0}
@@ -305,25 +305,7 @@ def test_loop_mode(tmp_path, capsys, problems, replay_calls):
     assert "success@k" in (out / "report.md").read_text()
 
     replay_calls.clear()  # rerun: both problems are done, nothing is asked
-    rc, r = bench(
-        capsys,
-        str(problems),
-        "--only",
-        "relu,softmax",
-        "--mode",
-        "loop",
-        "--samples",
-        "3",
-        "--k",
-        "1,2,3",
-        "--backend",
-        "replay",
-        "--replies",
-        replies,
-        "--out",
-        str(out),
-        *FAST,
-    )
+    rc, r = bench(capsys, *args)
     assert rc == 0 and replay_calls == []
 
 

@@ -879,17 +879,23 @@ def _kernel_params(kernel: _Kernel) -> tuple[list[str], list[str]]:
     return runtime, constexprs
 
 
+def _constant_args(kernel: _Kernel, node: ast.Call) -> dict[str, Any]:
+    """The launch's arguments that are constants (sizes such as `xnumel`), by parameter name."""
+    runtime_args, _ = _kernel_params(kernel)
+    extra = list(kernel.autotuner.inductor_meta.get("extra_launcher_args", []))
+    return {
+        name: arg.value
+        for name, arg in zip(runtime_args + extra, node.args, strict=False)
+        if isinstance(arg, ast.Constant)
+    }
+
+
 def _grid_for(kernel: _Kernel, node: ast.Call) -> tuple[int, ...]:
     """Evaluate Inductor's grid expression for this launch (sizes are static, so it is constant)."""
     from torch._inductor.runtime.triton_heuristics import GridExpr
 
-    runtime_args, _ = _kernel_params(kernel)
     inductor_meta = kernel.autotuner.inductor_meta
-    extra = list(inductor_meta.get("extra_launcher_args", []))
-    values: dict[str, Any] = {}
-    for arg_name, arg in zip(runtime_args + extra, node.args, strict=False):
-        if isinstance(arg, ast.Constant):
-            values[arg_name] = arg.value
+    values = _constant_args(kernel, node)
     grid_type = inductor_meta.get("grid_type")
     if grid_type in (
         None,
@@ -928,13 +934,7 @@ def _grid_following_blocks(
     inductor_meta = kernel.autotuner.inductor_meta
     if inductor_meta.get("grid_type") not in _BLOCK_GRIDS:
         return None
-    runtime_args, _ = _kernel_params(kernel)
-    extra = list(inductor_meta.get("extra_launcher_args", []))
-    values = {
-        name: arg.value
-        for name, arg in zip(runtime_args + extra, node.args, strict=False)
-        if isinstance(arg, ast.Constant) and isinstance(arg.value, int)
-    }
+    values = {k: v for k, v in _constant_args(kernel, node).items() if isinstance(v, int)}
     blocks = {
         k: f"meta[{k!r}]" for k in kernel.config.kwargs if k in ("XBLOCK", "YBLOCK", "ZBLOCK")
     }

@@ -457,9 +457,7 @@ def profile_job(
             torch.cuda.synchronize()
             result["timings"]["first_call_s"] = time.perf_counter() - t1
             t1 = time.perf_counter()
-            runs = [timer.measure(candidate, sets), timer.measure(candidate, sets)]
-            if not _agree_samples(runs[0], runs[1], settings["noise_floor"]):
-                runs.append(timer.measure(candidate, sets))
+            runs = _independent_runs(timer, candidate, sets, settings["noise_floor"])
             result["candidate_host_ms"] = timer.last_host_ms
             result["candidate_samples"] = runs
             result["timings"]["candidate_s"] = time.perf_counter() - t1
@@ -479,9 +477,7 @@ def profile_job(
             if why:
                 # Fall back to timing until every stream is done, host launch cost included: never
                 # flattering, and it counts side-stream work whatever stream it ran on.
-                runs = [timer.measure(candidate, sets, pad=False) for _ in range(2)]
-                if not _agree_samples(runs[0], runs[1], settings["noise_floor"]):
-                    runs.append(timer.measure(candidate, sets, pad=False))
+                runs = _independent_runs(timer, candidate, sets, settings["noise_floor"], pad=False)
                 result["candidate_samples"] = runs
                 result["notes"].append(
                     f"{why}; timed instead until every stream was done, host launch cost included"
@@ -509,6 +505,16 @@ def compile_in_this_process() -> None:
 def _sync() -> None:
     if torch.cuda.is_available():
         torch.cuda.synchronize()
+
+
+def _independent_runs(
+    timer: Timer, call: Call, sets: list[list], noise_floor: float, *, pad: bool = True
+) -> list[list[float]]:
+    """Two independent timing sequences of `call`; a third when the two disagree."""
+    runs = [timer.measure(call, sets, pad=pad), timer.measure(call, sets, pad=pad)]
+    if not _agree_samples(runs[0], runs[1], noise_floor):
+        runs.append(timer.measure(call, sets, pad=pad))
+    return runs
 
 
 def _agree_samples(a: list[float], b: list[float], floor: float) -> bool:

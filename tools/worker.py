@@ -289,13 +289,12 @@ def _cuda_fault(exc: BaseException) -> str | None:
     """The CUDA error in `exc` or what caused it ("an illegal memory access was encountered"),
     else None. A fault in a kernel poisons the job's CUDA context: it is a crash, not an
     exception the candidate raised."""
-    seen: list[BaseException] = []
-    while exc is not None and all(exc is not e for e in seen):
-        seen.append(exc)
-        m = _CUDA_FAULT.search(str(exc))
+    from tools.aot import _exception_chain
+
+    for e in _exception_chain(exc):
+        m = _CUDA_FAULT.search(str(e))
         if m:
             return m.group(1).strip()
-        exc = exc.__cause__ or exc.__context__
     return None
 
 
