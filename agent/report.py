@@ -43,7 +43,16 @@ def result_object(ctx: RunContext, state: dict[str, Any]) -> dict[str, Any]:
         "attempts": [
             {
                 k: a.get(k)
-                for k in ("index", "round", "source", "status", "correct", "speedup", "summary")
+                for k in (
+                    "index",
+                    "round",
+                    "source",
+                    "status",
+                    "correct",
+                    "speedup",
+                    "speedups",
+                    "summary",
+                )
             }
             for a in attempts
         ],

@@ -61,8 +61,13 @@ def main() -> int:
             {
                 "problem": p.stem,
                 "compiler_status": seed.get("status"),
-                "speedup_eager_before": (seed.get("speedup") if seed else None),
+                "speedup_eager_before": (seed.get("speedups") or {}).get("eager"),
+                "speedup_compile_before": (seed.get("speedups") or {}).get("compile"),
                 "seed_speedups": seed.get("speedups"),
+                "tuner": [
+                    {"change": a["source"], "status": a["status"], "speedups": a.get("speedups")}
+                    for a in tuned
+                ],
                 "best_source": best.get("source"),
                 "best_speedups": best.get("speedups"),
                 "tuner_trials": len(tuned),
@@ -75,7 +80,8 @@ def main() -> int:
         if args.out:
             Path(args.out).write_text(json.dumps(rows, indent=2))
     print(
-        f"{'problem':16s} {'compiler':10s} {'x eager (seed)':>14s} {'best x eager':>12s} {'best x compile':>14s} {'tuner':>8s}"
+        f"{'problem':16s} {'compiler':10s} {'x eager (seed)':>14s} {'x compile (seed)':>16s} "
+        f"{'best x eager':>12s} {'best x compile':>14s} {'tuner':>8s}"
     )
     for r in rows:
         if "error" in r:
@@ -85,6 +91,7 @@ def main() -> int:
         fmt = lambda v: f"{v:.2f}" if isinstance(v, (int, float)) else "-"
         print(
             f"{r['problem']:16s} {str(r['compiler_status']):10s} {fmt(r['speedup_eager_before']):>14s} "
+            f"{fmt(r['speedup_compile_before']):>16s} "
             f"{fmt(bs.get('eager')):>12s} {fmt(bs.get('compile')):>14s} {r['tuner_correct']}/{r['tuner_trials']:<6}"
         )
     if args.out:

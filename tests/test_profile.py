@@ -317,7 +317,7 @@ class _GpuVerifierSaysMismatch:
     def __init__(self):
         self.sandbox = _SpySandbox()
 
-    def verify(self, problem, source, path):
+    def verify(self, problem, source, path, triton_cache_out=None):
         return Verdict(
             status="mismatch", compiled=True, correct=False, message="wrong tail", device="cuda"
         )

@@ -298,12 +298,21 @@ def profile_files(problem_path: str, kernel_path: str, **kw: Any) -> ProfileResu
 def _profile(
     prob: Problem, source: str, kpath: str, v: Verifier, opts: ProfileOptions
 ) -> ProfileResult:
+    with tempfile.TemporaryDirectory(prefix="ta-kernels-") as compiled:
+        # The verification job's compiled kernels seed the timing job of the same source, so
+        # the exclusive (GPU-holding) timing job does not spend its time compiling.
+        return _verify_and_time(prob, source, kpath, v, opts, compiled)
+
+
+def _verify_and_time(
+    prob: Problem, source: str, kpath: str, v: Verifier, opts: ProfileOptions, compiled: str
+) -> ProfileResult:
     import torch
 
     base = dict(
         problem=prob.path, kernel=kpath, baseline=opts.baseline, torch_version=torch.__version__
     )
-    verdict = v.verify(prob, source, kpath)
+    verdict = v.verify(prob, source, kpath, triton_cache_out=compiled)
     if not verdict.correct:
         return ProfileResult(
             status="not_verified",
@@ -354,6 +363,7 @@ def _profile(
         env={"TORCHINDUCTOR_COMPILE_THREADS": "1"},
         # nothing else on this GPU while it is timed (verification jobs may share a GPU)
         exclusive=True,
+        triton_cache_in=compiled,
     )
     if outcome.kind in ("crash", "timeout"):
         return ProfileResult(

@@ -185,16 +185,31 @@ class Sandbox:
         limits: Limits | None = None,
         env: dict[str, str] | None = None,
         exclusive: bool = False,
+        triton_cache_in: str | None = None,
+        triton_cache_out: str | None = None,
         **kwargs: Any,
     ) -> JobOutcome:
         """Run `fn` ("module:function") with args in a fresh worker; never raises for job faults.
-        `exclusive`: no other job runs on the job's device meanwhile (timing)."""
+        `exclusive`: no other job runs on the job's device meanwhile (timing).
+        `triton_cache_out`: after the job, copy its private Triton cache there;
+        `triton_cache_in`: start the job's private cache as a copy of that directory. Only for
+        jobs of the same candidate source (its verification, then its timing): the timing job
+        then does not compile again, and no candidate ever sees another candidate's cache."""
         lim = limits or self.limits
         if timeout is not None:
             lim = Limits(**{**lim.__dict__, "timeout_s": timeout})
         taken = self._pool.acquire(exclusive)
         try:
-            return self._run_in_slot(self._slots[taken[0]], fn, args, kwargs, lim, env or {})
+            return self._run_in_slot(
+                self._slots[taken[0]],
+                fn,
+                args,
+                kwargs,
+                lim,
+                env or {},
+                cache_in=triton_cache_in,
+                cache_out=triton_cache_out,
+            )
         finally:
             self._pool.release(taken)
 
@@ -206,8 +221,12 @@ class Sandbox:
         kwargs: dict,
         lim: Limits,
         env: dict[str, str],
+        cache_in: str | None = None,
+        cache_out: str | None = None,
     ) -> JobOutcome:
         workdir = tempfile.mkdtemp(prefix="ta-job-")
+        if cache_in:
+            _copy_cache(cache_in, os.path.join(workdir, "triton_cache"))
         job_env = dict(env)
         if slot.device.startswith("cuda:"):
             job_env["CUDA_VISIBLE_DEVICES"] = visible_device_id(int(slot.device.split(":", 1)[1]))
@@ -246,6 +265,8 @@ class Sandbox:
             if proc.exitcode < 0:
                 outcome.signal_name = signal.Signals(-proc.exitcode).name
         outcome.duration_s = time.monotonic() - start
+        if cache_out and outcome.kind == "ok":
+            _copy_cache(os.path.join(workdir, "triton_cache"), cache_out)
         shutil.rmtree(workdir, ignore_errors=True)
         return outcome
 
@@ -448,6 +469,45 @@ def _tail(path: str, lines: int = 25, chars: int = 3000) -> str:
 _HARNESS_NOISE = ("USDT:", "STAGE:")
 
 
+def _copy_cache(src: str, dst: str) -> None:
+    """A carried cache only saves compile time: failing to copy it is never a job's failure."""
+    try:
+        copy_regular_files(src, dst)
+    except OSError:
+        pass
+
+
+def copy_regular_files(src: str, dst: str, max_bytes: int = 512 << 20) -> int:
+    """Copy the regular files under `src` into `dst` (same relative paths); symlinks, devices
+    and FIFOs are skipped, never followed, and copying stops at `max_bytes`. The source was
+    written by an untrusted job, so nothing in it may make the parent read outside it.
+    Returns the bytes copied."""
+    import stat
+
+    copied = 0
+    for root, dirs, files in os.walk(src, followlinks=False):
+        rel = os.path.relpath(root, src)
+        out_dir = os.path.normpath(os.path.join(dst, rel))
+        os.makedirs(out_dir, exist_ok=True)
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(root, d))]
+        for name in files:
+            path = os.path.join(root, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if not stat.S_ISREG(st.st_mode) or copied + st.st_size > max_bytes:
+                continue
+            try:
+                fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            except OSError:
+                continue
+            with os.fdopen(fd, "rb") as f, open(os.path.join(out_dir, name), "wb") as g:
+                shutil.copyfileobj(f, g)
+            copied += st.st_size
+    return copied
+
+
 # ---------------------------------------------------------------------------------------------
 # Child side
 
@@ -469,7 +529,7 @@ def _child_main(conn, workdir: str, env: dict[str, str], lim: Limits, device: st
     os.chdir(workdir)
     os.environ.update(env)
     cache = os.path.join(workdir, "triton_cache")
-    os.makedirs(cache, exist_ok=True)
+    os.makedirs(cache, exist_ok=True)  # may already hold a copy of this candidate's own cache
     os.environ["TRITON_CACHE_DIR"] = cache
     os.environ["TMPDIR"] = workdir
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(workdir, "inductor_cache")

@@ -162,10 +162,17 @@ class Verifier:
 
     # -- the whole protocol -----------------------------------------------------------------
     def verify(
-        self, problem: Problem, kernel_source: str, kernel_path: str = "candidate.py"
+        self,
+        problem: Problem,
+        kernel_source: str,
+        kernel_path: str = "candidate.py",
+        *,
+        triton_cache_out: str | None = None,
     ) -> Verdict:
+        """The verification protocol. `triton_cache_out`: keep the candidate job's compiled
+        kernels there (its timing job starts from them instead of compiling again)."""
         start = time.monotonic()
-        verdict = self._verify(problem, kernel_source, kernel_path)
+        verdict = self._verify(problem, kernel_source, kernel_path, triton_cache_out)
         if verdict.correct and self.options.generalize:
             verdict = self._generalize(problem, kernel_source, kernel_path, verdict)
         verdict.duration_s = round(time.monotonic() - start, 3)
@@ -196,7 +203,13 @@ class Verifier:
         other.evidence.notes.append(f"generalisation check failed at {shown}")
         return other
 
-    def _verify(self, problem: Problem, kernel_source: str, kernel_path: str) -> Verdict:
+    def _verify(
+        self,
+        problem: Problem,
+        kernel_source: str,
+        kernel_path: str,
+        triton_cache_out: str | None = None,
+    ) -> Verdict:
         check = check_candidate_source(kernel_source, kernel_path)
         if not check.ok:
             err = SourceError(
@@ -220,6 +233,7 @@ class Verifier:
             seed=self.options.seed,
             poison=self.options.poison,
             aot_target=self.options.aot_target if self.device == "cpu" else None,
+            triton_cache_out=triton_cache_out,
         )
         return judge(outcome, ref, self.options)
 
