@@ -31,4 +31,5 @@ wait
 cat "$OUT/gpu0.log" "$OUT/gpu1.log"
 export CUDA_VISIBLE_DEVICES=0,1
 timeout 290 python3 benchmarks/throughput.py --n 24 --timeout 20 --jobs-per-gpu 4 \
-  --record "$OUT/throughput_h200x2.md" --json 2>&1 | grep -v Warning | tee "$OUT/throughput.log" | tail -25
+  --record throughput_h200x2.md --json 2>&1 | grep -v Warning | tee "$OUT/throughput.log" | tail -25
+cp throughput_h200x2.md "$OUT/"

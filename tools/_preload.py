@@ -39,3 +39,20 @@ try:
     import tools.aot  # noqa: F401
 except Exception:
     pass
+
+# Triton keys its compile cache with a hash of its own installation, libtriton.so included
+# (~500 MB): ~0.4 s per process, paid by each GPU job's first launch and each ahead-of-time
+# compile. It reads files only (no driver, no CUDA); computed once here, every forked job
+# inherits the memoised value.
+try:
+    from triton.runtime.cache import triton_key
+except ImportError:  # older Triton kept it in the compiler module
+    try:
+        from triton.compiler.compiler import triton_key
+    except ImportError:
+        triton_key = None
+if triton_key is not None:
+    try:
+        triton_key()
+    except Exception:
+        pass
