@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import socket
 import time
 
@@ -351,3 +352,30 @@ def test_make_backend_explicit_kinds(openai_server):
         make_backend("gpt")
     with pytest.raises(BackendError, match="needs replies"):
         make_backend("replay")
+
+
+def test_a_broken_openai_install_stops_only_the_openai_backend():
+    """On the GPU machine the openai package failed to import (a missing HTTP dependency) and
+    took the replay backend down with it. Now only the OpenAI backend is affected, with a message."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["openai"] = None  # "import openai" now raises ImportError
+        from agent.llm import make_backend
+        from tools.errors import BackendError
+        r = make_backend("replay", replies=["a"])
+        assert r.generate.__self__ is r
+        try:
+            make_backend("openai", base_url="http://127.0.0.1:9/v1")
+        except BackendError as e:
+            print("MESSAGE:", e)
+        else:
+            raise SystemExit("no error")
+    """)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
+    assert p.returncode == 0, p.stderr
+    assert "OpenAI-compatible backend cannot be loaded" in p.stdout

@@ -21,7 +21,6 @@ from typing import Any
 from tools.errors import BackendError
 
 from .base import DEFAULT_MODEL, BackendKind, LLMBackend, SamplingParams, messages_to_text
-from .openai_backend import OpenAIBackend
 from .replay import ReplayBackend
 
 __all__ = [
@@ -51,6 +50,25 @@ NO_BACKEND_HELP = (
     "  --backend vllm    an in-process vLLM engine (pip install 'triton-agent[vllm]');\n"
     '  --replies FILE    replay scripted replies from a JSONL file of {"text": ...} lines.'
 )
+
+
+def __getattr__(name: str) -> Any:
+    # The OpenAI client (and its HTTP stack) is imported only when used: a broken or missing
+    # install of it must not stop the replay, compiler or in-process backends.
+    if name == "OpenAIBackend":
+        return _openai_backend_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _openai_backend_class() -> type:
+    try:
+        from .openai_backend import OpenAIBackend
+    except ImportError as exc:
+        raise BackendError(
+            f"the OpenAI-compatible backend cannot be loaded: {exc}. Repair the install "
+            "(`pip install --upgrade openai`) or choose another backend"
+        ) from exc
+    return OpenAIBackend
 
 
 def make_backend(
@@ -90,7 +108,7 @@ def make_backend(
             raise BackendError("the replay backend needs replies (--replies FILE.jsonl)")
         return ReplayBackend(replies, **kw)
     if kind == "openai":
-        return OpenAIBackend(model=model or DEFAULT_MODEL, base_url=base_url, api_key=api_key, **kw)
+        return _openai_backend_class()(model=model or DEFAULT_MODEL, base_url=base_url, api_key=api_key, **kw)
     if kind == "vllm":
         from .vllm_backend import VLLMBackend
 
