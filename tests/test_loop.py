@@ -361,3 +361,16 @@ def test_problem_failing_at_run_time_exits_2_and_leaves_no_run_dir(tmp_path, cap
     assert main(["optimize", str(bad), "--runs-dir", str(runs), *FAST]) == 2
     assert "get_inputs() raised" in capsys.readouterr().err
     assert not runs.exists() or not any(runs.iterdir())
+
+
+def test_a_faster_attempt_must_beat_the_noise_floor_to_become_the_best():
+    from agent.nodes import KEEP_MARGIN, _better
+    from tools.profile import ProfileOptions
+
+    assert KEEP_MARGIN == ProfileOptions().noise_floor
+    best = {"speedup": 1.80, "correct": True}
+    assert _better({"speedup": 1.80 * (1 + KEEP_MARGIN) + 0.01}, best)
+    assert not _better({"speedup": 1.83}, best)  # +1.7%: within the timer's noise
+    assert not _better({"speedup": None}, best)
+    assert _better({"speedup": 0.5}, {"speedup": None})  # a timed one beats an untimed one
+    assert _better({"speedup": None}, None)

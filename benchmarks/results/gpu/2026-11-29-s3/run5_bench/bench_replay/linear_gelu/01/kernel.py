@@ -1,0 +1,49 @@
+# Expected status: cheat. The matmul runs in Triton, but bias and GELU are applied with PyTorch
+# ops inside forward; the strict policy forbids any PyTorch compute there.
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+BLOCK = 32
+
+
+@triton.jit
+def _matmul_kernel(
+    a_ptr, b_ptr, c_ptr, M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):
+    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        ks = k0 + rk
+        a = tl.load(a_ptr + rm[:, None] * stride_am + ks[None, :] * stride_ak,
+                    mask=(rm[:, None] < M) & (ks[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + ks[:, None] * stride_bk + rn[None, :] * stride_bn,
+                    mask=(ks[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc += tl.dot(a, b, input_precision="ieee")
+    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc,
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        w = self.linear.weight
+        M, K = x.shape
+        N = w.shape[0]
+        y = torch.empty((M, N), dtype=x.dtype, device=x.device)
+        grid = (triton.cdiv(M, BLOCK), triton.cdiv(N, BLOCK))
+        _matmul_kernel[grid](
+            x, w, y, M, N, K,
+            x.stride(0), x.stride(1), w.stride(1), w.stride(0), y.stride(0), y.stride(1),
+            BLOCK_M=BLOCK, BLOCK_N=BLOCK, BLOCK_K=BLOCK,
+        )
+        return F.gelu(y + self.linear.bias, approximate="tanh")  # PyTorch compute: rejected

@@ -1,0 +1,46 @@
+# Expected status: runtime_error. The launch passes one argument too few (the stride of C's
+# columns is missing), so binding the kernel's arguments raises a TypeError inside forward.
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+BLOCK = 32
+
+
+@triton.jit
+def _matmul_kernel(
+    a_ptr, b_ptr, c_ptr, M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):
+    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        ks = k0 + rk
+        a = tl.load(a_ptr + rm[:, None] * stride_am + ks[None, :] * stride_ak,
+                    mask=(rm[:, None] < M) & (ks[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + ks[:, None] * stride_bk + rn[None, :] * stride_bn,
+                    mask=(ks[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc += tl.dot(a, b, input_precision="ieee")
+    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc,
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a, b):
+        M, K = a.shape
+        N = b.shape[1]
+        c = torch.empty((M, N), dtype=a.dtype, device=a.device)
+        grid = (triton.cdiv(M, BLOCK), triton.cdiv(N, BLOCK))
+        _matmul_kernel[grid](  # BUG: c.stride(1) missing
+            a, b, c, M, N, K,
+            a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
+            BLOCK_M=BLOCK, BLOCK_N=BLOCK, BLOCK_K=BLOCK,
+        )
+        return c

@@ -1,0 +1,43 @@
+# Expected status: mismatch. The mean divides by the padded element count (programs x BLOCK =
+# 49 x 1024 = 50176) instead of the real one (49950): the loss is 0.45% too small.
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+BLOCK_SIZE = 1024
+
+
+@triton.jit
+def _mse_partial_kernel(a_ptr, b_ptr, partial_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    a = tl.load(a_ptr + offsets, mask=mask, other=0.0)
+    b = tl.load(b_ptr + offsets, mask=mask, other=0.0)
+    d = a - b
+    tl.store(partial_ptr + tl.program_id(0), tl.sum(d * d, axis=0))
+
+
+@triton.jit
+def _mse_final_kernel(partial_ptr, out_ptr, n_partials, BLOCK_SIZE: tl.constexpr):
+    acc = tl.zeros((BLOCK_SIZE,), dtype=tl.float32)
+    for start in range(0, n_partials, BLOCK_SIZE):
+        offsets = start + tl.arange(0, BLOCK_SIZE)
+        acc += tl.load(partial_ptr + offsets, mask=offsets < n_partials, other=0.0)
+    tl.store(out_ptr, tl.sum(acc, axis=0) / (n_partials * BLOCK_SIZE))  # BUG: / n_elements
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, predictions, targets):
+        a = predictions.contiguous()
+        b = targets.contiguous()
+        n = a.numel()
+        n_partials = triton.cdiv(n, BLOCK_SIZE)
+        partials = torch.empty(n_partials, dtype=torch.float32, device=a.device)
+        out = torch.empty((), dtype=a.dtype, device=a.device)
+        _mse_partial_kernel[(n_partials,)](a, b, partials, n, BLOCK_SIZE=BLOCK_SIZE)
+        _mse_final_kernel[(1,)](partials, out, n_partials, BLOCK_SIZE=BLOCK_SIZE)
+        return out
