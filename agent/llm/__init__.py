@@ -108,7 +108,9 @@ def make_backend(
             raise BackendError("the replay backend needs replies (--replies FILE.jsonl)")
         return ReplayBackend(replies, **kw)
     if kind == "openai":
-        return _openai_backend_class()(model=model or DEFAULT_MODEL, base_url=base_url, api_key=api_key, **kw)
+        return _openai_backend_class()(
+            model=model or DEFAULT_MODEL, base_url=base_url, api_key=api_key, **kw
+        )
     if kind == "vllm":
         from .vllm_backend import VLLMBackend
 
