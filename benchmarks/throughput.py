@@ -229,11 +229,19 @@ def run_runner(
         len(timed), 1
     )
     phases: dict[str, list[float]] = {}
+    vphases: dict[str, list[float]] = {}
     for e in evs:
         for k, val in ((e.profile or {}).get("timings") or {}).items():
             phases.setdefault(k, []).append(val)
+        if e.record.status in ("timeout", "syntax_error", "bad_input"):
+            continue  # no job ran, or it was killed: not a verification job's cost
+        for k, val in ((e.verdict.get("evidence") or {}).get("timings") or {}).items():
+            vphases.setdefault(k, []).append(val)
+        if isinstance(e.verdict.get("duration_s"), (int, float)):
+            vphases.setdefault("total", []).append(e.verdict["duration_s"])
     info = {
         "timing_job_phases_s": {k: round(sum(v) / len(v), 3) for k, v in phases.items()},
+        "verify_job_phases_s": {k: round(sum(v) / len(v), 3) for k, v in vphases.items()},
         "steady_per_min": steady,
         "device": v.device,
         "slots": v.sandbox.slots,
@@ -338,6 +346,7 @@ def main() -> int:
             "ratio": round(p_wall / r_wall, 2),
         },
         "timing_job_phases_s": info["timing_job_phases_s"],
+        "verify_job_phases_s": info["verify_job_phases_s"],
         "disagreements": [
             {"kernel": k, "runner_correct": a, "naive_correct": b}
             for k, a, b in sorted(set(disagree))
@@ -396,6 +405,16 @@ def render(r: dict) -> str:
         _overhead_text(r),
         "",
     ]
+    if r.get("verify_job_phases_s"):
+        lines += [
+            "Verification job, mean seconds per phase inside the job (`setup`: problem, model, "
+            "CUDA and Triton's driver in the fresh process; `import`: the candidate; `runs`: "
+            "its trials; `aot`: the ahead-of-time compile; `total`: the verification as the runner "
+            "saw it, process start and waiting for a slot included): "
+            + ", ".join(f"{k} {v}" for k, v in r["verify_job_phases_s"].items())
+            + ".",
+            "",
+        ]
     if r.get("timing_job_phases_s"):
         lines += [
             "Timing job, mean seconds per phase (GPU): "

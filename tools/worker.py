@@ -343,6 +343,8 @@ def candidate_job(
             install_inductor_compat()
         if device == "cuda":
             _warm_cuda()
+        # harness set-up in this fresh process: problem, model, dynamo, CUDA and Triton's driver
+        result["timings"]["setup"] = time.perf_counter() - t0
 
         integrity = Integrity()
         threads_before = set(threading.enumerate())
@@ -366,7 +368,7 @@ def candidate_job(
             result["violations"] = _violations(tamper)
             return result
         check_integrity("at import", integrity)
-        result["timings"]["import"] = time.perf_counter() - t0
+        result["timings"]["import"] = time.perf_counter() - t0 - result["timings"]["setup"]
         result["stage"] = "construct"
         model_new_cls = getattr(cand, "ModelNew", None)
         if model_new_cls is None:
