@@ -35,21 +35,16 @@ if TYPE_CHECKING:  # the heavy modules load on first call, so `import agent` sta
 PathOrSource = str | os.PathLike[str]
 """A path to a `.py` file, or the file's text."""
 
-VERIFY_FIELDS = (
-    "trials",
-    "seed",
-    "atol",
-    "rtol",
-    "tolerance_preset",
-    "policy",
-    "device",
-    "timeout_s",
-    "aot_target",
-    "allow_large",
-)
-"""The `AgentConfig` fields that say how a candidate is verified (what `verify` accepts)."""
-
 Event = dict[str, Any]
+
+
+def __getattr__(name: str) -> Any:
+    """`VERIFY_FIELDS` is `agent.config`'s, loaded on first use (agent.config imports torch)."""
+    if name == "VERIFY_FIELDS":
+        from agent.config import VERIFY_FIELDS
+
+        return VERIFY_FIELDS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(kw_only=True)
@@ -172,12 +167,13 @@ def materialize(value: PathOrSource, kind: str, runs_dir: str) -> str:
 
 def verify_options(**options: Any):
     """`tools.verify.VerifyOptions` from `AgentConfig`-style verification keywords."""
+    from agent.config import VERIFY_FIELDS, AgentConfig
+
     unknown = sorted(set(options) - set(VERIFY_FIELDS))
     if unknown:
         raise TypeError(
             f"unknown verification option(s): {', '.join(unknown)}; known: {', '.join(VERIFY_FIELDS)}"
         )
-    from agent.config import AgentConfig
 
     return AgentConfig(**options).verify_options()
 
@@ -378,7 +374,7 @@ def prepare_run(
         final = kernel_agent.invoke(prepared.state, context=prepared.context)
         result = prepared.result(final)
     """
-    from agent.runner import create_rundir, initial_state, make_context
+    from agent.runner import create_rundir, initial_state, make_context, new_rundir
 
     options = dict(config)
     llm = resolve_backend(backend, chat_model, options)
@@ -387,9 +383,9 @@ def prepare_run(
     path = materialize(problem, "problem", cfg.runs_dir)
     start_code = load_kernel(kernel)[0] if kernel is not None else None
     mode = "repair" if kernel is not None else "optimize"
-    ctx = make_context(
-        cfg, create_rundir(path, cfg, mode), backend=llm, mode=mode, on_event=on_event
-    )
+    rundir = new_rundir(path, cfg)
+    ctx = make_context(cfg, rundir, backend=llm, mode=mode, on_event=on_event)
+    create_rundir(rundir, path, cfg, mode)  # only once the backend and verifier exist
     state = initial_state(path, prob.source, cfg, start_code)
     return PreparedRun(context=ctx, state=state)
 

@@ -11,9 +11,9 @@ Every candidate and its verdict is kept under `OUT/<problem>/<NN>/` (`response.t
 `kernel.py`, `verdict.json`, `sample.json`, written last as the "done" mark), so a rerun skips
 what is done and `rebuild_report(OUT)` makes the report from the files alone.
 
-Verification runs through one `Verifier` (one sandbox slot per GPU, or per CPU core) fed from a
-thread pool; `executor="ray"` sends one task per problem to a Ray cluster instead, each task
-evaluating through the same `evaluate_sample`.
+Verification runs through one `Verifier` (`--jobs-per-gpu` sandbox slots per GPU, or one per CPU
+core) fed from a thread pool; `executor="ray"` sends one task per problem to a Ray cluster
+instead, each task evaluating through the same `evaluate_sample`.
 
 This module imports only `tools/` and the light `agent` modules (no langgraph, rich or openai):
 the loop mode and the LLM backends are imported when used, so the compiler mode and the
@@ -746,12 +746,10 @@ def evaluate_problem(
 
     device = resolve_device(verify_options.device)
     limits = Limits(timeout_s=verify_options.timeout_s, memory_mb=verify_options.memory_mb)
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
-    gpus = [int(x) for x in visible.split(",") if x.strip().isdigit()] if device == "cuda" else None
-    if gpus:
-        # Sandbox slots index the GPUs this process sees (0..n-1), not the ids in the variable
-        gpus = [g for g in range(len(gpus)) for _ in range(verify_options.jobs_per_gpu)]
-    sandbox = Sandbox(device=device, gpus=gpus or None, max_workers=1, limits=limits)
+    # On CUDA: every GPU this process sees (ids or UUIDs in CUDA_VISIBLE_DEVICES alike)
+    sandbox = Sandbox(
+        device=device, max_workers=1, limits=limits, slots_per_gpu=verify_options.jobs_per_gpu
+    )
     verifier = Verifier(verify_options, sandbox=sandbox)
     problem = problem_from_source(problem_source, problem_path)
     ds = [Draft(**d) for d in drafts]

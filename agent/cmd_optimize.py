@@ -172,18 +172,8 @@ def print_table(result: dict[str, Any]) -> None:
         )
 
 
-def cmd_optimize(args: argparse.Namespace) -> int:
-    from agent.runner import run
-
-    config = config_from(args)
-    result = run(args.problem, config, resume=args.resume, on_event=Progress())
-    print_table(result)
-    if args.json:
-        emit_json(result)
-    return 0 if result["status"] == "ok" else 1
-
-
-def cmd_repair(args: argparse.Namespace) -> int:
+def cmd_run(args: argparse.Namespace) -> int:
+    """`optimize`, and `repair` (`args.mode`), which starts from `args.kernel`."""
     from agent.runner import run
 
     config = config_from(args)
@@ -193,7 +183,7 @@ def cmd_repair(args: argparse.Namespace) -> int:
         resume=args.resume,
         on_event=Progress(),
         start_kernel=args.kernel,
-        mode="repair",
+        mode=args.mode,
     )
     print_table(result)
     if args.json:
@@ -207,12 +197,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--resume", default=None, metavar="RUN_ID", help="continue a killed run")
     add_loop_options(p)
     add_verify_options(p)
-    COMMANDS["optimize"] = cmd_optimize
+    p.set_defaults(mode="optimize", kernel=None)
+    COMMANDS["optimize"] = cmd_run
 
     p = sub.add_parser("repair", help="start from a failing kernel and repair it")
     p.add_argument("problem", nargs="?", help="problem .py file")
-    p.add_argument("kernel", nargs="?", help="the failing candidate .py file")
+    p.add_argument("kernel", nargs="?", help="the failing candidate .py file (not with --resume)")
     p.add_argument("--resume", default=None, metavar="RUN_ID")
     add_loop_options(p)
     add_verify_options(p)
-    COMMANDS["repair"] = cmd_repair
+    p.set_defaults(mode="repair")
+    COMMANDS["repair"] = cmd_run

@@ -7,6 +7,7 @@ Configuration is what the user chose; counters and results live in the graph sta
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,6 +76,23 @@ class AgentConfig:
             raise BadInputError("--budget must be at least 1")
         if self.samples_per_round < 1:
             raise BadInputError("--samples-per-round must be at least 1")
+        if self.tune_trials < 1:
+            raise BadInputError("tune_trials must be at least 1")
+        if not (math.isfinite(self.timeout_s) and self.timeout_s > 0):
+            # 0 or less would time every candidate out
+            raise BadInputError(
+                f"--timeout must be a positive number of seconds, got {self.timeout_s}"
+            )
+        if self.time_limit_s is not None and not self.time_limit_s > 0:
+            raise BadInputError(
+                f"--time-limit must be a positive number of seconds, got {self.time_limit_s}"
+            )
+        if not self.temperature >= 0:
+            raise BadInputError(f"--temperature must be >= 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise BadInputError(f"--top-p must be in (0, 1], got {self.top_p}")
+        if self.max_tokens < 1:
+            raise BadInputError(f"--max-tokens must be at least 1, got {self.max_tokens}")
         if self.baseline not in BASELINES:
             raise BadInputError(f"--baseline must be one of {', '.join(BASELINES)}")
         if self.prompt_format not in ("auto", "completion", "chat"):
@@ -84,18 +102,9 @@ class AgentConfig:
         self.verify_options()  # validates tolerances, policy, device
 
     def verify_options(self) -> VerifyOptions:
-        return VerifyOptions(
-            trials=self.trials,
-            seed=self.seed,
-            tolerance=Tolerance(atol=self.atol, rtol=self.rtol, preset=self.tolerance_preset),
-            policy=self.policy,
-            device=self.device,
-            timeout_s=self.timeout_s,
-            aot_target=self.aot_target,
-            allow_large=self.allow_large,
-            generalize=self.generalize,
-            jobs_per_gpu=self.jobs_per_gpu,
-        )
+        shared = {name: getattr(self, name) for name in VERIFY_FIELDS if name not in TOLERANCE}
+        tolerance = Tolerance(atol=self.atol, rtol=self.rtol, preset=self.tolerance_preset)
+        return VerifyOptions(tolerance=tolerance, **shared)
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -108,3 +117,14 @@ class AgentConfig:
         merged = {k: v for k, v in data.items() if k in names}
         merged.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**merged)
+
+
+TOLERANCE = ("atol", "rtol", "tolerance_preset")
+"""The fields that make `VerifyOptions.tolerance`."""
+VERIFY_FIELDS = tuple(
+    f.name
+    for f in dataclasses.fields(AgentConfig)
+    if f.name in TOLERANCE or f.name in {v.name for v in dataclasses.fields(VerifyOptions)}
+)
+"""The fields that say how a candidate is verified (what `agent.verify` accepts): the tolerance's
+and those `VerifyOptions` shares, so a field added to both is passed on without more code."""

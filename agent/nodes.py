@@ -13,7 +13,7 @@ from langgraph.runtime import Runtime
 
 from agent.context import RunContext
 from agent.drafters import draft_llm, first_prompt, refinement_prompt
-from agent.evaluation import evaluate_candidate
+from agent.evaluation import evaluate_candidate, improves
 from agent.report import write_best_kernel, write_final_files
 from agent.state import AgentState, Attempt, Candidate
 from tools.errors import BackendError
@@ -29,7 +29,8 @@ def baseline(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx.verifier.reference(problem)  # raises ProblemError for a broken problem
     update: dict[str, Any] = {}
     if ctx.device == "cuda":
-        update["baselines"] = _time_baselines(ctx, problem)
+        # timed in each candidate's timing job, in the same process (filled in by `evaluate`)
+        update["baselines"] = {"available": False, "reason": "no candidate timed yet"}
     else:
         update["baselines"] = {
             "available": False,
@@ -94,16 +95,38 @@ def evaluate(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     spent = sum(1 for c in pending if c["source"] not in ("compiler", "given"))
     best = state.get("best")
     for a in attempts:
-        if a["correct"] and _better(a, best):
+        if a["correct"] and improves(a, best):
             best = a
     if best is not state.get("best"):
         write_best_kernel(ctx, best)
-    return {
+    update: dict[str, Any] = {
         "attempts": attempts,
         "pending": [],
         "best": best,
         "budget_left": state["budget_left"] - spent,
     }
+    if not (state.get("baselines") or {}).get("available"):
+        timed = baselines_from(attempts)
+        if timed:
+            update["baselines"] = timed
+    return update
+
+
+def baselines_from(attempts: list[Attempt]) -> dict[str, Any] | None:
+    """The eager and torch.compile times measured in the first timed attempt's timing job."""
+    for a in attempts:
+        p = a.get("profile") or {}
+        eager = p.get("eager") or {}
+        if eager.get("median_ms"):
+            return {
+                "available": True,
+                "device": p.get("device"),
+                "eager_ms": eager["median_ms"],
+                "compile_ms": (p.get("compiled") or {}).get("median_ms"),
+                "cached": bool(p.get("baselines_cached")),
+                "timed_in": f"attempt {a['index']}'s timing job",
+            }
+    return None
 
 
 def decide(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -185,34 +208,3 @@ def finish(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     write_final_files(ctx, {**state, "stop_reason": reason})
     ctx.emit("finish", stop_reason=reason, best=state.get("best"))
     return {"stop_reason": reason}
-
-
-KEEP_MARGIN = 0.03
-"""A correct attempt replaces the best only when it is faster by more than this fraction: the
-profiler's noise floor (`ProfileOptions.noise_floor`). On the H200 the tuner's variants of
-5 us kernels differed from their seed by 0.6-2.2%, which is not a result."""
-
-
-def _better(a: Attempt, best: Attempt | None) -> bool:
-    if best is None:
-        return True
-    if a["speedup"] is None:
-        return False
-    if best["speedup"] is None:
-        return True
-    return a["speedup"] > best["speedup"] * (1.0 + KEEP_MARGIN)
-
-
-def _time_baselines(ctx: RunContext, problem) -> dict[str, Any]:
-    try:
-        from tools import profile as prof
-    except ImportError:
-        return {"available": False, "reason": "profiling module unavailable"}
-    fn = getattr(prof, "time_baselines", None)
-    if fn is None:
-        return {"available": False, "reason": "baselines are timed with each candidate"}
-    try:
-        res = fn(problem, verifier=ctx.verifier)
-        return res.to_dict() if hasattr(res, "to_dict") else dict(res)
-    except Exception as exc:
-        return {"available": False, "reason": f"baseline timing failed: {exc}"}

@@ -46,9 +46,13 @@ class RunDir:
     @classmethod
     def create(cls, root: str | os.PathLike[str], run_id: str) -> RunDir:
         rd = cls(root, run_id)
-        rd.path.mkdir(parents=True, exist_ok=True)
-        (rd.path / "attempts").mkdir(exist_ok=True)
+        rd.mkdir()
         return rd
+
+    def mkdir(self) -> None:
+        """Create the directory and its `attempts/` (nothing is created before this)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        (self.path / "attempts").mkdir(exist_ok=True)
 
     @classmethod
     def existing(cls, root: str | os.PathLike[str], run_id: str) -> RunDir:
@@ -67,7 +71,11 @@ class RunDir:
         return p
 
     def read_json(self, name: str) -> Any:
-        return json.loads((self.path / name).read_text())
+        path = self.path / name
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:  # missing, unreadable, not UTF-8, corrupt JSON
+            raise BadInputError(f"{path}: unreadable ({e})") from e
 
     def write_text(self, name: str, text: str) -> Path:
         p = self.path / name

@@ -1,10 +1,11 @@
-"""Run the graph: create or resume a run directory, build the backend, checkpoint to SQLite."""
+"""Run the graph: build the backend, then create or resume a run directory, checkpoint to SQLite."""
 
 from __future__ import annotations
 
 import shutil
 import sqlite3
 from collections.abc import Callable
+from contextlib import closing
 from typing import Any
 
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -15,7 +16,7 @@ from agent.drafters import CompilerDrafter
 from agent.graph import build_graph
 from agent.report import result_object
 from agent.rundir import RunDir, new_run_id
-from tools.errors import BackendError, BadInputError
+from tools.errors import BackendError, BadInputError, TritonAgentError
 from tools.problem import read_kernel, read_problem
 from tools.verify import Verifier
 
@@ -42,13 +43,25 @@ def make_llm_backend(config: AgentConfig) -> Any:
     )
 
 
-def create_rundir(problem_path: str, config: AgentConfig, mode: str) -> RunDir:
-    """A new run directory with the config that `--resume` will read back."""
-    rundir = RunDir.create(config.runs_dir, config.run_id or new_run_id(problem_path))
+def new_rundir(problem_path: str, config: AgentConfig) -> RunDir:
+    """The run directory of a new run, not created yet (see `create_rundir`)."""
+    return RunDir(config.runs_dir, config.run_id or new_run_id(problem_path))
+
+
+def create_rundir(rundir: RunDir, problem_path: str, config: AgentConfig, mode: str) -> None:
+    """Create the run directory, with the config that `--resume` will read back. Called once the
+    backend and verifier exist, so a run that cannot start leaves no directory behind."""
+    rundir.mkdir()
     rundir.write_json(
         "config.json", {**config.to_dict(), "_problem_path": problem_path, "_mode": mode}
     )
-    return rundir
+
+
+def discard_if_empty(rundir: RunDir) -> None:
+    """Remove a new run's directory when it evaluated nothing (it has nothing to resume)."""
+    attempts = rundir.path / "attempts"
+    if not attempts.is_dir() or not any(attempts.iterdir()):
+        shutil.rmtree(rundir.path, ignore_errors=True)
 
 
 def make_context(
@@ -115,53 +128,62 @@ def run(
     `backend` overrides the configured one (a host application's LangChain chat model wrapped in
     `agent.llm.LangChainBackend`, say). `resume` continues a run from its checkpoint.
     """
+    created = False
     if resume:
         rundir = RunDir.existing(config.runs_dir, resume)
         saved = rundir.read_json("config.json")
-        config = AgentConfig.from_dict(saved, runs_dir=config.runs_dir)
+        try:
+            config = AgentConfig.from_dict(saved, runs_dir=config.runs_dir)
+        except (AttributeError, TypeError) as e:  # JSON, but not a config this version wrote
+            raise BadInputError(f"{rundir.path / 'config.json'}: not a run config ({e})") from e
         mode = saved.get("_mode", mode)
     else:
         if problem_path is None:
             raise BadInputError("a problem file is required (or --resume RUN_ID)")
+        if mode == "repair" and not start_kernel:
+            raise BadInputError("repair needs the failing kernel file (or --resume RUN_ID)")
         problem = read_problem(problem_path)  # static checks before anything is created
         start_code = read_kernel(start_kernel) if start_kernel else None
-        rundir = create_rundir(problem_path, config, mode)
+        rundir = new_rundir(problem_path, config)
     ctx = make_context(config, rundir, backend=backend, mode=mode, on_event=on_event)
     llm, verifier = ctx.backend, ctx.verifier
+    if not resume:
+        created = not rundir.path.exists()
+        create_rundir(rundir, problem_path, config, mode)
 
-    conn = sqlite3.connect(str(rundir.checkpoint_db), check_same_thread=False)
     try:
-        graph = build_graph(checkpointer=SqliteSaver(conn))
-        thread = {"configurable": {"thread_id": rundir.run_id}}
-        if resume:
-            snapshot = graph.get_state(thread)
-            values = snapshot.values or {}
-            if not snapshot.next:
-                ctx.emit("resume", message="the run had already finished")
-                return result_object(ctx, values)
-            used = values.get("llm_samples_used", 0)
-            if used and hasattr(llm, "skip"):
-                llm.skip(used)  # a replay script continues where the killed run stopped
-            ctx.emit("resume", attempts=len(values.get("attempts") or []), next=list(snapshot.next))
-            graph.invoke(None, thread, context=ctx, durability="sync")
-        else:
-            initial = initial_state(problem_path, problem.source, config, start_code)
-            ctx.emit(
-                "start",
-                run_id=rundir.run_id,
-                run_dir=str(rundir.path),
-                device=verifier.device,
-                backend=getattr(llm, "name", None) if llm is not None else "compiler",
-            )
-            graph.invoke(initial, thread, context=ctx, durability="sync")
-        final = graph.get_state(thread).values
-        return result_object(ctx, final)
-    except BadInputError:
-        # A problem that fails once it runs (get_inputs raising, too large for the CPU, ...):
-        # a new run that evaluated nothing leaves no directory behind.
-        if not resume and not any((rundir.path / "attempts").iterdir()):
-            conn.close()
-            shutil.rmtree(rundir.path, ignore_errors=True)
+        with closing(sqlite3.connect(str(rundir.checkpoint_db), check_same_thread=False)) as conn:
+            graph = build_graph(checkpointer=SqliteSaver(conn))
+            thread = {"configurable": {"thread_id": rundir.run_id}}
+            if resume:
+                snapshot = graph.get_state(thread)
+                values = snapshot.values or {}
+                if not snapshot.next:
+                    ctx.emit("resume", message="the run had already finished")
+                    return result_object(ctx, values)
+                used = values.get("llm_samples_used", 0)
+                if used and hasattr(llm, "skip"):
+                    llm.skip(used)  # a replay script continues where the killed run stopped
+                ctx.emit(
+                    "resume", attempts=len(values.get("attempts") or []), next=list(snapshot.next)
+                )
+                graph.invoke(None, thread, context=ctx, durability="sync")
+            else:
+                initial = initial_state(problem_path, problem.source, config, start_code)
+                ctx.emit(
+                    "start",
+                    run_id=rundir.run_id,
+                    run_dir=str(rundir.path),
+                    device=verifier.device,
+                    backend=getattr(llm, "name", None) if llm is not None else "compiler",
+                )
+                graph.invoke(initial, thread, context=ctx, durability="sync")
+            final = graph.get_state(thread).values
+            return result_object(ctx, final)
+    except TritonAgentError:
+        # A problem that fails once it runs (get_inputs raising, too large for the CPU, ...), a
+        # backend that fails on its first call: a new run that evaluated nothing leaves no
+        # directory behind (the connection is closed by now).
+        if created:
+            discard_if_empty(rundir)
         raise
-    finally:
-        conn.close()

@@ -16,6 +16,8 @@ fine-tuning, 2e-4 for LoRA.
 The output directory is a `save_pretrained` model + tokenizer (LoRA adapters merged), which
 `agent.llm.hf_backend.HFBackend(model=OUT_DIR)` and `vllm serve OUT_DIR` load, plus
 `training.json` (hyperparameters, per-step and per-evaluation losses, the chosen checkpoint).
+Each save fills a sibling temporary directory and then takes the output directory's place, so
+a run killed mid-save keeps the previous best checkpoint whole.
 
 Plain PyTorch + transformers; `peft` only for `lora=True`.
 """
@@ -25,13 +27,18 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import random
+import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent.llm.hf_backend import resolve_dtype
+from agent.rundir import write_atomic
 from tools.errors import BadInputError
 
 log = logging.getLogger(__name__)
@@ -235,15 +242,17 @@ def train(
             ) from e
     if not Path(config.data).is_file():
         raise BadInputError(f"pairs file not found: {config.data}")
+    out = Path(config.out)
+    if out.is_dir() and any(out.iterdir()) and not (out / "config.json").exists():
+        # each save replaces the whole directory: never one holding files of the user's
+        raise BadInputError(
+            f"--out {out} holds files that are not a saved model; give a new directory"
+        )
 
     torch.manual_seed(config.seed)
     random.seed(config.seed)
     device = config.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    dtype = (
-        getattr(torch, config.dtype)
-        if config.dtype
-        else (torch.bfloat16 if device.startswith("cuda") else torch.float32)
-    )
+    dtype = resolve_dtype(config.dtype, device)
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(
             config.base, local_files_only=config.local_files_only
@@ -297,7 +306,6 @@ def train(
         return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
 
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
-    out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     result = TrainResult(
         out=str(out),
@@ -387,18 +395,34 @@ def train(
         _save(model, tokenizer, out)
     result.duration_s = round(time.monotonic() - start, 3)
     record = {"config": asdict(config), **result.to_dict(), "schema_version": 1}
-    (out / "training.json").write_text(json.dumps(record, indent=2) + "\n")
+    write_atomic(out / "training.json", json.dumps(record, indent=2) + "\n")
     emit({"event": "finish", "out": str(out), "best": result.best, "steps": result.steps})
     return result
 
 
 def _save(model: Any, tokenizer: Any, out: Path) -> None:
-    """save_pretrained of model and tokenizer; the saved config has the KV cache on for inference
-    (gradient checkpointing turns it off while training)."""
+    """save_pretrained of model and tokenizer into a sibling temporary directory, swapped in for
+    `out` once complete: a run killed mid-save keeps the previous checkpoint whole. The saved
+    config has the KV cache on for inference (gradient checkpointing turns it off in training)."""
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
     use_cache = getattr(model.config, "use_cache", None)
     model.config.use_cache = True
     try:
-        model.save_pretrained(out)
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     finally:
         model.config.use_cache = use_cache
-    tokenizer.save_pretrained(out)
+    _replace_dir(tmp, out)
+
+
+def _replace_dir(new: Path, out: Path) -> None:
+    """Move directory `new` to `out`; the previous `out` is deleted only once `new` is there
+    (killed between the two renames, it is left whole as `.<out>.*.tmp.previous`)."""
+    previous = new.with_name(new.name + ".previous")
+    if out.exists():
+        os.replace(out, previous)
+    os.replace(new, out)
+    shutil.rmtree(previous, ignore_errors=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent.context import RunContext
-from agent.evaluation import evaluate_candidate
+from agent.evaluation import evaluate_candidate, improves
 from agent.report import write_best_kernel
 from agent.state import Attempt, Candidate
 from tools import tune as knobs
@@ -43,7 +43,7 @@ def tune_attempt(ctx: RunContext, state: dict[str, Any], best: Attempt) -> dict[
         ctx.rundir.write_attempt(a, None, desc)
         ctx.emit("attempt", attempt=a)
         tried.append(a)
-        if a["correct"] and a["speedup"] is not None and a["speedup"] > (top["speedup"] or 0):
+        if a["correct"] and improves(a, top):
             top = a
     note = f"tuner: {len(tried)} variants tried, {sum(a['correct'] for a in tried)} correct; " + (
         f"best {top['speedup']:.2f}x ({top['source']})"

@@ -115,17 +115,11 @@ def run_corpus(
     dev = resolve_device(device)
     runnable = [c for c in cases if dev == "cuda" or not c.requires_cuda]
     verifiers: dict[str, Verifier] = {}
-    sandbox = None
+    # verification needs no exclusive GPU (timing does): on CUDA, several jobs per GPU
     per_gpu = int(os.environ.get("ADV_JOBS_PER_GPU", "1"))
-    if dev == "cuda" and per_gpu > 1:
-        import torch
-
-        from tools.sandbox import Limits, Sandbox
-
-        # verification needs no exclusive GPU (timing does): several jobs per GPU
-        gpus = [g for g in range(torch.cuda.device_count()) for _ in range(per_gpu)]
-        sandbox = Sandbox(device="cuda", gpus=gpus, limits=Limits(timeout_s=timeout_s))
-    base = Verifier(VerifyOptions(trials=trials, timeout_s=timeout_s, device=dev), sandbox=sandbox)
+    base = Verifier(
+        VerifyOptions(trials=trials, timeout_s=timeout_s, device=dev, jobs_per_gpu=per_gpu)
+    )
     if workers is None:
         workers = base.sandbox.slots
 
@@ -146,11 +140,7 @@ def run_corpus(
 
     def run(case: Case) -> Outcome:
         o = _run(case)
-        print(
-            f"{'ok  ' if o.as_expected else 'FAIL'} {o.name:45s} got {o.status:14s} {o.seconds:5.1f}s",
-            file=sys.stderr,
-            flush=True,
-        )
+        print(progress_line(o), file=sys.stderr, flush=True)
         return o
 
     def _run(case: Case) -> Outcome:
@@ -181,6 +171,14 @@ def run_corpus(
     with cf.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         outcomes = list(pool.map(run, runnable))
     return outcomes, dev
+
+
+def progress_line(o: Outcome) -> str:
+    """One case's line, printed as soon as its verdict is in."""
+    return (
+        f"{'ok  ' if o.as_expected else 'FAIL'} {o.name:45s} expected {'|'.join(o.expected):16s} "
+        f"got {o.status:14s} {o.seconds:5.1f}s"
+    )
 
 
 def summary(outcomes: list[Outcome], device: str, seconds: float, skipped: int) -> dict[str, Any]:
@@ -247,13 +245,6 @@ def main(argv: list[str] | None = None) -> int:
         cases, device=args.device, timeout_s=args.timeout, trials=args.trials
     )
     s = summary(outcomes, dev, time.monotonic() - start, skipped=len(cases) - len(outcomes))
-    for o in outcomes:
-        flag = "ok  " if o.as_expected else "FAIL"
-        print(
-            f"{flag} {o.name:45s} expected {'|'.join(o.expected):16s} got {o.status:14s} "
-            f"{o.seconds:5.1f}s",
-            file=sys.stderr,
-        )
     print(
         f"kinds tried: {s['kinds_tried']} (skipped {s['kinds_skipped']} GPU-only), false accepts: "
         f"{s['false_accepts']}, harness crashes: {s['harness_crashes']}, wrong status: "

@@ -7,9 +7,8 @@
 # verifies (adversarial corpus, GPU-marked tests, dataset build, throughput). Writes 7 files to
 # $OUT; the lead copies them into benchmarks/results/gpu/<date>/.
 set -u
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl >/dev/null 2>&1
-export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 TRITON_AGENT_CACHE=/tmp/ta-cache
-OUT=${OUT:-/tmp/gpu-out}; mkdir -p "$OUT" /tmp/ds /tmp/prof
+source "$(dirname "$0")/_gpu_env.sh"
+mkdir -p /tmp/ds /tmp/prof
 nvidia-smi -L
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name(), torch.cuda.device_count(), 'GPUs')"
 # Safety check of the forkserver's torch._dynamo preload: without it if one verify fails.

@@ -8,9 +8,9 @@
 # Writes to $OUT each bench's report.md/json and plots, and the whole output directory (every
 # candidate and verdict) as a .tgz: the device tool does not bring back deep folders.
 set -u
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl >/dev/null 2>&1
-export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 TRITON_AGENT_CACHE=/tmp/ta-cache CUDA_VISIBLE_DEVICES=0,1
-OUT=${OUT:-/tmp/gpu-out}; B=/tmp/bench; mkdir -p "$OUT" "$B"
+source "$(dirname "$0")/_gpu_env.sh"
+export CUDA_VISIBLE_DEVICES=0,1
+B=/tmp/bench; mkdir -p "$B"
 python3 benchmarks/replay_examples.py --samples 4 --out "$OUT/replies.jsonl"
 timeout 220 python3 -m agent bench examples/problems --backend replay --replies "$OUT/replies.jsonl" \
   --samples 4 --k 1,2,4 --jobs-per-gpu 4 --timeout 20 --out "$B/bench_replay" 2>&1 | grep -v Warning | tail -45

@@ -10,9 +10,7 @@
 #     bash benchmarks/gpu_record.sh
 # Writes compiler_examples_gpu{0,1}.json, adversarial.txt, throughput_h200x2.md/json and logs to $OUT.
 set -u
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl >/dev/null 2>&1
-export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 TRITON_AGENT_CACHE=/tmp/ta-cache
-OUT=${OUT:-/tmp/gpu-out}; mkdir -p "$OUT"
+source "$(dirname "$0")/_gpu_env.sh"
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name(), torch.cuda.device_count(), 'GPUs')"
 (
   export CUDA_VISIBLE_DEVICES=0

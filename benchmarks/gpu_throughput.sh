@@ -4,9 +4,8 @@
 # candidate, sequential and spread over both GPUs. Writes throughput_h200x2.md and the log to $OUT.
 #     bash benchmarks/gpu_throughput.sh
 set -u
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl >/dev/null 2>&1
-export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 TRITON_AGENT_CACHE=/tmp/ta-cache CUDA_VISIBLE_DEVICES=0,1
-OUT=${OUT:-/tmp/gpu-out}; mkdir -p "$OUT"
+source "$(dirname "$0")/_gpu_env.sh"
+export CUDA_VISIBLE_DEVICES=0,1
 timeout 400 python3 benchmarks/throughput.py --n 24 --timeout 20 --jobs-per-gpu 4 \
   --record throughput_h200x2.md --json 2>&1 | grep -v Warning | tee "$OUT/throughput.log" | tail -25
 cp throughput_h200x2.md "$OUT/"

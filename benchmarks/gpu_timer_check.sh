@@ -3,9 +3,7 @@
 # times (repeatability) and the tiny ReLU example; GPU 1 runs the GPU-marked profiler tests
 # (side streams, cached output). Writes profile_h200.{json,md} and pytest_profile.txt to $OUT.
 set -u
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl >/dev/null 2>&1
-export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 TRITON_AGENT_CACHE=/tmp/ta-cache
-OUT=${OUT:-/tmp/gpu-out}; mkdir -p "$OUT"
+source "$(dirname "$0")/_gpu_env.sh"
 (CUDA_VISIBLE_DEVICES=1 timeout 120 python3 -m pytest -v --no-header -m gpu -p no:cacheprovider tests/test_profile.py \
   > "$OUT/pytest_profile.txt" 2>&1) &
 CUDA_VISIBLE_DEVICES=0 PROFILE_LARGE=relu PROFILE_ONLY=relu PROFILE_DEADLINE_S=95 \

@@ -9,9 +9,7 @@
 #     bash benchmarks/gpu_timing.sh
 # Writes 7 files to $OUT.
 set -u
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl >/dev/null 2>&1
-export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 TRITON_AGENT_CACHE=/tmp/ta-cache
-OUT=${OUT:-/tmp/gpu-out}; mkdir -p "$OUT"
+source "$(dirname "$0")/_gpu_env.sh"
 gpu1() {
   export CUDA_VISIBLE_DEVICES=1
   timeout 290 python3 benchmarks/compiler_examples.py --problems examples/problems/{relu,softmax,layernorm,matmul,linear_gelu}.py \

@@ -24,12 +24,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from _examples import EX, example_kernels, problem_for  # noqa: E402
+
 from tools.problem import read_kernel, read_problem  # noqa: E402
 from tools.profile import ProfileOptions, ProfileResult, profile  # noqa: E402
 from tools.roofline import format_ms  # noqa: E402
 from tools.verify import Verifier, VerifyOptions  # noqa: E402
 
-EXAMPLES = ROOT / "examples"
 LARGE = [
     ("relu", {"BATCH": 8192, "DIM": 8192}, "relu.py", 5),  # 256 MiB in, 256 MiB out
     ("softmax", {"BATCH": 131072, "DIM": 333}, "softmax.py", 1),  # 166 MiB in, 166 MiB out
@@ -47,11 +48,10 @@ def pairs() -> list[tuple[str, Path, Path]]:
     """Example pairs; PROFILE_ONLY=relu,softmax restricts them (the repeatability runs go first)."""
     only = [x for x in os.environ.get("PROFILE_ONLY", "").split(",") if x]
     out = []
-    for kernel in sorted((EXAMPLES / "kernels").glob("*.py")):
-        name = kernel.stem.replace("_inductor_style", "")
+    for kernel in example_kernels(("kernels",)):
         if only and kernel.stem not in only:
             continue
-        out.append((kernel.stem, EXAMPLES / "problems" / f"{name}.py", kernel))
+        out.append((kernel.stem, problem_for(kernel), kernel))
     return out
 
 
@@ -93,8 +93,8 @@ def main() -> int:
     }
     rows, large_rows = [], []
     for name, sizes, kernel_name, repeats in LARGE:
-        prob = read_problem(EXAMPLES / "problems" / f"{name}.py").with_sizes(**sizes)
-        kernel = EXAMPLES / "kernels" / kernel_name
+        prob = read_problem(EX / "problems" / f"{name}.py").with_sizes(**sizes)
+        kernel = EX / "kernels" / kernel_name
         label = f"{name} {'x'.join(str(v) for v in sizes.values())}"
         medians = []
         for i in range(repeats):

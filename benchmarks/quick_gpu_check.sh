@@ -4,9 +4,7 @@
 # Verifies one good and a few broken kernels through the CLI, the whole example set through
 # tools/, and profiles one kernel. Output goes to $OUT/quick.txt and the JSON files beside it.
 set -u
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl >/dev/null 2>&1
-export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 TRITON_AGENT_CACHE=/tmp/ta-cache
-OUT=${OUT:-/tmp/gpu-out}; mkdir -p "$OUT"
+source "$(dirname "$0")/_gpu_env.sh"
 {
 python3 -c "import torch, triton; print(torch.__version__, triton.__version__, torch.cuda.get_device_name())"
 python3 -c "import agent.graph, langgraph; print('agent imports ok')"

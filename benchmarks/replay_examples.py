@@ -16,24 +16,18 @@ import argparse
 import json
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-EX = ROOT / "examples"
+from _examples import EX, example_kernels, problem_for
 
 
 def replies(samples: int, skip: tuple[str, ...] = ()) -> list[str]:
     out = []
     for prob in sorted((EX / "problems").glob("*.py")):
-        name = prob.stem
-        good = sorted(
+        good = [f for f in example_kernels(("kernels",)) if problem_for(f).stem == prob.stem]
+        bad = [
             f
-            for f in (EX / "kernels").glob("*.py")
-            if f.stem == name or f.stem.startswith(name + "_inductor")
-        )
-        bad = sorted(
-            f
-            for f in (EX / "broken").glob(f"{name}__*.py")
-            if not any(f.stem.endswith("__" + s) for s in skip)
-        )
+            for f in example_kernels(("broken",))
+            if problem_for(f).stem == prob.stem and not any(f.stem.endswith("__" + s) for s in skip)
+        ]
         pool = [*good, *bad] or good
         for i in range(samples):
             code = pool[i % len(pool)].read_text()

@@ -33,8 +33,9 @@ import sys
 import time
 from pathlib import Path
 
+from _examples import example_kernels, problem_for
+
 ROOT = Path(__file__).resolve().parent.parent
-EX = ROOT / "examples"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -107,15 +108,8 @@ def naive_eval(problem_path: str, kernel_path: str, trials: int = 5, tol: float 
 
 def candidates(n: int) -> list[tuple[str, str]]:
     """(problem path, kernel path): every example kernel with its problem, repeated to n."""
-    files = sorted((EX / "kernels").glob("*.py")) + sorted((EX / "broken").glob("*.py"))
-    pairs = []
-    for f in files:
-        name = f.stem.split("__")[0]
-        if not (EX / "problems" / f"{name}.py").exists():
-            name = name.split("_inductor")[0]
-        prob = EX / "problems" / f"{name}.py"
-        if prob.exists():
-            pairs.append((str(prob), str(f)))
+    pairs = [(str(problem_for(f)), str(f)) for f in example_kernels()]
+    pairs = [(p, k) for p, k in pairs if Path(p).exists()]
     out = []
     while len(out) < n:
         out.extend(pairs)
@@ -129,6 +123,8 @@ def run_naive(
     (interpreter start, imports, loading: the harness's overhead)."""
     import torch
 
+    from tools.sandbox import visible_device_id
+
     env = dict(os.environ)
     env.pop("TRITON_INTERPRET", None)
     if not torch.cuda.is_available():  # must be set before triton is imported
@@ -141,7 +137,8 @@ def run_naive(
         i, pair = item
         job_env = env
         if workers > 1 and gpus > 1:  # parallel naive workers spread over the GPUs, like the runner
-            job_env = {**env, "CUDA_VISIBLE_DEVICES": _visible(i % gpus)}
+            # the (i % gpus)-th GPU this process sees, as a child's CUDA_VISIBLE_DEVICES
+            job_env = {**env, "CUDA_VISIBLE_DEVICES": visible_device_id(i % gpus)}
         start = time.perf_counter()
         try:
             p = subprocess.run(
@@ -166,13 +163,6 @@ def run_naive(
     with cf.ThreadPoolExecutor(max_workers=workers) as pool:
         ok = list(pool.map(one, enumerate(pairs)))
     return time.perf_counter() - t0, ok, sum(overheads) / max(len(overheads), 1)
-
-
-def _visible(i: int) -> str:
-    """The i-th GPU this process can see, as CUDA_VISIBLE_DEVICES for a child."""
-    from tools.sandbox import visible_device_id
-
-    return visible_device_id(i)
 
 
 def run_runner(

@@ -17,6 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from _examples import example_kernels, expected_status, problem_for  # noqa: E402
+
 from tools.problem import read_problem  # noqa: E402
 from tools.verify import Verifier, VerifyOptions  # noqa: E402
 
@@ -29,26 +31,21 @@ def main() -> int:
     ap.add_argument("--out", default=None)
     ap.add_argument("--jobs-per-gpu", type=int, default=1)
     args = ap.parse_args()
-    ex = ROOT / "examples"
-    files = sorted((ex / "kernels").glob("*.py")) + sorted((ex / "broken").glob("*.py"))
-    opts = VerifyOptions(trials=args.trials, timeout_s=args.timeout, device=args.device)
-    sandbox = None
-    if args.jobs_per_gpu > 1:
-        import torch
-
-        if torch.cuda.is_available():
-            from tools.sandbox import Limits, Sandbox
-
-            # Verification needs no exclusive GPU (timing does): several jobs per GPU.
-            gpus = [g for g in range(torch.cuda.device_count()) for _ in range(args.jobs_per_gpu)]
-            sandbox = Sandbox(device="cuda", gpus=gpus, limits=Limits(timeout_s=args.timeout))
-    v = Verifier(opts, sandbox=sandbox)
+    files = example_kernels()
+    # Verification needs no exclusive GPU (timing does): --jobs-per-gpu jobs at once per GPU.
+    v = Verifier(
+        VerifyOptions(
+            trials=args.trials,
+            timeout_s=args.timeout,
+            device=args.device,
+            jobs_per_gpu=args.jobs_per_gpu,
+        )
+    )
 
     def one(k: Path):
-        name = k.stem.split("__")[0].replace("_inductor_style", "")
-        expected = k.stem.split("__")[1] if "__" in k.stem else "ok"
+        expected = expected_status(k)
         t0 = time.perf_counter()
-        verdict = v.verify(read_problem(ex / "problems" / f"{name}.py"), k.read_text(), str(k))
+        verdict = v.verify(read_problem(problem_for(k)), k.read_text(), str(k))
         return {
             "kernel": str(k.relative_to(ROOT)),
             "expected": expected,

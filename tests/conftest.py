@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "examples"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -38,11 +37,6 @@ def _seed():
     import torch
 
     torch.manual_seed(0)
-
-
-@pytest.fixture
-def examples_dir() -> Path:
-    return EXAMPLES
 
 
 @pytest.fixture(scope="session")

@@ -16,18 +16,11 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 import agent
 from agent.cli import main
 from agent.llm.replay import ReplayBackend
+from tests.helpers import EX, FAST, FAST_CLI, ROOT, fenced, last_json, write_replies
 from tools.errors import BadInputError
 
-ROOT = Path(__file__).resolve().parent.parent
-EX = ROOT / "examples"
 RELU = str(EX / "problems" / "relu.py")
 GOOD = (EX / "kernels" / "relu.py").read_text()
-FAST = dict(trials=2, aot_target=None, timeout_s=30)
-FAST_CLI = ["--trials", "2", "--target", "none", "--timeout", "30"]
-
-
-def fenced(code: str) -> str:
-    return f"Here is the kernel:\n```python\n{code}\n```\n"
 
 
 def test_import_agent_is_cheap():
@@ -81,15 +74,14 @@ def test_optimize_with_a_backend_object_returns_a_typed_result(tmp_path):
 
 
 def test_repair_from_source_text_with_a_named_backend(tmp_path):
-    replies = tmp_path / "replies.jsonl"
-    replies.write_text(json.dumps({"text": fenced(GOOD)}) + "\n")
+    replies = write_replies(tmp_path / "replies.jsonl", [fenced(GOOD)])
     broken = (EX / "broken" / "relu__crash.py").read_text()
     res = agent.repair(
         Path(RELU).read_text(),
         broken,
         budget=2,
         backend="replay",
-        replies=str(replies),
+        replies=replies,
         runs_dir=str(tmp_path / "runs"),
         **FAST,
     )
@@ -167,11 +159,9 @@ def documented_keys(title: str) -> set[str]:
     """Top-level keys of the table under the `### <title>` heading of docs/json.md."""
     doc = (ROOT / "docs" / "json.md").read_text()
     section = doc.split(f"### {title}\n", 1)[1].split("\n### ", 1)[0].split("\n## ", 1)[0]
-    return set(re.findall(r"^\| `(\w+)` \|", section, re.M))
-
-
-def last_json(capsys) -> dict:
-    return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    keys = set(re.findall(r"^\| `(\w+)` \|", section, re.M))
+    assert keys, f"no `key` rows parsed under ### {title} in docs/json.md"
+    return keys
 
 
 def test_json_doc_matches_verify_output(capsys):
@@ -187,15 +177,14 @@ def test_json_doc_matches_verify_output(capsys):
 def test_json_doc_matches_optimize_output(tmp_path, capsys):
     keys = documented_keys("optimize and repair")
     assert {"status", "best_kernel", "attempts", "schema_version"} <= keys
-    replies = tmp_path / "r.jsonl"
-    replies.write_text(json.dumps({"text": fenced(GOOD)}) + "\n")
+    replies = write_replies(tmp_path / "r.jsonl", [fenced(GOOD)])
     assert (
         main(
             [
                 "optimize",
                 RELU,
                 "--replies",
-                str(replies),
+                replies,
                 "--no-compiler-seed",
                 "--budget",
                 "1",

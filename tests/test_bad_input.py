@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("rich")
-from agent.cli import main  # noqa: E402
+from agent.cli import main
+from tests.helpers import EX
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-RELU_PROBLEM = EXAMPLES / "problems" / "relu.py"
-RELU_KERNEL = EXAMPLES / "kernels" / "relu.py"
+RELU_PROBLEM = EX / "problems" / "relu.py"
+RELU_KERNEL = EX / "kernels" / "relu.py"
 
 GOOD_PROBLEM = RELU_PROBLEM.read_text()
 HEADER = "import torch\nimport torch.nn as nn\n"

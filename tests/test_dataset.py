@@ -21,13 +21,11 @@ from agent.dataset import (
     read_jsonl,
     read_pairs,
 )
+from tests.helpers import EX, FAST_CLI, fenced, last_json, write_replies
 from tools.problem import problem_from_source
 
-ROOT = Path(__file__).resolve().parent.parent
-EX = ROOT / "examples"
 PROBLEMS = EX / "problems"
 GOOD = (EX / "kernels" / "relu.py").read_text()
-FAST = ["--trials", "2", "--target", "none", "--timeout", "30"]
 KERNELBOOK_COLUMNS = {
     "entry_point",
     "python_code",
@@ -56,24 +54,18 @@ OURS = {
 
 
 def build(capsys, *argv: str) -> tuple[int, dict]:
-    rc = main(["dataset", "build", *argv, "--json", *FAST])
-    out = capsys.readouterr().out.strip().splitlines()
-    return rc, json.loads(out[-1])
-
-
-def fenced(code: str) -> str:
-    return f"Here is the kernel:\n```python\n{code}\n```\n"
+    rc = main(["dataset", "build", *argv, "--json", *FAST_CLI])
+    return rc, last_json(capsys)
 
 
 def optimize(tmp_path: Path, runs: Path, run_id: str, replies: list[str]) -> None:
-    rfile = tmp_path / f"{run_id}.jsonl"
-    rfile.write_text("".join(json.dumps({"text": t}) + "\n" for t in replies))
+    rfile = write_replies(tmp_path / f"{run_id}.jsonl", replies)
     rc = main(
         [
             "optimize",
             str(PROBLEMS / "relu.py"),
             "--replies",
-            str(rfile),
+            rfile,
             "--no-compiler-seed",
             "--budget",
             str(len(replies)),
@@ -81,7 +73,7 @@ def optimize(tmp_path: Path, runs: Path, run_id: str, replies: list[str]) -> Non
             str(runs),
             "--run-id",
             run_id,
-            *FAST,
+            *FAST_CLI,
         ]
     )
     assert rc == 0
@@ -132,11 +124,12 @@ def test_kernels_folder_only_verified_unique_pairs_and_resume(tmp_path, capsys):
     assert len(read_pairs(out)) == 2 and out.read_text().endswith("}\n")
 
     rc = main(["dataset", "stats", str(out), "--json", "--plot", str(tmp_path / "stats.png")])
-    counts = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    counts = last_json(capsys)
     assert rc == 0 and counts["records"] == 2 and counts["by_source"] == {"given": 2}
     assert counts["by_op_family"] == {"elementwise": 1, "softmax": 1}
     assert counts["by_status"] == {"ok": 2, "duplicate": 1, "mismatch": 1, "cheat": 1}
-    pytest.importorskip("matplotlib")
+    import matplotlib  # noqa: F401  (in the test extra: a broken install fails, not skips)
+
     assert (tmp_path / "stats.png").stat().st_size > 0
 
 

@@ -12,14 +12,14 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-PROBLEMS = EXAMPLES / "problems"
-KERNELS = EXAMPLES / "kernels"
-BROKEN = EXAMPLES / "broken"
+from tests.helpers import EX, last_json_line
+
+PROBLEMS = EX / "problems"
+KERNELS = EX / "kernels"
+BROKEN = EX / "broken"
 
 # Kept here rather than imported from tools.results so this check stands on its own.
 # "ok" and "slower" are not failures a broken example can demonstrate on a CPU.
@@ -119,7 +119,7 @@ def kernel_results() -> dict[str, str | None]:
         timeout=300,
     )
     assert proc.returncode == 0, f"check process failed:\n{proc.stderr[-4000:]}"
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return last_json_line(proc.stdout)
 
 
 def test_required_problems_exist():

@@ -11,14 +11,12 @@ imports it.
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
 
 import pytest
 
+from tests.helpers import ROOT
 from tools.errors import SandboxError
 from tools.sandbox import Limits, Sandbox, visible_device_id
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _run_source(sb: Sandbox, source: str, timeout: float = 120.0):

@@ -18,28 +18,17 @@ from agent.llm.replay import ReplayBackend
 from agent.runner import run
 from tests.fakes import openai_server as fake_server
 from tests.fakes import tiny_llama
+from tests.helpers import EX, FAST_CLI, ROOT, fenced, last_json, last_json_line, write_replies
 
 openai_server = fake_server.openai_server
 tiny_llama_dir = tiny_llama.tiny_llama_dir
 
-ROOT = Path(__file__).resolve().parent.parent
-EX = ROOT / "examples"
 RELU = str(EX / "problems" / "relu.py")
 GOOD = (EX / "kernels" / "relu.py").read_text()
-FAST = ["--trials", "2", "--target", "none", "--timeout", "30"]
-
-
-def fenced(code: str, prose: str = "Here is the kernel:") -> str:
-    return f"{prose}\n```python\n{code}\n```\n"
 
 
 def broken(name: str) -> str:
     return (EX / "broken" / name).read_text()
-
-
-def write_replies(path: Path, texts: list[str]) -> str:
-    path.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
-    return str(path)
 
 
 def optimize(tmp_path: Path, capsys, replies: list[str], *extra: str) -> tuple[int, dict]:
@@ -54,12 +43,11 @@ def optimize(tmp_path: Path, capsys, replies: list[str], *extra: str) -> tuple[i
             "--runs-dir",
             str(tmp_path / "runs"),
             "--json",
-            *FAST,
+            *FAST_CLI,
             *extra,
         ]
     )
-    out = capsys.readouterr().out.strip().splitlines()
-    return rc, json.loads(out[-1])
+    return rc, last_json(capsys)
 
 
 def prompt_of(result: dict, index: int) -> str:
@@ -173,10 +161,10 @@ def test_openai_backend_through_a_real_http_server(tmp_path, capsys, openai_serv
             "--runs-dir",
             str(tmp_path / "runs"),
             "--json",
-            *FAST,
+            *FAST_CLI,
         ]
     )
-    res = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    res = last_json(capsys)
     assert rc == 0 and res["correct"]
     path, body = openai_server.requests[0]
     assert path.endswith("/completions")
@@ -199,11 +187,11 @@ def test_unreachable_backend_ends_cleanly_with_a_hint(tmp_path, capsys):
             "--runs-dir",
             str(tmp_path / "runs"),
             "--json",
-            *FAST,
+            *FAST_CLI,
         ]
     )
     captured = capsys.readouterr()
-    res = json.loads(captured.out.strip().splitlines()[-1])
+    res = last_json_line(captured.out)
     assert rc == 1 and not res["correct"]
     assert "LLM backend failed" in res["stop_reason"]
     assert "vllm serve" in captured.err
@@ -227,10 +215,10 @@ def test_hf_backend_with_a_tiny_local_llama(tmp_path, capsys, tiny_llama_dir):
             "--runs-dir",
             str(tmp_path / "runs"),
             "--json",
-            *FAST,
+            *FAST_CLI,
         ]
     )
-    res = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    res = last_json(capsys)
     assert rc == 1  # a random model writes garbage; the loop must end cleanly, not crash
     assert len(res["attempts"]) == 2
     assert all(a["status"] in ("bad_input", "syntax_error") for a in res["attempts"])
@@ -249,7 +237,7 @@ def test_no_backend_and_no_compiler_seed_is_a_clear_error(tmp_path, capsys):
             "--no-compiler-seed",
             "--runs-dir",
             str(tmp_path / "runs"),
-            *FAST,
+            *FAST_CLI,
         ]
     )
     # openai with no base URL defaults to localhost:8000, where nothing listens
@@ -284,7 +272,7 @@ def test_sigkill_mid_run_then_resume_loses_nothing(tmp_path):
         "--run-id",
         "killme",
         "--json",
-        *FAST,
+        *FAST_CLI,
     ]
     proc = subprocess.Popen(
         cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
@@ -320,7 +308,7 @@ def test_sigkill_mid_run_then_resume_loses_nothing(tmp_path):
         timeout=180,
     )
     assert done.returncode == 0, done.stderr
-    res = json.loads(done.stdout.strip().splitlines()[-1])
+    res = last_json_line(done.stdout)
     assert [a["status"] for a in res["attempts"]] == ["mismatch", "ok"]
     assert "resuming: 1 attempts" in done.stderr
     verdict0 = json.loads(first.read_text())
@@ -358,19 +346,6 @@ def test_problem_failing_at_run_time_exits_2_and_leaves_no_run_dir(tmp_path, cap
         "def get_init_inputs():\n    return []\n"
     )
     runs = tmp_path / "runs"
-    assert main(["optimize", str(bad), "--runs-dir", str(runs), *FAST]) == 2
+    assert main(["optimize", str(bad), "--runs-dir", str(runs), *FAST_CLI]) == 2
     assert "get_inputs() raised" in capsys.readouterr().err
     assert not runs.exists() or not any(runs.iterdir())
-
-
-def test_a_faster_attempt_must_beat_the_noise_floor_to_become_the_best():
-    from agent.nodes import KEEP_MARGIN, _better
-    from tools.profile import ProfileOptions
-
-    assert KEEP_MARGIN == ProfileOptions().noise_floor
-    best = {"speedup": 1.80, "correct": True}
-    assert _better({"speedup": 1.80 * (1 + KEEP_MARGIN) + 0.01}, best)
-    assert not _better({"speedup": 1.83}, best)  # +1.7%: within the timer's noise
-    assert not _better({"speedup": None}, best)
-    assert _better({"speedup": 0.5}, {"speedup": None})  # a timed one beats an untimed one
-    assert _better({"speedup": None}, None)

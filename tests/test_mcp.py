@@ -7,15 +7,10 @@ import sys
 from pathlib import Path
 
 import anyio
-import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 
-mcp = pytest.importorskip("mcp")
-from mcp import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
-
-ROOT = Path(__file__).resolve().parent.parent
-EX = ROOT / "examples"
-FAST = {"trials": 2, "aot_target": None, "timeout_s": 30}
+from tests.helpers import EX, FAST, ROOT, write_replies
 
 
 def server(*args: str) -> StdioServerParameters:
@@ -106,9 +101,8 @@ def test_tools_verify_and_errors_over_stdio():
 
 
 def test_repair_reports_progress_over_stdio(tmp_path):
-    replies = tmp_path / "replies.jsonl"
     good = (EX / "kernels" / "relu.py").read_text()
-    replies.write_text(json.dumps({"text": f"```python\n{good}\n```"}) + "\n")
+    replies = write_replies(tmp_path / "replies.jsonl", [f"```python\n{good}\n```"])
     progress: list[tuple[float, str | None]] = []
 
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
@@ -122,7 +116,7 @@ def test_repair_reports_progress_over_stdio(tmp_path):
                     "problem": "examples/problems/relu.py",
                     "kernel": "examples/broken/relu__syntax_error.py",
                     "budget": 2,
-                    "replies": str(replies),
+                    "replies": replies,
                     **FAST,
                 },
                 progress_callback=on_progress,

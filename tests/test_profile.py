@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.helpers import EX, last_json, last_json_line
 from tools.problem import read_kernel, read_problem
 from tools.profile import (
     PROFILE_STATUSES,
@@ -37,10 +38,8 @@ from tools.roofline import (
     summarize,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "examples"
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profile"
-RELU = EXAMPLES / "problems" / "relu.py"
+RELU = EX / "problems" / "relu.py"
 H200 = DevicePeaks(device="NVIDIA H200", bandwidth=4.3e12, flops={"bf16": 7.9e14, "fp32": 5.0e13})
 
 
@@ -332,7 +331,7 @@ def test_an_incorrect_kernel_is_never_timed():
 
 
 def test_broken_example_kernel_is_not_verified_on_cpu(cpu_verifier):
-    broken = EXAMPLES / "broken" / "relu__mismatch.py"
+    broken = EX / "broken" / "relu__mismatch.py"
     r = profile(RELU, read_kernel(broken), verifier=cpu_verifier, kernel_path=str(broken))
     assert r.status == "not_verified"
     assert r.verdict.status == "mismatch"
@@ -347,7 +346,7 @@ def test_cli_profile_on_cpu_is_unavailable(capsys):
         [
             "profile",
             str(RELU),
-            str(EXAMPLES / "kernels" / "relu.py"),
+            str(EX / "kernels" / "relu.py"),
             "--json",
             "--device",
             "cpu",
@@ -357,7 +356,7 @@ def test_cli_profile_on_cpu_is_unavailable(capsys):
     )
     out = capsys.readouterr()
     assert code == 1
-    result = json.loads(out.out.strip().splitlines()[-1])
+    result = last_json_line(out.out)
     assert result["status"] == "unavailable"
     assert result["verdict"]["status"] == "ok"
     assert result["candidate"] is None and result["speedup_eager"] is None
@@ -369,10 +368,10 @@ def test_cli_profile_bad_input_exits_2(tmp_path, capsys):
     from agent.cli import main
 
     code = main(
-        ["profile", str(tmp_path / "missing.py"), str(EXAMPLES / "kernels" / "relu.py"), "--json"]
+        ["profile", str(tmp_path / "missing.py"), str(EX / "kernels" / "relu.py"), "--json"]
     )
     assert code == 2
-    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["status"] == "bad_input"
+    assert last_json(capsys)["status"] == "bad_input"
 
 
 # ---------------------------------------------------------------------------- GPU
@@ -393,7 +392,7 @@ def _gpu_profile(kernel: Path, **kw) -> ProfileResult:
 
 @pytest.mark.gpu
 def test_gpu_good_kernel_is_timed_with_breakdown():
-    r = _gpu_profile(EXAMPLES / "kernels" / "relu.py")
+    r = _gpu_profile(EX / "kernels" / "relu.py")
     assert r.status in ("ok", "slower", "noisy"), r.feedback()
     assert r.candidate.median_ms > 0 and len(r.candidate_runs) >= 2
     assert any(k.name == "_relu_kernel" and k.triton for k in r.kernels), r.kernels

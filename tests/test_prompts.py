@@ -106,7 +106,8 @@ def test_missing_custom_template_is_bad_input(tmp_path):
 
 def test_one_shot_example_is_a_correct_kernel():
     """The example teaches the model; it must itself pass, under the Triton interpreter."""
-    pytest.importorskip("triton")
+    import triton  # noqa: F401  (a core dependency: a broken install fails, not skips)
+
     blocks = re.findall(r"```\n(.*?)```", load_template("_example_add.txt"), re.DOTALL)
     assert len(blocks) == 2
     model_src, model_new_src = blocks

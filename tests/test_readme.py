@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers import ROOT, last_json_line
 
 
 def quick_start_commands() -> list[str]:
@@ -36,7 +35,7 @@ def test_main_command_runs_end_to_end(tmp_path):
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    result = last_json_line(proc.stdout)
     assert result["correct"] and result["best"]["source"] == "compiler"
     best = Path(result["best_kernel"]).read_text()
     assert "@triton.jit" in best and "class ModelNew" in best

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import sys
-from pathlib import Path
 
-import pytest
+import pexpect
 
-pexpect = pytest.importorskip("pexpect")
+from tests.helpers import EX, ROOT, write_replies
 
-ROOT = Path(__file__).resolve().parent.parent
-EX = ROOT / "examples"
 ANSI = r"(?:\x1b\[[0-9;]*m)*"
 CTRL_D = "\x04"
 
@@ -38,14 +34,13 @@ def paste(child, text: str) -> None:
 def test_paste_a_module_get_a_verified_draft(tmp_path):
     problem = (EX / "problems" / "relu.py").read_text()
     good = (EX / "kernels" / "relu.py").read_text()
-    replies = tmp_path / "replies.jsonl"
-    replies.write_text(json.dumps({"text": f"```python\n{good}\n```"}) + "\n")
+    replies = write_replies(tmp_path / "replies.jsonl", [f"```python\n{good}\n```"])
     runs = tmp_path / "runs"
     child = spawn(
         "--backend",
         "replay",
         "--replies",
-        str(replies),
+        replies,
         "--runs-dir",
         str(runs),
         "--trials",

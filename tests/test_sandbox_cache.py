@@ -116,3 +116,47 @@ def test_the_timing_job_starts_from_its_own_verification_cache():
     assert r.status == "unavailable"  # the spy's timing job "failed"
     assert v.kept and v.kept == v.seeded and v.kept[0]
     assert not os.path.exists(v.kept[0]), "the carried cache is removed after the profile"
+
+
+_COMPILE = '''
+import os, sys
+with open("kmod.py", "w") as f:
+    f.write("""
+import triton
+import triton.language as tl
+
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + i, tl.load(x_ptr + i, mask=i < n), mask=i < n)
+""")
+sys.path.insert(0, os.getcwd())
+import kmod
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+hits = []
+triton.knobs.compilation.listener = lambda **kw: hits.append(kw["cache_hit"])
+sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}
+triton.compile(ASTSource(kmod.copy_kernel, sig, constexprs={"BLOCK": 128}),
+               target=GPUTarget("cuda", 90, 32))
+RESULT = hits
+'''
+
+
+def test_triton_finds_a_carried_kernel_in_its_cache(tmp_path):
+    """Triton's cache records a kernel's files by absolute path (its `__grp__` index), and the
+    first job's directory is gone when the second starts: the carried index must be rebased, or
+    the second job compiles again. Compiled for sm_90 ahead of time: no GPU needed."""
+    sb = Sandbox(device="cpu", max_workers=1, start_method="spawn", interpret=False)
+    job = f"(lambda g: (exec({_COMPILE!r}, g), g['RESULT'])[1])({{}})"
+    kept = tmp_path / "kept"
+    first = sb.run("builtins:eval", job, triton_cache_out=str(kept), timeout=240)
+    assert first.kind == "ok", first.error
+    assert first.value == [False], "the first job compiles"
+    again = sb.run("builtins:eval", job, triton_cache_in=str(kept), timeout=240)
+    assert again.kind == "ok", again.error
+    assert again.value == [True], "the second job must find the first job's kernel"
+    fresh = sb.run("builtins:eval", job, timeout=240)
+    assert fresh.kind == "ok" and fresh.value == [False], "without a carried cache: a compile"

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
+from tests.helpers import EX
 from tools import tune
-
-EX = Path(__file__).resolve().parent.parent / "examples"
 
 
 def test_finds_launch_kwargs_and_block_assignments():

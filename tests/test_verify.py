@@ -8,18 +8,18 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import EX
 from tools.problem import read_problem
 from tools.results import STATUSES
 from tools.verify import Verifier, VerifyOptions
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-GOOD = sorted((EXAMPLES / "kernels").glob("*.py"))
-BROKEN = sorted((EXAMPLES / "broken").glob("*.py"))
+GOOD = sorted((EX / "kernels").glob("*.py"))
+BROKEN = sorted((EX / "broken").glob("*.py"))
 
 
 def _problem_for(kernel: Path) -> Path:
     name = kernel.stem.split("__")[0].replace("_inductor_style", "")
-    return EXAMPLES / "problems" / f"{name}.py"
+    return EX / "problems" / f"{name}.py"
 
 
 @pytest.fixture(scope="module", params=["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
@@ -77,7 +77,7 @@ def test_mismatch_evidence_locates_the_tail_block(verdicts):
 
 def test_compile_error_points_at_the_kernel_line(verdicts):
     v = verdicts["softmax__compile_error.py"]
-    src = (EXAMPLES / "broken" / "softmax__compile_error.py").read_text().splitlines()
+    src = (EX / "broken" / "softmax__compile_error.py").read_text().splitlines()
     assert v.evidence.error.line is not None
     assert "tl.arange" in src[v.evidence.error.line - 1]
     assert "power of 2" in v.feedback()
@@ -100,8 +100,8 @@ def test_library_calls_accepted_as_mixed_under_allow_library(tmp_path):
         VerifyOptions(trials=2, timeout_s=30, device="cpu", policy="allow-library", aot_target=None)
     )
     verdict = v.verify(
-        read_problem(EXAMPLES / "problems" / "matmul.py"),
-        (EXAMPLES / "broken" / "matmul__cheat.py").read_text(),
+        read_problem(EX / "problems" / "matmul.py"),
+        (EX / "broken" / "matmul__cheat.py").read_text(),
         "matmul__cheat.py",
     )
     # matmul__cheat does its matmul with torch.mm and launches a token kernel: under
@@ -113,20 +113,18 @@ def test_library_calls_accepted_as_mixed_under_allow_library(tmp_path):
 def test_generalisation_check_catches_hard_coded_shapes():
     from tools.verify import generalization_sizes
 
-    relu = read_problem(EXAMPLES / "problems" / "relu.py")
+    relu = read_problem(EX / "problems" / "relu.py")
     assert generalization_sizes(relu) == {"BATCH": 7, "DIM": 501}
     v = Verifier(
         VerifyOptions(trials=1, timeout_s=30, device="cpu", aot_target=None, generalize=True)
     )
-    general = v.verify(relu, (EXAMPLES / "kernels" / "relu.py").read_text(), "relu.py")
+    general = v.verify(relu, (EX / "kernels" / "relu.py").read_text(), "relu.py")
     assert general.correct, general.feedback()
     assert any(
         "generalisation check passed at BATCH=7, DIM=501" in n for n in general.evidence.notes
     )
     # KernelLLM-style output bakes 13x1000 in: right at the problem's sizes, wrong at others.
-    baked = v.verify(
-        relu, (EXAMPLES / "kernels" / "relu_inductor_style.py").read_text(), "baked.py"
-    )
+    baked = v.verify(relu, (EX / "kernels" / "relu_inductor_style.py").read_text(), "baked.py")
     assert not baked.correct
     assert "not at BATCH=7, DIM=501" in baked.message
 
@@ -161,7 +159,7 @@ class ModelNew(nn.Module):
 def test_a_cuda_fault_is_a_crash_that_says_what_faulted(cpu_verifier):
     """On the H200 an illegal address came back as `runtime_error` whose message was the
     error's last line ("Compile with TORCH_USE_CUDA_DSA ..."); it is a crash, named as such."""
-    verdict = cpu_verifier.verify(read_problem(EXAMPLES / "problems" / "relu.py"), _FAULTING)
+    verdict = cpu_verifier.verify(read_problem(EX / "problems" / "relu.py"), _FAULTING)
     assert verdict.status == "crash", verdict.message
     assert (
         "illegal memory access" in verdict.message and "TORCH_USE_CUDA_DSA" not in verdict.message

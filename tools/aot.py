@@ -221,9 +221,7 @@ def _file_name(jit: Any) -> str | None:
 def _is_interpreted(kernel: Any) -> bool:
     from triton.runtime.interpreter import InterpretedFunction
 
-    while not isinstance(kernel, InterpretedFunction) and hasattr(kernel, "fn"):
-        kernel = kernel.fn
-    return isinstance(kernel, InterpretedFunction)
+    return isinstance(_unwrapped(kernel), InterpretedFunction)
 
 
 def _make_record(kernel: Any, args: tuple, kwargs: dict) -> LaunchRecord | None:

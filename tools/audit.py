@@ -315,7 +315,10 @@ class ProfilerObserver:
         self.available = False
         self.tampered: list[str] = []
         self.forwards = 0
+        self.exit_error: str | None = None
+        """Why the profiler failed to stop, if it did (its op record is then lost)."""
         self._prof = None
+        self._stopped = False
 
     def __enter__(self) -> ProfilerObserver:
         try:
@@ -340,8 +343,10 @@ class ProfilerObserver:
             self.available = False
 
     def __exit__(self, *exc: object) -> None:
-        if self._prof is None:
+        """Stop the profiler; the job stops it after forward, and its ExitStack calls this again."""
+        if self._prof is None or self._stopped:
             return
+        self._stopped = True
         try:
             self._prof.__exit__(None, None, None)
         except Exception as e:

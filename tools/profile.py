@@ -31,6 +31,7 @@ from tools.errors import BadInputError
 from tools.problem import Problem, read_kernel, read_problem
 from tools.results import Verdict
 from tools.roofline import (
+    NOISE_FLOOR,
     DevicePeaks,
     KernelTime,
     Roofline,
@@ -68,7 +69,7 @@ class ProfileOptions:
     """Measured time one sequence aims for; repetitions are clamped to [min_reps, max_reps]."""
     min_reps: int = 20
     max_reps: int = 1000
-    noise_floor: float = 0.03
+    noise_floor: float = NOISE_FLOOR
     profile_calls: int = 10
     reverify_above: float = 10.0
     """A speedup over this (against either baseline) is re-verified before it is believed."""
@@ -117,6 +118,10 @@ class ProfileResult:
     baselines_cached: bool = False
     reverified: Verdict | None = None
     """The stricter re-verification run after a speedup over `reverify_above`."""
+    refuted_by: str | None = None
+    """Why a verified kernel ended `not_verified` in its timing job: `crash`, `timeout`,
+    `rules` (a sandbox rule broken) or `stale` (an output that was not computed); `verdict`
+    then says so too."""
     freshness: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     """Seconds spent in the timing job's phases (peaks_s, timer_s, baselines_s [cumulative from
@@ -249,11 +254,17 @@ def save_cache(update: dict[str, Any]) -> None:
         for section in ("baselines", "peaks"):
             data[section].update(update.get(section, {}))
         fd, tmp = tempfile.mkstemp(dir=d, prefix=".baselines-", suffix=".json")
+    except OSError:
+        return  # a cache that cannot be written only costs time
+    try:
         with os.fdopen(fd, "w") as f:
             json.dump(data, f, indent=1)
         os.replace(tmp, d / "baselines.json")
     except OSError:
-        pass  # a cache that cannot be written only costs time
+        try:
+            os.unlink(tmp)  # no half-written file left behind
+        except OSError:
+            pass
 
 
 def baseline_key(digest: str, device: str, torch_version: str) -> str:
@@ -301,7 +312,28 @@ def _profile(
     with tempfile.TemporaryDirectory(prefix="ta-kernels-") as compiled:
         # The verification job's compiled kernels seed the timing job of the same source, so
         # the exclusive (GPU-holding) timing job does not spend its time compiling.
-        return _verify_and_time(prob, source, kpath, v, opts, compiled)
+        r = _verify_and_time(prob, source, kpath, v, opts, compiled)
+    if r.status == "not_verified" and r.verdict is not None and r.verdict.correct:
+        # Verified, then caught while being timed (a crash, a stale result, a broken rule, a
+        # failed re-verification): every caller decides on `verdict`, so it must say so too.
+        r.verdict = refuted(r)
+    return r
+
+
+REFUTED_STATUS = {"crash": "crash", "timeout": "timeout", "rules": "cheat", "stale": "cheat"}
+
+
+def refuted(r: ProfileResult) -> Verdict:
+    """The verdict of a kernel that passed verification but not its timing job (`r.refuted_by`
+    says how) or its re-verification (`r.reverified`)."""
+    if r.reverified is not None and not r.reverified.correct:
+        return r.reverified
+    return dataclasses.replace(
+        r.verdict,
+        status=REFUTED_STATUS.get(r.refuted_by or "", "runtime_error"),
+        correct=False,
+        message=r.message,
+    )
 
 
 def _verify_and_time(
@@ -373,6 +405,7 @@ def _verify_and_time(
             message=f"the candidate passed verification but its timing job ended in a {outcome.kind}: "
             f"{outcome.error}",
             notes=[outcome.stderr_tail] if outcome.stderr_tail else [],
+            refuted_by=outcome.kind,
             **base,
         )
     if outcome.kind == "error":
@@ -384,7 +417,18 @@ def _verify_and_time(
             **base,
         )
     data = outcome.value
-    result = assemble(data, verdict, opts, **base)
+    try:
+        result = assemble(data, verdict, opts, **base)
+    except Exception as exc:  # noqa: BLE001 - the candidate shares the job's process
+        return ProfileResult(
+            status="not_verified",
+            verdict=verdict,
+            device=v.device,
+            message=f"the timing job sent a malformed reply ({type(exc).__name__}: {exc}); it "
+            "was not produced by the harness as written",
+            refuted_by="crash",
+            **base,
+        )
     if result.status not in ("not_verified", "unavailable"):
         _remember(data, prob, opts)
         _maybe_reverify(result, prob, source, kpath, v, opts)
@@ -445,7 +489,7 @@ def assemble(
         r.notes.append(data.get("traceback", "")[-1500:])
         return r
     if data.get("violations"):
-        r.status = "not_verified"
+        r.status, r.refuted_by = "not_verified", "rules"
         r.message = (
             f"the candidate broke the sandbox rules while being timed: {data['violations'][0]}"
         )
@@ -453,7 +497,7 @@ def assemble(
     fresh = data.get("fresh") or {}
     r.freshness = fresh
     if not fresh.get("ok", True):
-        r.status = "not_verified"
+        r.status, r.refuted_by = "not_verified", "stale"
         r.message = f"not a real kernel result: {fresh.get('message')}"
         return r
     samples = data["candidate_samples"]

@@ -50,6 +50,7 @@ from tools.worker import (
     _clone,
     _copy_matching_weights,
     _device_context,
+    _sync,
     _to_device,
     exec_module,
     job_device,
@@ -500,11 +501,6 @@ def compile_in_this_process() -> None:
     import torch._inductor.config as inductor_config
 
     inductor_config.compile_threads = 1
-
-
-def _sync() -> None:
-    if torch.cuda.is_available():
-        torch.cuda.synchronize()
 
 
 def _independent_runs(

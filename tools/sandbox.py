@@ -136,9 +136,10 @@ class SlotPool:
 class Sandbox:
     """Runs job functions in isolated worker processes.
 
-    `device` is `cpu` (Triton interpreter) or `cuda`. On CUDA there is one slot per visible GPU
-    (or per entry of `gpus`, which may repeat a GPU); on CPU `max_workers` slots (default: the
-    number of cores).
+    `device` is `cpu` (Triton interpreter) or `cuda`. On CUDA there are `slots_per_gpu` slots per
+    visible GPU (or per entry of `gpus`, which may repeat a GPU): that many shared jobs run at once
+    on one GPU, and an exclusive job still takes all of them; on CPU `max_workers` slots (default:
+    the number of cores) and `slots_per_gpu` is unused.
     Thread-safe: call `run` from several threads to evaluate candidates in parallel.
     """
 
@@ -151,9 +152,14 @@ class Sandbox:
         limits: Limits | None = None,
         start_method: str | None = None,
         interpret: bool | None = None,
+        slots_per_gpu: int = 1,
     ) -> None:
         if device not in ("cpu", "cuda"):
             raise SandboxError(f"unknown sandbox device {device!r} (use cpu or cuda)")
+        if isinstance(slots_per_gpu, bool) or not isinstance(slots_per_gpu, int):
+            raise SandboxError(f"slots_per_gpu must be an integer, got {slots_per_gpu!r}")
+        if slots_per_gpu < 1:
+            raise SandboxError(f"slots_per_gpu must be at least 1, got {slots_per_gpu}")
         self.device = device
         self.interpret = (device == "cpu") if interpret is None else interpret
         """Run kernels under the Triton interpreter (CPU). False for trusted jobs that need real
@@ -165,7 +171,8 @@ class Sandbox:
                 raise SandboxError("device cuda requested but no GPU is visible")
             for i in ids:
                 visible_device_id(i)  # a GPU the parent cannot see is an error now, not per job
-            self._slots = [_Slot(f"cuda:{i}") for i in ids]
+            # Slots of one GPU share its device string: SlotPool gives an exclusive job all of them.
+            self._slots = [_Slot(f"cuda:{i}") for i in ids for _ in range(slots_per_gpu)]
         else:
             n = max_workers or os.cpu_count() or 1
             self._slots = [_Slot("cpu") for _ in range(n)]
@@ -226,7 +233,7 @@ class Sandbox:
     ) -> JobOutcome:
         workdir = tempfile.mkdtemp(prefix="ta-job-")
         if cache_in:
-            _copy_cache(cache_in, os.path.join(workdir, "triton_cache"))
+            _copy_cache(cache_in, os.path.join(workdir, "triton_cache"), rebase=True)
         job_env = dict(env)
         if slot.device.startswith("cuda:"):
             job_env["CUDA_VISIBLE_DEVICES"] = visible_device_id(int(slot.device.split(":", 1)[1]))
@@ -469,12 +476,45 @@ def _tail(path: str, lines: int = 25, chars: int = 3000) -> str:
 _HARNESS_NOISE = ("USDT:", "STAGE:")
 
 
-def _copy_cache(src: str, dst: str) -> None:
-    """A carried cache only saves compile time: failing to copy it is never a job's failure."""
+def _copy_cache(src: str, dst: str, rebase: bool = False) -> None:
+    """A carried cache only saves compile time: failing to copy it is never a job's failure.
+    `rebase`: the copy is a job's Triton cache (see `_rebase_triton_groups`)."""
     try:
         copy_regular_files(src, dst)
+        if rebase:
+            _rebase_triton_groups(dst)
     except OSError:
         pass
+
+
+def _rebase_triton_groups(cache_dir: str) -> None:
+    """Point Triton's group indexes (`<key>/__grp__<name>.json`, which name a compiled kernel's
+    files by absolute path) at this copy: they still name the first job's directory, which is
+    gone, and Triton would compile again. Only file names are kept, so no entry can point
+    outside its own folder; an index whose files did not all arrive (the copy's byte limit, an
+    unreadable file) is deleted, so Triton recompiles rather than load half a kernel."""
+    import glob
+    import json
+
+    for index in glob.glob(os.path.join(cache_dir, "*", "__grp__*")):
+        folder = os.path.dirname(index)
+        try:
+            with open(index) as f:
+                data = json.load(f)
+            paths = {
+                name: os.path.join(folder, os.path.basename(str(old)))
+                for name, old in data["child_paths"].items()
+            }
+            if not all(os.path.isfile(p) for p in paths.values()):
+                raise ValueError("incomplete group")
+            data["child_paths"] = paths
+            with open(index, "w") as f:
+                json.dump(data, f)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            try:
+                os.unlink(index)
+            except OSError:
+                pass
 
 
 def copy_regular_files(src: str, dst: str, max_bytes: int = 512 << 20) -> int:

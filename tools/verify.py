@@ -103,13 +103,9 @@ class Verifier:
         self.options = options or VerifyOptions()
         self.device = resolve_device(self.options.device)
         limits = Limits(timeout_s=self.options.timeout_s, memory_mb=self.options.memory_mb)
-        gpus = None
-        if self.device == "cuda" and self.options.jobs_per_gpu > 1 and sandbox is None:
-            import torch
-
-            n = torch.cuda.device_count()
-            gpus = [g for g in range(n) for _ in range(self.options.jobs_per_gpu)]
-        self.sandbox = sandbox or Sandbox(device=self.device, limits=limits, gpus=gpus)
+        self.sandbox = sandbox or Sandbox(
+            device=self.device, limits=limits, slots_per_gpu=self.options.jobs_per_gpu
+        )
         self._refs: dict[tuple, Reference] = {}
         self._lock = threading.Lock()
 

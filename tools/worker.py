@@ -499,6 +499,11 @@ def candidate_job(
             outputs.append(pair)
         result["timings"]["runs"] = time.perf_counter() - t_run
         observer.__exit__(None, None, None)
+        if observer.exit_error:
+            result.setdefault("notes", []).append(
+                f"the op profiler failed to stop ({observer.exit_error}): only the dispatch-mode "
+                "audit saw forward's ops"
+            )
         hidden, hidden_lib = observer.ops()
         if hidden and not audit["torch_compute_ops"]:
             # The profiler saw compute the dispatch mode did not: the mode was popped/bypassed.

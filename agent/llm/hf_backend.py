@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from tools.errors import BackendError
+from tools.errors import BackendError, BadInputError
 
 from .base import (
     DEFAULT_MODEL,
@@ -27,6 +27,22 @@ from .base import (
 )
 
 log = logging.getLogger(__name__)
+
+DTYPES = ("bfloat16", "float16", "float32", "float64")
+"""The `--dtype` names (torch's aliases, `half` and the like, are accepted too)."""
+
+
+def resolve_dtype(name: str | None, device: str) -> Any:
+    """The torch dtype `name` names; None: bfloat16 on CUDA, float32 elsewhere. Used here and by
+    `agent.train`."""
+    import torch
+
+    if not name:
+        return torch.bfloat16 if device.startswith("cuda") else torch.float32
+    dtype = getattr(torch, name, None)
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise BadInputError(f"unknown dtype {name!r}; choose one of {', '.join(DTYPES)}")
+    return dtype
 
 
 class HFBackend:
@@ -60,11 +76,7 @@ class HFBackend:
         self.name = f"hf:{model}"
         self.max_batch = max_batch
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        torch_dtype = (
-            getattr(torch, dtype)
-            if dtype
-            else (torch.bfloat16 if self.device.startswith("cuda") else torch.float32)
-        )
+        torch_dtype = resolve_dtype(dtype, self.device)
         load: dict[str, Any] = {
             "local_files_only": local_files_only,
             "trust_remote_code": trust_remote_code,

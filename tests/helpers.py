@@ -1,0 +1,39 @@
+"""Small helpers shared by the test files (standard library only).
+
+Import them as `from tests.helpers import ...`, like tests/fakes (pyproject's pytest
+`pythonpath = ["."]` puts the repository root on sys.path).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import MappingProxyType
+
+ROOT = Path(__file__).resolve().parent.parent
+EX = ROOT / "examples"
+
+# Fast verification settings: 2 trials, no AOT target, a 30 s timeout.
+FAST = MappingProxyType({"trials": 2, "aot_target": None, "timeout_s": 30})  # Python API / MCP
+FAST_CLI = ("--trials", "2", "--target", "none", "--timeout", "30")  # the same on the CLI
+
+
+def fenced(code: str, prose: str = "Here is the kernel:") -> str:
+    """A model reply: one line of prose, then the code in a ```python block."""
+    return f"{prose}\n```python\n{code}\n```\n"
+
+
+def write_replies(path: Path, texts: list[str]) -> str:
+    """Write scripted replies as the replay backend's JSONL (`{"text": ...}` a line)."""
+    path.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    return str(path)
+
+
+def last_json_line(text: str) -> dict:
+    """The JSON object on the last line of a command's output."""
+    return json.loads(text.strip().splitlines()[-1])
+
+
+def last_json(capsys) -> dict:
+    """The JSON object on the last line of what the command printed to stdout (pytest capsys)."""
+    return last_json_line(capsys.readouterr().out)
