@@ -16,7 +16,7 @@ from agent.drafters import CompilerDrafter
 from agent.graph import build_graph
 from agent.report import result_object
 from agent.rundir import RunDir, new_run_id
-from tools.errors import BackendError, BadInputError, TritonAgentError
+from tools.errors import BackendConfigError, BadInputError, TritonAgentError
 from tools.problem import read_kernel, read_problem
 from tools.verify import Verifier
 
@@ -79,7 +79,7 @@ def make_context(
     if mode == "optimize" and (llm is None or config.compiler_seed):
         drafter = CompilerDrafter(verifier.sandbox, verifier.device)
     if llm is None and drafter is None:
-        raise BackendError(
+        raise BackendConfigError(
             "nothing can draft candidates: configure an LLM backend or enable the compiler"
         )
     return RunContext(

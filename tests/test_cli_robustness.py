@@ -31,10 +31,10 @@ def run_dirs(runs: Path) -> list[str]:
 @pytest.mark.parametrize(
     "args, message, code",
     [
-        (["optimize", RELU, "--backend", "replay"], "needs replies", 1),
+        (["optimize", RELU, "--backend", "replay"], "needs replies", 2),
         (["optimize", RELU, "--replies", "<missing>"], "cannot read replay file", 2),
         (["optimize", RELU, "--backend", "hf", "--model", "<missing>"], "could not load", 1),
-        (["repair", RELU, BROKEN, "--backend", "compiler"], "nothing can draft", 1),
+        (["repair", RELU, BROKEN, "--backend", "compiler"], "nothing can draft", 2),
         (["repair", RELU], "repair needs the failing kernel file", 2),
     ],
     ids=[

@@ -40,6 +40,13 @@ class BackendError(TritonAgentError):
     exit_code = 1
 
 
+class BackendConfigError(BackendError, BadInputError):
+    """The backend options themselves are unusable (an unknown kind, replay without replies, no
+    backend configured where one is needed): bad input, exit 2."""
+
+    exit_code = 2
+
+
 class ShimError(TritonAgentError):
     """A PyTorch-internals shim (Inductor drafter) does not support this torch version."""
 

@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tools.errors import BackendError
+from tools.errors import BackendConfigError, BackendError
 
 from .base import DEFAULT_MODEL, BackendKind, LLMBackend, SamplingParams, messages_to_text
 from .replay import ReplayBackend
@@ -89,7 +89,7 @@ def make_backend(
     "completion"/"chat" via `prompt_kind`, `chat_model` for langchain).
     """
     if kind not in KINDS:
-        raise BackendError(f"unknown backend {kind!r}; choose one of {', '.join(KINDS)}")
+        raise BackendConfigError(f"unknown backend {kind!r}; choose one of {', '.join(KINDS)}")
     if "prompt_kind" in kw:  # `kind` is taken by the backend's name here
         kw["kind"] = kw.pop("prompt_kind")
     base_url = base_url or _env_base_url()
@@ -101,11 +101,11 @@ def make_backend(
         elif model and Path(model).is_dir():
             kind = "hf"
         else:
-            raise BackendError(NO_BACKEND_HELP)
+            raise BackendConfigError(NO_BACKEND_HELP)
 
     if kind == "replay":
         if replies is None:
-            raise BackendError("the replay backend needs replies (--replies FILE.jsonl)")
+            raise BackendConfigError("the replay backend needs replies (--replies FILE.jsonl)")
         return ReplayBackend(replies, **kw)
     if kind == "openai":
         return _openai_backend_class()(
@@ -124,7 +124,7 @@ def make_backend(
 
     chat_model = kw.pop("chat_model", None)
     if chat_model is None:
-        raise BackendError("the langchain backend needs a chat model (chat_model=...)")
+        raise BackendConfigError("the langchain backend needs a chat model (chat_model=...)")
     return LangChainBackend(chat_model, **kw)
 
 
