@@ -12,14 +12,15 @@ Protocol (DESIGN.md "Profiling protocol", docs/profiling.md):
    re-verified with 20 trials and rescaled and shifted inputs before it is believed.
 5. Per-kernel breakdown (torch.profiler) and the roofline against the device's measured peaks.
 
-Baselines are cached per (problem digest, device name, torch version) and peaks per device name,
-in `$TRITON_AGENT_CACHE/baselines.json` (default `~/.cache/triton-agent/`).
+Baselines are cached per (problem digest, device name, torch version, Triton version) and peaks
+per device name, in `$TRITON_AGENT_CACHE/baselines.json` (default `~/.cache/triton-agent/`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import tempfile
 import time
@@ -54,6 +55,9 @@ ProfileStatus = Literal["ok", "slower", "unavailable", "not_verified", "noisy"]
 PROFILE_STATUSES: tuple[str, ...] = ProfileStatus.__args__  # type: ignore[attr-defined]
 BASELINES = ("eager", "compile")
 CACHE_VERSION = 1
+TIMING_MEMORY_FLOOR_MB = 16384
+"""The timing job's host memory cap (resident set) for problems of a few GB or less, and when the
+problem's size is unknown: torch, CUDA and an in-process Inductor compile fit in it."""
 
 
 @dataclass(kw_only=True)
@@ -75,7 +79,9 @@ class ProfileOptions:
     """A speedup over this (against either baseline) is re-verified before it is believed."""
     reverify_trials: int = 20
     timeout_s: float = 600.0
-    memory_mb: int | None = 16384
+    memory_mb: int | None = None
+    """The timing job's host memory cap in MB; None derives it from the problem's size
+    (`timing_memory_mb`)."""
     use_cache: bool = True
     refresh_baselines: bool = False
 
@@ -123,6 +129,9 @@ class ProfileResult:
     `rules` (a sandbox rule broken) or `stale` (an output that was not computed); `verdict`
     then says so too."""
     freshness: dict[str, Any] = field(default_factory=dict)
+    memory: dict[str, float] | None = None
+    """The timing job's peaks in MB: `gpu_peak_mb` (reserved by torch's allocator) and
+    `host_peak_mb` (resident set); None when no timing job reported them."""
     timings: dict[str, float] = field(default_factory=dict)
     """Seconds spent in the timing job's phases (peaks_s, timer_s, baselines_s [cumulative from
     the job's start], load_s, first_call_s, candidate_s, breakdown_s, total_s)."""
@@ -267,8 +276,22 @@ def save_cache(update: dict[str, Any]) -> None:
             pass
 
 
-def baseline_key(digest: str, device: str, torch_version: str) -> str:
-    return f"{digest}|{device}|{torch_version}"
+def installed_triton_version() -> str:
+    """The installed Triton's version (the sandbox's jobs import the same one); '' without one."""
+    try:
+        import triton
+    except ImportError:
+        return ""
+    return str(triton.__version__)
+
+
+def baseline_key(
+    digest: str, device: str, torch_version: str, triton_version: str | None = None
+) -> str:
+    """`digest|device|torch|triton`. The Triton version defaults to the installed one: a
+    baseline timed under another Triton (torch.compile generates Triton code) is not reused."""
+    tv = installed_triton_version() if triton_version is None else triton_version
+    return f"{digest}|{device}|{torch_version}|{tv}"
 
 
 # ------------------------------------------------------------------------------------------
@@ -367,7 +390,7 @@ def _verify_and_time(
     cached_baselines = (
         {}
         if opts.refresh_baselines
-        else cached_baselines_for(cache, prob.digest, torch.__version__)
+        else cached_baselines_for(cache, prob.digest, torch.__version__, installed_triton_version())
     )
     atol, rtol = verdict.atol or 1e-4, verdict.rtol or 1e-4
     outcome = v.sandbox.run(
@@ -390,7 +413,7 @@ def _verify_and_time(
         cached_peaks=cache["peaks"],
         atol=atol,
         rtol=rtol,
-        limits=Limits(timeout_s=opts.timeout_s, memory_mb=opts.memory_mb),
+        limits=Limits(timeout_s=opts.timeout_s, memory_mb=timing_memory_mb(opts, verdict)),
         # Inductor's compile-worker pool would start subprocesses, which the job guard refuses.
         env={"TORCHINDUCTOR_COMPILE_THREADS": "1"},
         # nothing else on this GPU while it is timed (verification jobs may share a GPU)
@@ -436,16 +459,55 @@ def _verify_and_time(
 
 
 def cached_baselines_for(
-    cache: dict[str, Any], digest: str, torch_version: str
+    cache: dict[str, Any], digest: str, torch_version: str, triton_version: str | None = None
 ) -> dict[str, dict[str, Any]]:
-    """device name -> cached baselines of this problem and torch version, timed with this
-    version of the timing method (others are not comparable with a candidate timed now)."""
-    prefix, suffix = f"{digest}|", f"|{torch_version}"
+    """device name -> cached baselines of this problem, torch and Triton version (default: the
+    installed Triton), timed with this version of the timing method (others are not comparable
+    with a candidate timed now). Entries written before the key had a Triton version never
+    match."""
+    tv = installed_triton_version() if triton_version is None else triton_version
+    prefix, suffix = f"{digest}|", f"|{torch_version}|{tv}"
     return {
         k[len(prefix) : -len(suffix)]: e
         for k, e in cache.get("baselines", {}).items()
-        if k.startswith(prefix) and k.endswith(suffix) and e.get("method") == TIMING_METHOD
+        if len(k) > len(prefix) + len(suffix)
+        and k.startswith(prefix)
+        and k.endswith(suffix)
+        and e.get("method") == TIMING_METHOD
     }
+
+
+def timing_memory_mb(opts: ProfileOptions, verdict: Verdict) -> int:
+    """The timing job's host memory cap (MB): `opts.memory_mb` when set, else derived from the
+    problem's size as max(16384, 4096 + 3 x its input, output and parameter MB).
+
+    The job's host memory grows with the problem: `get_inputs()` builds the inputs on the host
+    (with whatever temporaries it makes), and they stay there as the originals restored after the
+    reference on new values, and the model is built on the host before it moves; 4096 MB covers
+    torch, CUDA and Inductor. The size comes from the verification's footprint figures
+    (`verdict.evidence.footprint`: `input_bytes` and `output_bytes`, `param_bytes` when given); a
+    verdict without them gets the floor, which suits problems of a few GB (6.9 GB host peak
+    measured for a 6 GiB ReLU)."""
+    if opts.memory_mb is not None:
+        return opts.memory_mb
+    footprint = getattr(verdict.evidence, "footprint", None)
+    sizes = [_figure(footprint, k) for k in ("input_bytes", "output_bytes")]
+    if footprint is None or any(v is None for v in sizes):
+        return TIMING_MEMORY_FLOOR_MB
+    params = _figure(footprint, "param_bytes") or 0
+    problem_mb = math.ceil((sum(sizes) + params) / 2**20)
+    return max(TIMING_MEMORY_FLOOR_MB, 4096 + 3 * problem_mb)
+
+
+def _figure(footprint: Any, name: str) -> int | None:
+    """A non-negative byte count from a footprint (a dict or an object), or None."""
+    if isinstance(footprint, dict):
+        value = footprint.get(name)
+    else:
+        value = getattr(footprint, name, None)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        return None
+    return int(value)
 
 
 def assemble(
@@ -461,6 +523,7 @@ def assemble(
         device=data.get("device", "cuda"),
         triton_version=data.get("triton_version", ""),
         notes=list(data.get("notes", [])),
+        memory=data.get("memory"),
         timings={k: float(v) for k, v in (data.get("timings") or {}).items()},
         **base,
     )
@@ -604,9 +667,11 @@ def _remember(data: dict[str, Any], prob: Problem, opts: ProfileOptions) -> None
                 entry[k] = b[k]
         if b.get("compile_error"):
             entry["compile_error"] = b["compile_error"]
-        update["baselines"][baseline_key(prob.digest, device, data.get("torch_version", ""))] = (
-            entry
+        # The installed Triton, as in the lookup (`cached_baselines_for`), so entries are found.
+        key = baseline_key(
+            prob.digest, device, data.get("torch_version", ""), installed_triton_version()
         )
+        update["baselines"][key] = entry
     save_cache(update)
 
 

@@ -29,12 +29,23 @@ of a 127 us ReLU kernel spread by 14%. Deciding "side stream" from the synchroni
 instead of the profiler flagged honest kernels (its wake-up cost grows with the wait).
 Input sets (clones) are rotated when one set fits in L2. Returns raw samples; statistics are
 computed by the caller.
+
+Memory: KernelBench's inputs reach 6.4 GB (a ReLU on 4096 x 393216 fp32), so the job keeps few
+full-size tensors alive: the inputs themselves are the only input set when a set is large (no
+clone), the reference on new values is computed in those same buffers (their values restored from
+the host afterwards), FLOPs are counted on them, every phase's outputs are freed, and the
+freshness comparison is chunked (`tools.compare`). At the peak: one input set and two outputs
+(the reference on new values, and the call being timed): 18.8 GiB reserved for that ReLU on an
+H200 (6 GiB a tensor). Before, four input sets and two outputs were alive, and the freshness
+check's float64 copies and temporaries came on top: 96.3 GiB, about 16 tensors' worth.
+`result["memory"]` has the job's GPU and host peaks.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import statistics
 import time
 import traceback
@@ -44,7 +55,7 @@ from typing import Any
 import torch
 
 from tools import guard
-from tools.compare import normalise_outputs
+from tools.compare import CHUNK_ELEMS, mismatch_report, normalise_outputs
 from tools.roofline import input_sets_for, repetitions
 from tools.worker import (
     _clone,
@@ -57,6 +68,20 @@ from tools.worker import (
 )
 
 Call = Callable[[list], Any]
+
+MAX_ROTATED_SET_BYTES = 256 << 20
+"""Above this one input set is never cloned for rotation (KernelBench's sets reach 6.4 GB)."""
+FRESH_SEED_OFFSET = 2000
+"""The freshness check's new values come from a generator seeded `seed + FRESH_SEED_OFFSET`."""
+
+
+def input_sets(input_bytes: int, l2_bytes: int) -> int:
+    """How many input sets the timing rotates over: `input_sets_for`'s answer, except one (the
+    inputs themselves, no clone) for a set over 4x the L2 or over 256 MiB. Such a set cannot sit in
+    the L2 anyway, and the L2 is flushed before every repetition."""
+    if input_bytes > MAX_ROTATED_SET_BYTES or input_bytes > 4 * l2_bytes:
+        return 1
+    return input_sets_for(input_bytes, l2_bytes)
 
 
 class Timer:
@@ -296,13 +321,25 @@ def breakdown(call: Call, sets: list[list], calls: int) -> tuple[list[dict[str, 
 # The job
 
 
+def timing_sets(inputs: list, k: int) -> list[list]:
+    """The `k` input sets the timing rotates over: `inputs` themselves first (a large problem's
+    only set, so never copied), then clones. Every set holds the same values, so eager, compile
+    and the candidate see identical inputs; nothing timed writes into its inputs (verification
+    rejects a candidate that does)."""
+    return [inputs] + [_clone(inputs) for _ in range(k - 1)]
+
+
 def _work(model: torch.nn.Module, inputs: list) -> dict[str, Any]:
-    """Bytes that must move (inputs and parameters read once, outputs written once) and FLOPs."""
+    """Bytes that must move (inputs and parameters read once, outputs written once) and FLOPs.
+
+    Runs the model on `inputs` themselves (a clone would be one more input set on the GPU); a
+    model that writes into its inputs is harmless here, as the caller restores their values
+    before anything is timed. The outputs are freed before returning."""
     from torch.utils.flop_counter import FlopCounterMode
 
     with torch.no_grad(), FlopCounterMode(display=False) as fc:
-        out = normalise_outputs(model(*_clone(inputs)))
-    torch.cuda.synchronize()
+        out = normalise_outputs(model(*inputs))
+    _sync()
     tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
     state = list(model.state_dict().values())
     nbytes = sum(
@@ -314,6 +351,7 @@ def _work(model: torch.nn.Module, inputs: list) -> dict[str, Any]:
         (str(t.dtype) for t in out if isinstance(t, torch.Tensor) and t.is_floating_point()),
         "torch.float32",
     )
+    del out
     return {
         "bytes": int(nbytes),
         "flops": int(fc.get_total_flops()),
@@ -322,14 +360,63 @@ def _work(model: torch.nn.Module, inputs: list) -> dict[str, Any]:
     }
 
 
-def _fresh_values(inputs: list) -> list:
-    """New values for the floating-point inputs, same shapes and dtypes."""
-    return [
-        (torch.randn_like(x) * 1.5 + 0.25)
-        if isinstance(x, torch.Tensor) and x.is_floating_point()
-        else x
-        for x in inputs
+def _fill_fresh(bufs: list, seed: int) -> None:
+    """Write new values (normal, mean 0.25, std 1.5) into the floating-point tensors of `bufs`, in
+    place. The same seed and the same buffers give the same values: the job writes them once to
+    compute the reference, and again after the timing, without keeping them in between."""
+    generators: dict[torch.device, torch.Generator] = {}
+    for x in bufs:
+        if isinstance(x, torch.Tensor) and x.is_floating_point():
+            if x.device not in generators:
+                generators[x.device] = torch.Generator(device=x.device).manual_seed(seed)
+            x.normal_(0.25, 1.5, generator=generators[x.device])
+
+
+def _reference_on_fresh(
+    model: torch.nn.Module, inputs: list, originals: list, fill: Callable[[list], None]
+) -> list:
+    """The model's outputs on new values written by `fill`, computed in `inputs`' own buffers (no
+    second input set on the device); the floating-point inputs then get their values back from
+    `originals` (host copies), so everything timed afterwards sees the original inputs."""
+    fill(inputs)
+    with torch.no_grad():
+        out = normalise_outputs(model(*inputs))
+    storages = {x.untyped_storage().data_ptr() for x in inputs if isinstance(x, torch.Tensor)}
+    # An output in an input's memory (a model returning its input, or a view of it) would
+    # change with the restore below, so it is copied first.
+    expected = [
+        o.clone()
+        if isinstance(o, torch.Tensor) and o.untyped_storage().data_ptr() in storages
+        else o
+        for o in out
     ]
+    del out
+    for x, original in zip(inputs, originals, strict=True):
+        if isinstance(x, torch.Tensor) and x.is_floating_point():
+            x.copy_(original)
+    _sync()
+    return expected
+
+
+def _host_originals(host: list, device_inputs: list) -> list:
+    """What `_reference_on_fresh` restores the floating-point inputs from: the tensors
+    `get_inputs()` returned when they were on the host, a host copy of those it returned on the
+    device already (moving them did not copy them)."""
+    return [
+        h.detach().to("cpu", copy=True)
+        if h is d and isinstance(h, torch.Tensor) and h.is_floating_point()
+        else h
+        for h, d in zip(host, device_inputs, strict=True)
+    ]
+
+
+def _memory() -> dict[str, float]:
+    """The job's peaks so far: GPU memory reserved by torch's allocator, host resident set."""
+    return {
+        "gpu_peak_mb": round(torch.cuda.max_memory_reserved() / 2**20, 1),
+        # ru_maxrss is in KiB on Linux
+        "host_peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
 
 
 def _error(stage: str, exc: BaseException, limit: int = 6) -> dict[str, Any]:
@@ -390,15 +477,24 @@ def profile_job(
         torch.manual_seed(seed)
         model = problem.Model(*init).to("cuda").eval()
         torch.manual_seed(seed + 1000)
-        base = _to_device(list(problem.get_inputs()), "cuda")
+        host = list(problem.get_inputs())
+        base = _to_device(host, "cuda")
+        originals = _host_originals(host, base)
+        del host
         work = _work(model, base)
         result["work"] = work
-        k = input_sets_for(work["input_bytes"], l2)
-        sets = [_clone(base) for _ in range(k)]
+
+        def fill_fresh(bufs: list) -> None:
+            _fill_fresh(bufs, seed + FRESH_SEED_OFFSET)
+
+        # Computed before the candidate's code is loaded; kept (one output set) until the
+        # freshness check, which writes the same new values into the same buffers.
+        fresh_ref = _reference_on_fresh(model, base, originals, fill_fresh)
+        del originals
+        torch.cuda.empty_cache()
+        k = input_sets(work["input_bytes"], l2)
+        sets = timing_sets(base, k)
         result["input_sets"] = k
-        fresh = _fresh_values(base)
-        with torch.no_grad():
-            fresh_ref = [o.clone() for o in normalise_outputs(model(*_clone(fresh)))]
 
         def eager(args: list) -> Any:
             with torch.no_grad():
@@ -425,10 +521,14 @@ def profile_job(
 
                     baselines["compile_samples"] = timer.measure(run_compiled, sets)
                     baselines["compile_host_ms"] = timer.last_host_ms
+                    del compiled, run_compiled
                 except Exception as exc:  # a baseline that cannot compile is a note, not a failure
                     baselines["compile_error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
             result["baselines"] = baselines
             result["baselines_from_cache"] = False
+        # The baselines' outputs and workspaces are garbage by now: give their blocks back so
+        # the candidate starts from the problem's own tensors.
+        torch.cuda.empty_cache()
         result["timings"]["baselines_s"] = time.perf_counter() - t0
 
         # ---- from here on, the candidate's code is loaded ----
@@ -445,7 +545,7 @@ def profile_job(
                 model_new = model_new.to("cuda")
                 _copy_matching_weights(model, model_new)
         except BaseException as exc:  # noqa: BLE001 - a candidate's SystemExit is its fault too
-            return {**result, **_error("candidate load", exc)}
+            return {**result, **_error("candidate load", exc), "memory": _memory()}
 
         def candidate(args: list) -> Any:
             with torch.no_grad():
@@ -483,11 +583,13 @@ def profile_job(
                 result["notes"].append(
                     f"{why}; timed instead until every stream was done, host launch cost included"
                 )
-            result["fresh"] = _freshness(candidate, sets[0], fresh, fresh_ref, atol, rtol)
+            result["fresh"] = _freshness(candidate, sets[0], fill_fresh, fresh_ref, atol, rtol)
+            del fresh_ref
         except BaseException as exc:  # noqa: BLE001
-            return {**result, **_error("candidate run", exc)}
+            return {**result, **_error("candidate run", exc), "memory": _memory()}
         result["violations"] = list(guard.VIOLATIONS[violations_before:])
     result["timings"]["total_s"] = time.perf_counter() - t0
+    result["memory"] = _memory()
     return result
 
 
@@ -520,17 +622,30 @@ def _agree_samples(a: list[float], b: list[float], floor: float) -> bool:
 
 
 def _freshness(
-    call: Call, bufs: list, fresh: list, expected: list, atol: float, rtol: float
+    call: Call,
+    bufs: list,
+    fresh: list | Callable[[list], None],
+    expected: list,
+    atol: float,
+    rtol: float,
+    *,
+    chunk_elems: int = CHUNK_ELEMS,
 ) -> dict[str, Any]:
     """Write new values into the very buffers the candidate was timed on and check its output.
 
     A result cached by data pointer (or any other memoisation of the inputs' identity) is now
-    stale and fails this."""
+    stale and fails this. `fresh` writes the new values: a function filling `bufs` in place (the
+    job's, so no second input set is alive), or a list of values copied in. `expected` is the
+    reference on those values; outputs are compared `chunk_elems` elements at a time, on their
+    own device (`tools.compare.mismatch_report`)."""
     if not any(isinstance(x, torch.Tensor) and x.is_floating_point() for x in bufs):
         return {"checked": False, "ok": True, "message": "no floating-point inputs to rewrite"}
-    for buf, val in zip(bufs, fresh, strict=True):
-        if isinstance(buf, torch.Tensor) and buf.is_floating_point():
-            buf.copy_(val)
+    if callable(fresh):
+        fresh(bufs)
+    else:
+        for buf, val in zip(bufs, fresh, strict=True):
+            if isinstance(buf, torch.Tensor) and buf.is_floating_point():
+                buf.copy_(val)
     _sync()
     got = normalise_outputs(call(bufs))
     _sync()
@@ -547,13 +662,16 @@ def _freshness(
                 "ok": False,
                 "message": f"output {i} changed shape on new input values",
             }
-        close = torch.isclose(g.double(), e.double(), atol=atol, rtol=rtol, equal_nan=True)
-        if not bool(close.all()):
-            bad = int((~close).sum())
+        # hint_full_elems=0: the pattern hint from per-chunk counts, never whole float64 copies
+        report = mismatch_report(
+            g, e, atol, rtol, output_index=i, chunk_elems=chunk_elems, hint_full_elems=0
+        )
+        if report is not None:
             return {
                 "checked": True,
                 "ok": False,
-                "message": f"output {i}: {bad} of {e.numel()} elements wrong after new values were "
-                "written into the same input buffers (a result cached by the input's address?)",
+                "message": f"output {i}: {report.bad_count} of {e.numel()} elements wrong after "
+                "new values were written into the same input buffers (a result cached by the "
+                "input's address?)",
             }
     return {"checked": True, "ok": True, "message": "output follows new values in the same buffers"}
