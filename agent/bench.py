@@ -27,8 +27,10 @@ import dataclasses
 import json
 import logging
 import math
+import multiprocessing
 import os
 import shutil
+import signal
 import tempfile
 import threading
 import time
@@ -129,6 +131,9 @@ class BenchConfig:
     """Problem names (file stems) to run; empty for all."""
     compiler_seed: bool = False
     """Loop mode: also evaluate torch.compile's Triton as a free attempt 0."""
+    stop_grace_s: float = 20.0
+    """On SIGINT: seconds the candidates being evaluated may take to finish (and be recorded)
+    before their jobs are killed and the run reports what is done."""
     agent: AgentConfig = field(default_factory=AgentConfig)
     """Backend, sampling and verification settings, as for `optimize`."""
 
@@ -141,6 +146,8 @@ class BenchConfig:
             raise BadInputError(f"--executor must be one of {', '.join(EXECUTORS)}")
         if self.samples < 1:
             raise BadInputError("--samples must be at least 1")
+        if not self.stop_grace_s >= 0:
+            raise BadInputError("--stop-grace must be a number of seconds >= 0")
         if self.ks is None:
             self.ks = tuple(k for k in (1, 10, 20) if k <= self.per_problem) or (1,)
         if not self.ks or any(k < 1 for k in self.ks):
@@ -245,6 +252,10 @@ class Draft:
     """`llm:<name>`, `compiler`, or `compiler:pending` (drafted inside the evaluation task)."""
     response: str = ""
     code: str | None = None
+    drafted_at: float | None = None
+    """Epoch seconds when the LLM call that drew it began (None: drafted in its evaluation)."""
+    draft_s: float = 0.0
+    """Its share of that LLM call (the call's time over the candidates it returned)."""
 
 
 @dataclass(kw_only=True)
@@ -262,7 +273,19 @@ class SampleRecord:
     profile_status: str | None = None
     summary: str = ""
     duration_s: float = 0.0
+    """The evaluation: a compiler draft made there, verification and timing."""
     device: str = "cpu"
+    draft_s: float = 0.0
+    """Drafting: the candidate's share of its LLM call, or the compiler's drafting job."""
+    wall_s: float = 0.0
+    """Draft + verify + time for this candidate (the LLM share plus `duration_s`)."""
+    started_at: float | None = None
+    """Epoch seconds when work on it began (its LLM call, else its evaluation)."""
+    ended_at: float | None = None
+    """Epoch seconds when its evaluation ended."""
+    memory: dict[str, float] = field(default_factory=dict)
+    """Peak memory seen (`host_peak_mb`, `gpu_peak_mb`, ...): the largest value of each key in
+    the verdict's `evidence.memory` and the profile's `memory` (`peak_memory`)."""
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -301,8 +324,11 @@ def evaluate_sample(
     raises TritonAgentError when the problem itself cannot run. `profile_opts` (ProfileOptions)
     replaces the protocol's timing options."""
     start = time.monotonic()
+    started_at = time.time()
+    draft_s = draft.draft_s
     if draft.source == "compiler:pending":
         draft = _draft_compiler(verifier, problem, draft)
+        draft_s = time.monotonic() - start
     kpath = f"{problem.name}_{draft.sample:02d}.py"
     profile: dict[str, Any] | None = None
     speedups: dict[str, float] = {}
@@ -328,6 +354,8 @@ def evaluate_sample(
     else:
         first = verdict.message.strip().splitlines()[0] if verdict.message else status
         summary = f"{status}: {first[:200]}"
+    duration = time.monotonic() - start
+    verdict_dict = verdict.to_dict()
     record = SampleRecord(
         problem=draft.problem,
         sample=draft.sample,
@@ -338,10 +366,40 @@ def evaluate_sample(
         speedups=speedups,
         profile_status=(profile or {}).get("status"),
         summary=summary,
-        duration_s=round(time.monotonic() - start, 3),
+        duration_s=round(duration, 3),
         device="cuda" if verifier.device == "cuda" else "cpu",
+        draft_s=round(draft_s, 3),
+        wall_s=round(duration + draft.draft_s, 3),
+        started_at=draft.drafted_at if draft.drafted_at is not None else round(started_at, 3),
+        ended_at=round(time.time(), 3),
+        memory=peak_memory(verdict_dict, profile),
     )
-    return Evaluated(record=record, verdict=verdict.to_dict(), profile=profile, draft=draft)
+    return Evaluated(record=record, verdict=verdict_dict, profile=profile, draft=draft)
+
+
+def peak_memory(*sources: Any) -> dict[str, float]:
+    """The largest value of each memory key over the verdict / profile dicts given: a
+    verdict's `evidence.memory`, a profile's `memory` and the verdicts a profile carries
+    (`verdict`, `reverified`). Defensive: absent or malformed entries are skipped, so records
+    written before a tool reported memory read as {}."""
+    found: dict[str, float] = {}
+    for src in sources:
+        if not isinstance(src, dict):
+            continue
+        mems = [src.get("memory"), (src.get("evidence") or {}).get("memory")]
+        for key in ("verdict", "reverified"):
+            inner = src.get(key)
+            if isinstance(inner, dict) and isinstance(inner.get("evidence"), dict):
+                mems.append(inner["evidence"].get("memory"))
+        for mem in mems:
+            if not isinstance(mem, dict):
+                continue
+            for k, v in mem.items():
+                if isinstance(v, bool) or not isinstance(v, (int, float)):
+                    continue
+                if math.isfinite(v) and v >= 0 and v > found.get(k, -1.0):
+                    found[str(k)] = float(v)
+    return found
 
 
 def speedups_of(profile: dict[str, Any]) -> dict[str, float]:
@@ -432,17 +490,26 @@ class BenchDir:
         write_atomic(sd / "response.txt", d.response or "")
         if d.code:
             write_atomic(sd / "kernel.py", d.code)
-        write_atomic(sd / "draft.json", json.dumps({"source": d.source}) + "\n")
+        meta = {"source": d.source, "drafted_at": d.drafted_at, "draft_s": d.draft_s}
+        write_atomic(sd / "draft.json", json.dumps(meta) + "\n")
 
     def read_draft(self, problem: str, sample: int) -> Draft | None:
         """A candidate drawn before an interruption but not yet evaluated (not asked again)."""
         sd = self.sample_dir(problem, sample)
         if not (sd / "draft.json").exists():
             return None
-        source = json.loads((sd / "draft.json").read_text())["source"]
+        meta = json.loads((sd / "draft.json").read_text())
         code = (sd / "kernel.py").read_text() if (sd / "kernel.py").exists() else None
         response = (sd / "response.txt").read_text() if (sd / "response.txt").exists() else ""
-        return Draft(problem=problem, sample=sample, source=source, response=response, code=code)
+        return Draft(
+            problem=problem,
+            sample=sample,
+            source=meta["source"],
+            response=response,
+            code=code,
+            drafted_at=meta.get("drafted_at"),
+            draft_s=float(meta.get("draft_s") or 0.0),
+        )
 
     def write_evaluated(self, ev: Evaluated) -> None:
         d = ev.draft
@@ -463,6 +530,10 @@ class BenchDir:
             if sd.is_dir() and sd.name.isdigit() and (sd / "sample.json").exists():
                 rec = _read_record(sd, problem)
                 if rec is not None:
+                    if not rec.memory:  # written before the tools reported memory
+                        rec.memory = peak_memory(
+                            _read_json(sd / "verdict.json"), _read_json(sd / "profile.json")
+                        )
                     out[int(sd.name)] = rec
         return out
 
@@ -478,6 +549,13 @@ class BenchDir:
                 or any(c.is_dir() and c.name.isdigit() for c in p.iterdir())
             )
         )
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def _read_record(sd: Path, problem: str) -> SampleRecord | None:
@@ -563,17 +641,25 @@ def run_bench(
             {"name": name, "path": os.path.abspath(prob.path), "digest": prob.digest},
         )
     started = time.monotonic()
-    if cfg.mode == "sample":
-        errors.update(_run_sample_mode(problems, cfg, bdir, backend, emit))
-    else:
-        errors.update(_run_loop_mode(problems, cfg, bdir, backend, emit))
+    interrupted = False
+    try:
+        if cfg.mode == "sample":
+            errors.update(_run_sample_mode(problems, cfg, bdir, backend, emit))
+        else:
+            errors.update(_run_loop_mode(problems, cfg, bdir, backend, emit))
+    except KeyboardInterrupt:
+        # SIGINT (Ctrl-C, `timeout --signal=INT`): what is done is on disk; report it and stop
+        # (sample mode: running candidates get cfg.stop_grace_s to finish, `_stop_running`).
+        interrupted = True
+        emit({"event": "interrupted"})
     elapsed = time.monotonic() - started
-    for name, msg in errors.items():
-        bdir.write_json(Path(name) / "error.json", {"error": msg})
-    for name in problems:
-        if name not in errors and (bdir.path / name / "error.json").exists():
-            (bdir.path / name / "error.json").unlink()
-    report = rebuild_report(bdir.path, elapsed_s=elapsed)
+    if not interrupted:  # an interrupted run has not seen every problem: keep old errors
+        for name, msg in errors.items():
+            bdir.write_json(Path(name) / "error.json", {"error": msg})
+        for name in problems:
+            if name not in errors and (bdir.path / name / "error.json").exists():
+                (bdir.path / name / "error.json").unlink()
+    report = rebuild_report(bdir.path, elapsed_s=elapsed, interrupted=interrupted)
     emit({"event": "finish", "report": report})
     return report
 
@@ -614,6 +700,9 @@ def _run_sample_mode(
     n = cfg.per_problem
     work: dict[str, list[Draft]] = {}
     todo = {}
+    if cfg.compiler_only:  # a problem that could not run last time waits behind the others
+        order = sorted(problems, key=lambda name: (bdir.path / name / "error.json").exists())
+        problems = {name: problems[name] for name in order}
     for name in problems:
         done = bdir.done_samples(name)
         missing = [i for i in range(n) if i not in done]
@@ -644,7 +733,9 @@ def _run_sample_mode(
         prompt = first_prompt(prob.source, cfg.agent, llm)
         _write_prompt(bdir, name, prompt)
         emit({"event": "drafting", "problem": name, "samples": len(need)})
+        drafted_at, t0 = round(time.time(), 3), time.monotonic()
         cands = draft_llm(llm, prompt, len(need), cfg.agent)  # raises BackendError
+        share = round((time.monotonic() - t0) / max(len(cands), 1), 3)
         for i, cand in zip(need, cands, strict=False):
             d = Draft(
                 problem=name,
@@ -652,6 +743,8 @@ def _run_sample_mode(
                 source=cand["source"],
                 response=cand["response"],
                 code=cand["code"],
+                drafted_at=drafted_at,
+                draft_s=share,
             )
             bdir.write_draft(d)
             drafts.append(d)
@@ -677,9 +770,12 @@ def _run_sample_mode(
     slots = verifier.sandbox.slots
     emit({"event": "start", "device": verifier.device, "slots": slots})
     lock = threading.Lock()
+    stopping = threading.Event()
 
-    def task(d: Draft) -> Evaluated:
+    def task(d: Draft) -> Evaluated | None:
         ev = evaluate_sample(verifier, problems[d.problem], d, protocol=cfg.protocol)
+        if stopping.is_set():  # its jobs may have been killed by the stop: not a verdict
+            return None
         bdir.write_evaluated(ev)
         return ev
 
@@ -712,12 +808,47 @@ def _run_sample_mode(
                     errors.setdefault(d.problem, str(exc))
                 emit({"event": "error", "problem": d.problem, "message": str(exc)})
                 continue
-            emit({"event": "sample", "record": ev.record.to_dict()})
+            if ev is not None:
+                emit({"event": "sample", "record": ev.record.to_dict()})
+    except KeyboardInterrupt:
+        pool.shutdown(wait=False, cancel_futures=True)
+        _stop_running(futures, stopping, cfg.stop_grace_s, emit)
+        raise
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
     return errors
+
+
+def _stop_running(
+    futures: Iterable[cf.Future], stopping: threading.Event, grace_s: float, emit: Event
+) -> None:
+    """After SIGINT: let the candidates being evaluated finish for up to `grace_s` seconds
+    (a second SIGINT cuts that short), then discard what is still running and kill its job
+    processes, so the process can exit now instead of when their timeouts expire."""
+    running = [f for f in futures if not f.done()]
+    emit({"event": "stopping", "running": len(running), "grace_s": grace_s})
+    try:
+        cf.wait(running, timeout=grace_s)
+    except KeyboardInterrupt:
+        pass
+    stopping.set()
+    # A task between two jobs may start another one: kill until every task has returned.
+    deadline = time.monotonic() + 30.0
+    while any(not f.done() for f in running) and time.monotonic() < deadline:
+        _kill_job_processes()
+        cf.wait(running, timeout=0.5)
+
+
+def _kill_job_processes() -> None:
+    """Kill the worker processes this process started (the sandbox's jobs). Each job leads its
+    own session, so its process group goes too (whatever the candidate spawned)."""
+    for proc in multiprocessing.active_children():
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            proc.kill()  # not yet its own group leader
 
 
 def _write_prompt(bdir: BenchDir, name: str, prompt: Any) -> None:
@@ -892,7 +1023,11 @@ def loop_problem(
     from agent.runner import run
 
     cfg = dataclasses.replace(agent_cfg, runs_dir=runs_dir, run_id="run")
+    started_at, t0 = round(time.time(), 3), time.monotonic()
     result = run(problem_path, cfg, backend=backend, on_event=on_event)
+    # The loop does not time its attempts apart: each gets an even share of the run.
+    share = round((time.monotonic() - t0) / max(len(result["attempts"]), 1), 3)
+    ended_at = round(time.time(), 3)
     name = Path(problem_path).stem
     device = result.get("device", "cpu")
     out = []
@@ -900,22 +1035,28 @@ def loop_problem(
         ad = Path(result["run_dir"]) / "attempts" / f"{a['index']:02d}"
         meta = json.loads((ad / "attempt.json").read_text())
         speedups = {k: float(v) for k, v in (meta.get("speedups") or {}).items() if v}
+        verdict = json.loads((ad / "verdict.json").read_text())
         rec = SampleRecord(
             problem=name,
             sample=i,
             source=meta["source"],
             status=meta["status"],
             correct=bool(meta["correct"]),
-            compiled=bool(json.loads((ad / "verdict.json").read_text()).get("compiled")),
+            compiled=bool(verdict.get("compiled")),
             speedups=speedups,
             summary=meta.get("summary") or "",
             device="cuda" if device == "cuda" else "cpu",
             profile_status=(meta.get("profile") or {}).get("status"),
+            duration_s=share,
+            wall_s=share,
+            started_at=started_at,
+            ended_at=ended_at,
+            memory=peak_memory(verdict, meta.get("profile")),
         )
         out.append(
             {
                 "record": rec.to_dict(),
-                "verdict": json.loads((ad / "verdict.json").read_text()),
+                "verdict": verdict,
                 "profile": meta.get("profile"),
                 "draft": {
                     "problem": name,
@@ -1010,27 +1151,43 @@ def _run_loop_mode(
 # The report (from files alone)
 
 
-def rebuild_report(
-    out: str | os.PathLike[str], *, elapsed_s: float | None = None
-) -> dict[str, Any]:
-    """Read OUT/ and write report.json, report.md and the plots; returns the report object."""
+ProblemRows = list[tuple[str, list[SampleRecord], str | None, bool | None]]
+
+
+def load_results(out: str | os.PathLike[str]) -> tuple[dict[str, Any], ProblemRows]:
+    """OUT/'s settings and, per problem, (name, records, error, finished): what
+    `compute_report` takes. Reads the files only; writes nothing."""
     bdir = BenchDir(out)
     settings = bdir.read_settings()
     if settings is None:
         raise BadInputError(f"{out} is not a benchmark directory (no bench.json)")
     names = settings.get("problems") or bdir.problems_on_disk()
-    problems = []
+    problems: ProblemRows = []
     for name in names:
         recs = sorted(bdir.done_samples(name).values(), key=lambda r: r.sample)
         err_file = bdir.path / name / "error.json"
         err = json.loads(err_file.read_text())["error"] if err_file.exists() else None
         finished = (bdir.path / name / "done.json").exists() if settings["mode"] == "loop" else None
         problems.append((name, recs, err, finished))
+    return settings, problems
+
+
+def rebuild_report(
+    out: str | os.PathLike[str], *, elapsed_s: float | None = None, interrupted: bool = False
+) -> dict[str, Any]:
+    """Read OUT/ and write report.json, report.md and the plots; returns the report object.
+    `interrupted`: the run was stopped (SIGINT) before it saw every problem."""
+    bdir = BenchDir(out)
+    settings, problems = load_results(out)
     report = compute_report(settings, problems)
     if elapsed_s is not None:
         report["elapsed_s"] = round(elapsed_s, 1)
     report["out"] = str(bdir.path)
     notes = report["notes"]
+    if interrupted:
+        report["interrupted"] = True
+        report["status"] = "incomplete"
+        notes.append("the run was interrupted: rerun the same command to resume")
     plots = write_plots(bdir.path, report)
     notes.extend(plots)
     bdir.write_json("report.json", report)
@@ -1038,10 +1195,7 @@ def rebuild_report(
     return report
 
 
-def compute_report(
-    settings: dict[str, Any],
-    problems: list[tuple[str, list[SampleRecord], str | None, bool | None]],
-) -> dict[str, Any]:
+def compute_report(settings: dict[str, Any], problems: ProblemRows) -> dict[str, Any]:
     """The metrics. Pure: settings and, per problem, (name, records, error, finished) in; the
     report object out. `finished` is the loop's "run ended" mark (None in sample mode: there a
     problem is complete when it has all its candidates)."""
@@ -1085,6 +1239,8 @@ def compute_report(
                 "statuses": dict(sorted(statuses.items())),
                 "best_speedup": best,
                 "fast_p_per_sample": per_sample_fast,
+                "outcome": problem_outcome(recs, err),
+                **problem_cost(recs),
                 "samples": [r.to_dict() for r in recs],
             }
         )
@@ -1105,11 +1261,14 @@ def compute_report(
                 f"evaluated candidates ({', '.join(short[:5])})"
             )
     fast = {}
+    fast_compile = {}
     fast_ps = {}
+    bests_compile = [r["best_speedup"]["compile"] for r in rows]
     for p in FAST_P:
         if p > 0 and not timed:
             continue
         fast[_pkey(p)] = fast_p(bests, solved, p) if rows else None
+        fast_compile[_pkey(p)] = fast_p(bests_compile, solved, p) if rows else None
         vals = [r["fast_p_per_sample"][_pkey(p)] for r in rows if r["n"]]
         fast_ps[_pkey(p)] = sum(vals) / len(vals) if vals else None
     if not timed:
@@ -1124,6 +1283,12 @@ def compute_report(
         vals = [r["best_speedup"][base] for r in rows if r["best_speedup"][base] is not None]
         geo[base] = {"value": geomean(vals), "problems": len(vals)}
     incomplete = [r["problem"] for r in rows if not r["complete"]]
+    outcomes = Counter(r["outcome"] for r in rows)
+    times = [r["time_s"] for r in rows if r["time_s"] is not None]
+    peaks = {
+        where: [r[f"peak_{where}_mb"] for r in rows if r[f"peak_{where}_mb"] is not None]
+        for where in ("host", "gpu")
+    }
     if incomplete:
         notes.append(
             f"{len(incomplete)} problem(s) incomplete or failed: {', '.join(incomplete)} "
@@ -1144,20 +1309,83 @@ def compute_report(
         "metrics": {
             "pass_at_k": pass_k,
             "fast_p": fast,
+            "fast_p_compile": fast_compile,
             "fast_p_per_sample": fast_ps,
             "correct_rate": sum(solved) / len(rows) if rows else None,
             "geomean_speedup": geo,
             "statuses": dict(sorted(status_total.items())),
+            "outcomes": dict(sorted(outcomes.items())),
+            "time_per_problem_s": {
+                "median": _round(percentile(times, 0.5)),
+                "p90": _round(percentile(times, 0.9)),
+                "total": _round(sum(times)) if times else None,
+                "problems": len(times),
+            },
+            "peak_memory_mb": {
+                where: {
+                    "median": _round(percentile(vals, 0.5)),
+                    "max": _round(max(vals)) if vals else None,
+                    "problems": len(vals),
+                }
+                for where, vals in peaks.items()
+            },
         },
         "totals": {
             "problems": len(rows),
             "complete": len(rows) - len(incomplete),
+            "no_verdict": sum(1 for r in rows if r["n"] == 0),
             "candidates": sum(r["n"] for r in rows),
             "correct_candidates": sum(r["correct"] for r in rows),
         },
         "problems": rows,
         "notes": notes,
     }
+
+
+def problem_outcome(recs: Sequence[SampleRecord], err: str | None) -> str:
+    """One status per problem: `ok` (a correct candidate, not slower than eager where timed),
+    `slower` (correct ones, all slower), else the failing status most of its candidates got
+    (the earliest on a tie); with no verdict at all, `error` (the problem could not run) or
+    `incomplete` (not reached yet)."""
+    if not recs:
+        return "error" if err else "incomplete"
+    correct = [r.status for r in recs if r.correct]
+    if correct:
+        return "slower" if all(s == "slower" for s in correct) else "ok"
+    counts = Counter(r.status for r in recs)
+    return max(counts, key=lambda s: (counts[s], -[r.status for r in recs].index(s)))
+
+
+def problem_cost(recs: Sequence[SampleRecord]) -> dict[str, float | None]:
+    """What a problem took: `time_s`, the sum of its candidates' draft + verify + time;
+    `span_s`, from the first one's start to the last one's end (None where a record lacks
+    them, e.g. written by an older version; over a resumed run it includes the pause);
+    `peak_host_mb` / `peak_gpu_mb`, the largest peak memory any of its candidates reported."""
+    time_s = sum(r.wall_s or r.duration_s for r in recs) if recs else None
+    starts = [r.started_at for r in recs if r.started_at is not None]
+    ends = [r.ended_at for r in recs if r.ended_at is not None]
+    span = max(ends) - min(starts) if recs and len(starts) == len(ends) == len(recs) else None
+    out: dict[str, float | None] = {"time_s": _round(time_s), "span_s": _round(span)}
+    for where, key in (("host", "host_peak_mb"), ("gpu", "gpu_peak_mb")):
+        vals = [r.memory[key] for r in recs if isinstance(r.memory.get(key), (int, float))]
+        out[f"peak_{where}_mb"] = _round(max(vals)) if vals else None
+    return out
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The q-quantile (0..1) with linear interpolation between order statistics (numpy's
+    default); None for no values."""
+    vals = sorted(values)
+    if not vals:
+        return None
+    pos = q * (len(vals) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(vals) - 1)
+    return vals[lo] + (vals[hi] - vals[lo]) * (pos - lo)
+
+
+def _round(v: float | None, nd: int = 1) -> float | None:
+    return None if v is None else round(v, nd)
 
 
 def _pkey(p: float) -> str:
@@ -1195,8 +1423,14 @@ def render_markdown(r: dict[str, Any]) -> str:
         "|---|" + "---|" * len(m["fast_p"]),
         "| any candidate | " + " | ".join(_pct(v) for v in m["fast_p"].values()) + " |",
         "| per sample | " + " | ".join(_pct(v) for v in m["fast_p_per_sample"].values()) + " |",
-        "",
     ]
+    if r["timed"] and m.get("fast_p_compile"):
+        lines.append(
+            "| any candidate, over torch.compile | "
+            + " | ".join(_pct(v) for v in m["fast_p_compile"].values())
+            + " |"
+        )
+    lines.append("")
     g = m["geomean_speedup"]
     lines += [
         "Geometric-mean speedup of the best correct kernel per problem: "
@@ -1207,11 +1441,34 @@ def render_markdown(r: dict[str, Any]) -> str:
         ),
         "",
     ]
-    lines += ["Statuses: " + (", ".join(f"{k} {v}" for k, v in m["statuses"].items()) or "-"), ""]
+    lines += [
+        "Statuses (candidates): "
+        + (", ".join(f"{k} {v}" for k, v in m["statuses"].items()) or "-"),
+        "",
+        "Problems by outcome: "
+        + (", ".join(f"{k} {v}" for k, v in m["outcomes"].items()) or "-")
+        + f"; no verdict yet: {r['totals']['no_verdict']}.",
+        "",
+    ]
+    t = m["time_per_problem_s"]
+    mem = m["peak_memory_mb"]
+    lines += [
+        f"Time per problem (draft + verify + time): median {_num(t['median'], ' s')}, "
+        f"p90 {_num(t['p90'], ' s')}, total {_num(t['total'], ' s')} ({t['problems']} problems). "
+        "Peak memory per problem: "
+        + "; ".join(
+            f"{label} median {_num(mem[w]['median'], ' MB')}, max {_num(mem[w]['max'], ' MB')} "
+            f"({mem[w]['problems']} problems)"
+            for w, label in (("host", "host"), ("gpu", "GPU"))
+        )
+        + ".",
+        "",
+    ]
     one = "success@1" if s["mode"] == "loop" else "pass@1"
     lines += [
-        f"| problem | n | correct | {one} | best vs eager | best vs compile | statuses |",
-        "|---|---|---|---|---|---|---|",
+        f"| problem | n | correct | {one} | best vs eager | best vs compile | time s | span s "
+        "| host MB | GPU MB | statuses |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for p in r["problems"]:
         st = ", ".join(f"{k}×{v}" for k, v in p["statuses"].items())
@@ -1224,7 +1481,9 @@ def render_markdown(r: dict[str, Any]) -> str:
         b = p["best_speedup"]
         lines.append(
             f"| {p['problem']} | {p['n']} | {p['correct']} | {_pct(p['pass_at_k'].get('1'))} | "
-            f"{_x(b['eager'])} | {_x(b['compile'])} | {st} |"
+            f"{_x(b['eager'])} | {_x(b['compile'])} | {_num(p['time_s'])} | "
+            f"{_num(p['span_s'])} | {_num(p['peak_host_mb'], nd=0)} | "
+            f"{_num(p['peak_gpu_mb'], nd=0)} | {st or '-'} |"
         )
     lines.append("")
     for n in r["notes"]:
@@ -1234,7 +1493,9 @@ def render_markdown(r: dict[str, Any]) -> str:
         "pass@k: unbiased estimator 1 - C(n-c,k)/C(n,k) (Chen et al. 2021), averaged over "
         "problems. fast_p: fraction of problems with a correct candidate whose speedup over "
         "eager is > p (fast_0 = correctness rate); 'per sample' averages over each problem's "
-        "candidates (the single-sample expectation)."
+        "candidates (the single-sample expectation). time s: the problem's candidates' draft + "
+        "verify + time, summed (waits for a GPU slot included); span s: first start to last "
+        "end; host/GPU MB: the largest peak memory its verification and timing jobs reported."
     )
     return "\n".join(lines) + "\n"
 
@@ -1245,6 +1506,10 @@ def _pct(v: float | None) -> str:
 
 def _x(v: float | None) -> str:
     return "-" if v is None else f"{v:.2f}x"
+
+
+def _num(v: float | None, unit: str = "", nd: int = 1) -> str:
+    return "-" if v is None else f"{v:.{nd}f}{unit}"
 
 
 def write_plots(out: Path, r: dict[str, Any]) -> list[str]:
@@ -1342,7 +1607,12 @@ __all__ = [
     "evaluate_sample",
     "fast_p",
     "geomean",
+    "load_results",
     "pass_at_k",
+    "peak_memory",
+    "percentile",
+    "problem_cost",
+    "problem_outcome",
     "rebuild_report",
     "run_bench",
 ]

@@ -72,6 +72,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--ray-address", default=None, help="Ray cluster address (default: start a local one)"
     )
     p.add_argument("--only", default=None, help="comma-separated problem names (file stems) to run")
+    p.add_argument(
+        "--stop-grace",
+        type=float,
+        default=20.0,
+        metavar="S",
+        help="on SIGINT: seconds the running candidates may take to finish before their jobs "
+        "are killed and the report of what is done is written (default 20)",
+    )
     from agent.cmd_optimize import add_backend_options
 
     add_backend_options(p)
@@ -119,6 +127,7 @@ def config_from(args: argparse.Namespace) -> Any:
         out=args.out or default_out(),
         only=tuple(x.strip() for x in args.only.split(",") if x.strip()) if args.only else (),
         compiler_seed=args.compiler_seed,
+        stop_grace_s=args.stop_grace,
         agent=AgentConfig(**kw),
     )
 
@@ -145,6 +154,13 @@ class Progress:
             err_console.print(
                 f"[yellow]{escape(e['problem'])}:[/yellow] {escape(str(e['message']))}"
             )
+        elif kind == "stopping":
+            err_console.print(
+                f"[yellow]interrupted:[/yellow] {e['running']} candidate(s) running get "
+                f"{e['grace_s']:g} s to finish, then their jobs are killed"
+            )
+        elif kind == "interrupted":
+            err_console.print("[yellow]interrupted:[/yellow] writing the report of what is done")
 
 
 def print_summary(r: dict[str, Any]) -> None:
@@ -166,6 +182,22 @@ def print_summary(r: dict[str, Any]) -> None:
                 for k, v in g.items()
                 if v["value"]
             )
+        )
+    err_console.print(
+        "problems: "
+        + ", ".join(f"{k} {v}" for k, v in m["outcomes"].items())
+        + f" (no verdict yet: {r['totals']['no_verdict']})"
+    )
+    t = m["time_per_problem_s"]
+    if t["median"] is not None:
+        mem = m["peak_memory_mb"]
+        peaks = "".join(
+            f", peak {label} memory median {v['median']:.0f} MB (max {v['max']:.0f})"
+            for label, v in (("host", mem["host"]), ("GPU", mem["gpu"]))
+            if v["median"] is not None
+        )
+        err_console.print(
+            f"time per problem: median {t['median']:.1f} s, p90 {t['p90']:.1f} s{peaks}"
         )
     for n in r["notes"]:
         err_console.print(f"[yellow]note:[/yellow] {escape(n)}")

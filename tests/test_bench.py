@@ -3,11 +3,14 @@ replies (sample and loop modes, resume, rebuild, Ray)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,8 @@ from agent.bench import (
     fast_p,
     geomean,
     pass_at_k,
+    peak_memory,
+    percentile,
     profile_options,
 )
 from agent.cli import main
@@ -130,6 +135,7 @@ def rec(
     eager: float | None = None,
     compile_: float | None = None,
     status: str | None = None,
+    **more,
 ) -> SampleRecord:
     sp = {k: v for k, v in (("eager", eager), ("compile", compile_)) if v is not None}
     return SampleRecord(
@@ -141,6 +147,7 @@ def rec(
         compiled=True,
         speedups=sp,
         device="cuda",
+        **more,
     )
 
 
@@ -162,6 +169,105 @@ def test_report_with_gpu_timings():
     assert m["geomean_speedup"]["eager"]["value"] == pytest.approx(math.sqrt(4.0 * 0.5))
     assert m["geomean_speedup"]["compile"]["value"] == pytest.approx(math.sqrt(1.1 * 0.25))
     assert m["statuses"] == {"crash": 1, "mismatch": 2, "ok": 2, "slower": 1}
+
+
+def test_report_time_memory_and_outcomes_per_problem():
+    settings = {"mode": "sample", "samples": 2, "per_problem": 2, "ks": [1], "backend": "x"}
+    t = 1_000_000.0  # epoch seconds
+    problems = [
+        # two candidates evaluated side by side: time sums them, span runs first start to last end
+        (
+            "a",
+            [
+                rec(
+                    "a",
+                    0,
+                    True,
+                    2.0,
+                    1.5,
+                    wall_s=10.0,
+                    started_at=t,
+                    ended_at=t + 10,
+                    memory={"host_peak_mb": 900.0, "gpu_peak_mb": 300.0},
+                ),
+                rec(
+                    "a",
+                    1,
+                    True,
+                    0.5,
+                    0.2,
+                    status="slower",
+                    wall_s=6.0,
+                    started_at=t + 1,
+                    ended_at=t + 7,
+                    memory={"host_peak_mb": 1000.0},
+                ),
+            ],
+            None,
+            None,
+        ),
+        # every correct candidate slower; a record of an older version: no wall_s, no times
+        (
+            "b",
+            [
+                rec("b", 0, True, 0.8, 0.5, status="slower", duration_s=4.0),
+                rec("b", 1, False, wall_s=2.0, memory={"gpu_peak_mb": 50.0}),
+            ],
+            None,
+            None,
+        ),
+        # failures only: the most frequent status (the earliest on a tie)
+        (
+            "c",
+            [
+                rec("c", 0, False, status="crash", wall_s=1.0),
+                rec("c", 1, False, status="mismatch", wall_s=1.0),
+            ],
+            None,
+            None,
+        ),
+        ("d", [], None, None),  # not reached
+        ("e", [], "the reference raised", None),  # could not run
+    ]
+    r = compute_report(settings, problems)
+    by = {p["problem"]: p for p in r["problems"]}
+    assert (by["a"]["time_s"], by["a"]["span_s"]) == (16.0, 10.0)
+    assert (by["a"]["peak_host_mb"], by["a"]["peak_gpu_mb"]) == (1000.0, 300.0)
+    assert (by["b"]["time_s"], by["b"]["span_s"]) == (6.0, None)  # 4.0 (duration_s) + 2.0
+    assert (by["b"]["peak_host_mb"], by["b"]["peak_gpu_mb"]) == (None, 50.0)
+    assert by["d"]["time_s"] is None and by["d"]["peak_gpu_mb"] is None
+    assert [by[n]["outcome"] for n in "abcde"] == ["ok", "slower", "crash", "incomplete", "error"]
+    m = r["metrics"]
+    assert m["outcomes"] == {"crash": 1, "error": 1, "incomplete": 1, "ok": 1, "slower": 1}
+    assert r["totals"]["no_verdict"] == 2 and r["totals"]["complete"] == 3
+    # times 16, 6, 2 (problems with a verdict): median 6, p90 = 6 + 0.8 * (16 - 6)
+    assert m["time_per_problem_s"] == {"median": 6.0, "p90": 14.0, "total": 24.0, "problems": 3}
+    assert m["peak_memory_mb"]["host"] == {"median": 1000.0, "max": 1000.0, "problems": 1}
+    assert m["peak_memory_mb"]["gpu"] == {"median": 175.0, "max": 300.0, "problems": 2}
+    # fast_1 over torch.compile: only a's 1.5x is > 1, over all five problems
+    assert m["fast_p_compile"]["1"] == pytest.approx(1 / 5)
+    assert m["fast_p"]["1"] == pytest.approx(1 / 5)
+
+
+def test_percentile():
+    assert percentile([], 0.5) is None
+    assert percentile([3.0], 0.9) == 3.0
+    assert percentile([4.0, 1.0, 3.0, 2.0], 0.5) == pytest.approx(2.5)
+    assert percentile(list(range(11)), 0.9) == pytest.approx(9.0)
+
+
+def test_peak_memory_reads_what_is_there():
+    verdict = {"status": "ok", "evidence": {"memory": {"host_peak_mb": 100, "gpu_peak_mb": 50}}}
+    profile = {
+        "memory": {"host_peak_mb": 300.5, "gpu_peak_mb": "n/a"},
+        "verdict": {"evidence": {"memory": {"gpu_peak_mb": 70}}},
+        "reverified": {"evidence": {"memory": {"gpu_peak_mb": float("nan")}}},
+    }
+    assert peak_memory(verdict, profile) == {"host_peak_mb": 300.5, "gpu_peak_mb": 70.0}
+    # absent, null or malformed: nothing, never an error
+    junk = [None, {}, {"evidence": None}, {"memory": [1, 2]}, {"evidence": {"memory": None}}]
+    junk += [{"memory": {"host_peak_mb": True, "gpu_peak_mb": -1, "x": None}}, "text"]
+    assert peak_memory(*junk) == {}
 
 
 def test_kernelbench_protocol_settings():
@@ -355,3 +461,217 @@ def test_ray_executor_on_a_local_instance(tmp_path, capsys, problems):
     assert [p["statuses"] for p in r["problems"]] == [{"ok": 1}, {"mismatch": 1}]
     assert r["metrics"]["pass_at_k"]["1"] == pytest.approx(0.5)
     assert (out / "softmax" / "00" / "verdict.json").exists()
+
+
+# -- what a GPU run leaves on disk: report columns and the KernelBench summary ------------------
+
+T0 = 1_800_000_000.0  # epoch seconds
+
+
+def fabricate_bench(out: Path, samples: dict, errors: dict | None = None) -> Path:
+    """A compiler-backend bench directory as a GPU run leaves it: bench.json, and per problem
+    its 00/{sample,verdict,profile}.json (`samples[name]` = (record, verdict, profile), or None
+    for a problem not reached) or error.json."""
+    errors = errors or {}
+    cfg = BenchConfig(out=str(out), samples=1, agent=AgentConfig(backend="compiler"))
+    names = [*samples, *errors]
+    settings = {**cfg.settings(), "problems_path": str(out), "problems": names}
+    out.mkdir(parents=True)
+    (out / "bench.json").write_text(json.dumps(settings))
+    for name in names:
+        (out / name).mkdir()
+        (out / name / "problem.json").write_text(json.dumps({"name": name}))
+    for name, spec in samples.items():
+        if spec is None:
+            continue
+        record, verdict, profile = spec
+        sd = out / name / "00"
+        sd.mkdir()
+        (sd / "verdict.json").write_text(json.dumps(verdict))
+        if profile is not None:
+            (sd / "profile.json").write_text(json.dumps(profile))
+        base = {"problem": name, "sample": 0, "source": "compiler", "compiled": True}
+        (sd / "sample.json").write_text(json.dumps({**base, "device": "cuda", **record}))
+    for name, msg in errors.items():
+        (out / name / "error.json").write_text(json.dumps({"error": msg}))
+    return out
+
+
+def level1_dir(root: Path) -> Path:
+    return fabricate_bench(
+        root / "level1",
+        {
+            # memory only in the files (the record was written without it)
+            "1_matmul": (
+                {
+                    "status": "ok",
+                    "correct": True,
+                    "speedups": {"eager": 2.0, "compile": 1.1},
+                    "wall_s": 12.5,
+                    "duration_s": 12.5,
+                    "started_at": T0,
+                    "ended_at": T0 + 14,
+                },
+                {"status": "ok", "evidence": {"memory": {"host_peak_mb": 250, "gpu_peak_mb": 40}}},
+                {"status": "ok", "memory": {"host_peak_mb": 300.0, "gpu_peak_mb": 70.0}},
+            ),
+            # a record of an older version: no wall_s, no start/end, no memory anywhere
+            "2_conv": (
+                {"status": "mismatch", "correct": False, "duration_s": 3.5},
+                {"status": "mismatch", "evidence": {}},
+                None,
+            ),
+            "3_relu": None,
+        },
+        {"4_big": "the reference ran out of memory\ntraceback..."},
+    )
+
+
+def level2_dir(root: Path) -> Path:
+    return fabricate_bench(
+        root / "level2",
+        {
+            "1_conv_relu": (
+                {
+                    "status": "slower",
+                    "correct": True,
+                    "speedups": {"eager": 0.9, "compile": 1.3},
+                    "wall_s": 20.0,
+                    "duration_s": 20.0,
+                    "started_at": T0,
+                    "ended_at": T0 + 20,
+                    "memory": {"host_peak_mb": 500.0, "gpu_peak_mb": 1000.0},
+                },
+                {"status": "ok", "evidence": {}},
+                {"status": "ok"},
+            ),
+        },
+    )
+
+
+def test_rebuilt_report_has_time_and_memory_columns(tmp_path, capsys):
+    out = level1_dir(tmp_path)
+    rc, r = bench(capsys, "--rebuild", str(out))
+    assert rc == 1 and r["status"] == "incomplete"  # two problems have no verdict
+    by = {p["problem"]: p for p in r["problems"]}
+    assert by["1_matmul"]["peak_host_mb"] == 300.0 and by["1_matmul"]["peak_gpu_mb"] == 70.0
+    assert by["1_matmul"]["samples"][0]["memory"] == {"host_peak_mb": 300.0, "gpu_peak_mb": 70.0}
+    assert (by["2_conv"]["time_s"], by["2_conv"]["span_s"]) == (3.5, None)
+    assert [by[n]["outcome"] for n in by] == ["ok", "mismatch", "incomplete", "error"]
+    m = r["metrics"]
+    assert m["time_per_problem_s"] == {"median": 8.0, "p90": 11.6, "total": 16.0, "problems": 2}
+    assert m["peak_memory_mb"]["gpu"] == {"median": 70.0, "max": 70.0, "problems": 1}
+    assert r["totals"]["no_verdict"] == 2
+    md = (out / "report.md").read_text()
+    assert "| 1_matmul | 1 | 1 | 100.0% | 2.00x | 1.10x | 12.5 | 14.0 | 300 | 70 | ok×1 |" in md
+    assert "| 2_conv | 1 | 0 | 0.0% | - | - | 3.5 | - | - | - | mismatch×1 |" in md
+    assert "| 3_relu | 0 | 0 | - | - | - | - | - | - | - | - |" in md
+    assert "Problems by outcome: error 1, incomplete 1, mismatch 1, ok 1; no verdict yet: 2." in md
+    assert "median 8.0 s, p90 11.6 s" in md and "GPU median 70.0 MB, max 70.0 MB" in md
+
+
+def load_summary_script():
+    spec = importlib.util.spec_from_file_location(
+        "kernelbench_summary", ROOT / "benchmarks" / "kernelbench_summary.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_kernelbench_summary_over_two_levels(tmp_path, capsys):
+    summary = load_summary_script()
+    d1, d2 = level1_dir(tmp_path), level2_dir(tmp_path)
+    assert summary.main([str(d1), str(d2)]) == 0
+    md = capsys.readouterr().out
+    # problems, with/without a verdict, pass@1 (all, judged), fast_1 eager/compile, geomeans,
+    # time median/p90, host median/max, GPU median/max
+    assert (
+        "| level1 | 4 | 2 | 2 | 25.0% | 50.0% | 25.0% | 25.0% | 2.00x (1) | 1.10x (1) | 8.0 s "
+        "| 11.6 s | 300 | 300 | 70 | 70 |"
+    ) in md
+    assert (
+        "| level2 | 1 | 1 | 0 | 100.0% | 100.0% | 0.0% | 100.0% | 0.90x (1) | 1.30x (1) | 20.0 s "
+        "| 20.0 s | 500 | 500 | 1000 | 1000 |"
+    ) in md
+    assert (
+        "| all | 5 | 3 | 2 | 40.0% | 66.7% | 20.0% | 40.0% | 1.34x (2) | 1.20x (2) | 12.5 s "
+        "| 18.5 s | 400 | 500 | 535 | 1000 |"
+    ) in md
+    assert "| set | ok | slower | mismatch | error | incomplete |" in md
+    assert "| all | 1 | 1 | 1 | 1 | 1 |" in md and "| level2 | 0 | 1 | 0 | 0 | 0 |" in md
+    assert "- level1/4_big: the reference ran out of memory" in md
+    assert "Candidate statuses, all: mismatch 1, ok 1, slower 1" in md
+
+    assert summary.main([str(tmp_path / "nowhere")]) == 2
+
+
+# -- stopping at a deadline ---------------------------------------------------------------------
+
+
+def test_sigint_reports_what_is_done_and_the_rerun_resumes(tmp_path):
+    """SIGINT (`timeout --signal=INT` at a deadline): the finished candidate stays, the one
+    still running is killed after --stop-grace and not recorded (its killed job is no crash
+    verdict), the report is written, exit 1; the rerun evaluates only what is missing."""
+    problems = tmp_path / "problems"
+    problems.mkdir()
+    for name in ("relu", "softmax"):
+        shutil.copy(EX / "problems" / f"{name}.py", problems / f"{name}.py")
+    # relu's candidate spins forever (far past --timeout's reach of this test); softmax's is good
+    replies = write_replies(
+        tmp_path / "r.jsonl", [fenced_file("broken/relu__timeout.py"), GOOD["softmax"]]
+    )
+    out = tmp_path / "out"
+    args = ["--samples", "1", "--backend", "replay", "--replies", replies, "--out", str(out)]
+    args += ["--trials", "2", "--target", "none", "--timeout", "300", "--stop-grace", "1"]
+    cmd = [sys.executable, "-m", "agent", "bench", str(problems), *args, "--json"]
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        done = out / "softmax" / "00" / "sample.json"
+        t0 = time.monotonic()
+        while not done.exists() and proc.poll() is None and time.monotonic() - t0 < 240:
+            time.sleep(0.2)
+        assert done.exists(), proc.stderr.read() if proc.poll() is not None else "too slow"
+        proc.send_signal(signal.SIGINT)
+        t1 = time.monotonic()
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert time.monotonic() - t1 < 90, "the spinning job was waited for, not killed"
+    assert proc.returncode == 1, stderr
+    r = json.loads(stdout.strip().splitlines()[-1])
+    assert r["status"] == "incomplete" and r["interrupted"] is True
+    assert [(p["problem"], p["n"], p["outcome"]) for p in r["problems"]] == [
+        ("relu", 0, "incomplete"),
+        ("softmax", 1, "ok"),
+    ]
+    assert not (out / "relu" / "00" / "sample.json").exists()
+    assert not (out / "relu" / "error.json").exists()
+    # softmax's record: its share of the model call plus its evaluation, start before end
+    s = json.loads(done.read_text())
+    assert s["wall_s"] == pytest.approx(s["duration_s"] + s["draft_s"], abs=2e-3)
+    assert s["started_at"] <= s["ended_at"] and s["wall_s"] > 0
+    drafted = json.loads((out / "relu" / "00" / "draft.json").read_text())
+    assert drafted["drafted_at"] is not None  # drawn, not evaluated: kept for the rerun
+
+    # The rerun evaluates relu's drawn candidate (a good one now) without asking the model
+    # (an empty script would fail if asked) and leaves softmax alone.
+    (out / "relu" / "00" / "kernel.py").write_text((EX / "kernels" / "relu.py").read_text())
+    softmax_mtime = done.stat().st_mtime_ns
+    args[args.index(replies)] = write_replies(tmp_path / "none.jsonl", [])
+    p = subprocess.run(
+        [sys.executable, "-m", "agent", "bench", str(problems), *args, "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    assert [p["outcome"] for p in r["problems"]] == ["ok", "ok"]
+    assert done.stat().st_mtime_ns == softmax_mtime
+    relu = json.loads((out / "relu" / "00" / "sample.json").read_text())
+    assert relu["started_at"] == drafted["drafted_at"]  # the problem's span includes the pause
