@@ -76,6 +76,13 @@ def add_verify_options(p: argparse.ArgumentParser) -> None:
         help="run problems the CPU interpreter would take very long on, instead of refusing them",
     )
     p.add_argument(
+        "--memory-mb",
+        type=int,
+        default=None,
+        help="host memory limit of each verification job in MB (default: derived from the "
+        "problem's measured footprint, at least 8192)",
+    )
+    p.add_argument(
         "--generalize",
         action="store_true",
         help="also verify with the problem's size constants changed (catches hard-coded shapes)",
@@ -102,6 +109,7 @@ def verify_config_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         timeout_s=args.timeout,
         aot_target=target,
         allow_large=args.allow_large,
+        memory_mb=args.memory_mb,
         generalize=args.generalize,
         jobs_per_gpu=args.jobs_per_gpu,
     )

@@ -66,6 +66,8 @@ class AgentConfig:
     timeout_s: float = 180.0
     aot_target: str | None = "sm_90"
     allow_large: bool = False
+    memory_mb: int | None = None
+    """Host memory limit of each verification job in MB; None derives it from the problem."""
     generalize: bool = False
     """Also verify each candidate at other sizes (hard-coded shapes fail)."""
     jobs_per_gpu: int = 1
@@ -87,6 +89,8 @@ class AgentConfig:
             raise BadInputError(
                 f"--time-limit must be a positive number of seconds, got {self.time_limit_s}"
             )
+        if self.memory_mb is not None and self.memory_mb < 1024:
+            raise BadInputError(f"--memory-mb must be at least 1024, got {self.memory_mb}")
         if not self.temperature >= 0:
             raise BadInputError(f"--temperature must be >= 0, got {self.temperature}")
         if not 0 < self.top_p <= 1:

@@ -19,12 +19,14 @@ _PROGRESS = {
     "mismatch": 2,
     "shape_mismatch": 3,
     "runtime_error": 4,
-    "cheat": 5,
-    "compile_error": 6,
-    "crash": 7,
-    "timeout": 8,
-    "syntax_error": 9,
-    "bad_input": 10,
+    "policy": 5,
+    "cheat": 6,
+    "compile_error": 7,
+    "crash": 8,
+    "timeout": 9,
+    "resource": 10,
+    "syntax_error": 11,
+    "bad_input": 12,
 }
 
 

@@ -8,7 +8,7 @@ source "$(dirname "$0")/_gpu_env.sh"
 {
 python3 -c "import torch, triton; print(torch.__version__, triton.__version__, torch.cuda.get_device_name())"
 python3 -c "import agent.graph, langgraph; print('agent imports ok')"
-for k in kernels/relu broken/relu__mismatch broken/relu__crash broken/matmul__cheat; do
+for k in kernels/relu broken/relu__mismatch broken/relu__crash broken/matmul__policy; do
   s=$(date +%s.%N); prob=$(basename $k .py); prob=${prob%%__*}
   timeout 60 python3 -m agent verify examples/problems/$prob.py examples/$k.py --trials 2 --device cuda
   echo "rc=$? $k $(python3 -c "print(round($(date +%s.%N)-$s,1))") s"

@@ -88,7 +88,7 @@ def test_kernels_folder_only_verified_unique_pairs_and_resume(tmp_path, capsys):
     (kernels / "relu_copy.py").write_text(
         "# a copy\n\n" + GOOD.replace('"""ReLU', '"""A ReLU').replace("\n\n", "\n")
     )
-    for name in ("relu__mismatch", "matmul__cheat"):  # wrong values; torch.mm with a Triton alibi
+    for name in ("relu__mismatch", "matmul__policy"):  # wrong values; torch.mm with a Triton alibi
         shutil.copy(EX / "broken" / f"{name}.py", kernels / f"{name}.py")
     out = tmp_path / "pairs.jsonl"
 
@@ -97,7 +97,7 @@ def test_kernels_folder_only_verified_unique_pairs_and_resume(tmp_path, capsys):
     )
     assert rc == 0
     assert (res["admitted"], res["duplicates"]) == (2, 1)
-    assert res["rejected"] == {"mismatch": 1, "cheat": 1}
+    assert res["rejected"] == {"mismatch": 1, "policy": 1}
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(records) == 2
     for r in records:
@@ -111,10 +111,11 @@ def test_kernels_folder_only_verified_unique_pairs_and_resume(tmp_path, capsys):
         assert r["key"] == pair_key(r["python_code"], r["triton_code"])
     assert sorted(r["module_name"] for r in records) == ["relu", "softmax"]
     assert not any(
-        "mismatch" in r["provenance"]["path"] or "cheat" in r["provenance"]["path"] for r in records
+        "mismatch" in r["provenance"]["path"] or "policy" in r["provenance"]["path"]
+        for r in records
     )
     ledger = {Path(e["origin"]).name: e["status"] for e in read_jsonl(ledger_path(out))}
-    assert ledger["relu__mismatch.py"] == "mismatch" and ledger["matmul__cheat.py"] == "cheat"
+    assert ledger["relu__mismatch.py"] == "mismatch" and ledger["matmul__policy.py"] == "policy"
 
     # a torn last line (a killed build) is cut off; everything done is skipped, nothing re-verified
     with out.open("a") as f:
@@ -127,7 +128,7 @@ def test_kernels_folder_only_verified_unique_pairs_and_resume(tmp_path, capsys):
     counts = last_json(capsys)
     assert rc == 0 and counts["records"] == 2 and counts["by_source"] == {"given": 2}
     assert counts["by_op_family"] == {"elementwise": 1, "softmax": 1}
-    assert counts["by_status"] == {"ok": 2, "duplicate": 1, "mismatch": 1, "cheat": 1}
+    assert counts["by_status"] == {"ok": 2, "duplicate": 1, "mismatch": 1, "policy": 1}
     import matplotlib  # noqa: F401  (in the test extra: a broken install fails, not skips)
 
     assert (tmp_path / "stats.png").stat().st_size > 0

@@ -33,6 +33,7 @@ BROKEN_STATUSES = {
     "mismatch",
     "shape_mismatch",
     "cheat",
+    "policy",
 }
 
 REQUIRED_PROBLEMS = {

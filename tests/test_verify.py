@@ -62,8 +62,10 @@ def test_broken_kernels_get_their_status(verdicts, kernel):
 
 
 def test_every_status_but_slower_and_ok_is_produced_by_a_broken_example():
+    # `resource` is a property of a problem on a machine (it does not fit), not of a kernel:
+    # tests/test_resource.py produces it.
     produced = {k.stem.split("__")[1] for k in BROKEN}
-    assert set(STATUSES) - {"ok", "slower"} <= produced
+    assert set(STATUSES) - {"ok", "slower", "resource"} <= produced
 
 
 def test_mismatch_evidence_locates_the_tail_block(verdicts):
@@ -101,10 +103,10 @@ def test_library_calls_accepted_as_mixed_under_allow_library(tmp_path):
     )
     verdict = v.verify(
         read_problem(EX / "problems" / "matmul.py"),
-        (EX / "broken" / "matmul__cheat.py").read_text(),
-        "matmul__cheat.py",
+        (EX / "broken" / "matmul__policy.py").read_text(),
+        "matmul__policy.py",
     )
-    # matmul__cheat does its matmul with torch.mm and launches a token kernel: under
+    # matmul__policy does its matmul with torch.mm and launches a token kernel: under
     # allow-library it is accepted, but labelled mixed with the op named.
     assert verdict.status == "ok" and verdict.mixed
     assert "aten.mm" in verdict.evidence.audit.library_ops

@@ -514,6 +514,7 @@ def _integrity_targets() -> list[tuple[str, object, str]]:
     )
     for modname in (
         "tools.compare",
+        "tools.handover",
         "tools.worker",
         "tools.audit",
         "tools.guard",

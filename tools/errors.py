@@ -28,6 +28,12 @@ class TooLargeForCPUError(ProblemError):
     """The problem's sizes are too large for the Triton interpreter on the CPU."""
 
 
+class ResourceError(TritonAgentError):
+    """The problem itself does not fit in the memory a job may use (its reference alone)."""
+
+    exit_code = 1
+
+
 class SandboxError(TritonAgentError):
     """The isolation machinery itself failed (not the candidate)."""
 

@@ -24,7 +24,9 @@ Status = Literal[
     "timeout",  # the job ran past its time limit and was killed
     "mismatch",  # outputs have the right shape but wrong values (or NaN/Inf)
     "shape_mismatch",  # outputs have the wrong shape, dtype or count
-    "cheat",  # correct-looking output obtained without Triton or by breaking the rules
+    "cheat",  # deception: output obtained by breaking the rules, tampering or not computing it
+    "policy",  # library compute (aten.convolution, cuBLAS) ran outside Triton under strict
+    "resource",  # did not fit: out of host or GPU memory, also when run alone on its device
     "slower",  # correct, but slower than the baseline (profiling only)
 ]
 STATUSES: tuple[str, ...] = Status.__args__  # type: ignore[attr-defined]
@@ -67,7 +69,8 @@ class MismatchReport:
     hint: str = ""
     """A guess at the cause: masking, output never written, reduction, ..."""
     run: str = "first"
-    """Which candidate run was wrong: `first` (before the reference ran) or `second`."""
+    """Which candidate run was wrong: `first` (on the previous trial's buffers refilled with
+    this trial's values) or `second` (on fresh copies)."""
 
 
 @dataclass(kw_only=True)
@@ -117,6 +120,11 @@ class Evidence:
     notes: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     """Seconds spent in the job's stages (import, runs, aot), for overhead accounting."""
+    memory: dict[str, float] = field(default_factory=dict)
+    """Peaks of the verification's jobs in MiB: `host_peak_mb`, `gpu_peak_mb` (the largest of
+    the candidate's and the judge's), and the limits they ran under."""
+    footprint: dict[str, int] = field(default_factory=dict)
+    """The problem's own tensors in bytes: `input_bytes`, `output_bytes`, `param_bytes`."""
 
 
 @dataclass(kw_only=True)

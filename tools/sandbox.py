@@ -33,7 +33,8 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -61,6 +62,9 @@ class JobOutcome:
     stderr_tail: str = ""
     duration_s: float = 0.0
     peak_rss_mb: float | None = None
+    resource: bool = False
+    """Killed for exceeding its memory limit (a `resource` verdict, not the candidate's crash,
+    unless it happens again with the job alone on its device)."""
 
 
 @dataclass(kw_only=True)
@@ -89,27 +93,45 @@ class SlotPool:
     four verification jobs at once on GPU 0). While an exclusive job waits, no shared job starts,
     so a stream of verifications cannot starve a timing."""
 
-    def __init__(self, devices: Sequence[str]) -> None:
+    def __init__(self, devices: Sequence[str], capacity_mb: dict[str, float] | None = None) -> None:
         self.devices = list(devices)
         self._busy = [False] * len(self.devices)
         self._cond = threading.Condition()
         self._exclusive_waiting = 0
+        self.capacity_mb = dict(capacity_mb or {})
+        """Device memory a device's shared jobs may reserve together (absent: no accounting)."""
+        self._reserved: dict[int, float] = {}
 
-    def acquire(self, exclusive: bool = False) -> list[int]:
+    def acquire(self, exclusive: bool = False, mem_mb: float | None = None) -> list[int]:
+        """Slots for one job. `mem_mb`: the device memory it is expected to need; a shared job
+        waits until that fits beside the others' reservations on one device, and a job that
+        could never fit beside anything (more than the device holds) runs exclusive."""
+        if mem_mb is not None and self.capacity_mb:
+            if mem_mb > min(self.capacity_mb.values(), default=float("inf")):
+                exclusive = True
         with self._cond:
             if exclusive:
                 self._exclusive_waiting += 1
             try:
                 while True:
-                    got = self._try(exclusive)
+                    got = self._try(exclusive, mem_mb)
                     if got:
+                        if mem_mb is not None and not exclusive:
+                            self._reserved[got[0]] = mem_mb
                         return got
                     self._cond.wait()
             finally:
                 if exclusive:
                     self._exclusive_waiting -= 1
 
-    def _try(self, exclusive: bool) -> list[int]:
+    def _fits(self, i: int, mem_mb: float | None) -> bool:
+        cap = self.capacity_mb.get(self.devices[i])
+        if mem_mb is None or cap is None:
+            return True
+        used = sum(m for j, m in self._reserved.items() if self.devices[j] == self.devices[i])
+        return used + mem_mb <= cap
+
+    def _try(self, exclusive: bool, mem_mb: float | None = None) -> list[int]:
         if exclusive:
             for dev in dict.fromkeys(self.devices):
                 idx = [i for i, d in enumerate(self.devices) if d == dev]
@@ -121,7 +143,7 @@ class SlotPool:
         if self._exclusive_waiting:
             return []
         for i, busy in enumerate(self._busy):
-            if not busy:
+            if not busy and self._fits(i, mem_mb):
                 self._busy[i] = True
                 return [i]
         return []
@@ -130,6 +152,7 @@ class SlotPool:
         with self._cond:
             for i in idx:
                 self._busy[i] = False
+                self._reserved.pop(i, None)
             self._cond.notify_all()
 
 
@@ -173,10 +196,12 @@ class Sandbox:
                 visible_device_id(i)  # a GPU the parent cannot see is an error now, not per job
             # Slots of one GPU share its device string: SlotPool gives an exclusive job all of them.
             self._slots = [_Slot(f"cuda:{i}") for i in ids for _ in range(slots_per_gpu)]
+            capacity = {f"cuda:{i}": gpu_memory_mb(i) * GPU_SHARE for i in ids}
         else:
             n = max_workers or os.cpu_count() or 1
             self._slots = [_Slot("cpu") for _ in range(n)]
-        self._pool = SlotPool([s.device for s in self._slots])
+            capacity = {}
+        self._pool = SlotPool([s.device for s in self._slots], capacity_mb=capacity)
         self._ctx = _make_context(start_method)
         self.jobs_run = 0
 
@@ -194,10 +219,12 @@ class Sandbox:
         exclusive: bool = False,
         triton_cache_in: str | None = None,
         triton_cache_out: str | None = None,
+        gpu_mb: float | None = None,
         **kwargs: Any,
     ) -> JobOutcome:
         """Run `fn` ("module:function") with args in a fresh worker; never raises for job faults.
         `exclusive`: no other job runs on the job's device meanwhile (timing).
+        `gpu_mb`: device memory the job is expected to need (admission beside other jobs).
         `triton_cache_out`: after the job, copy its private Triton cache there;
         `triton_cache_in`: start the job's private cache as a copy of that directory. Only for
         jobs of the same candidate source (its verification, then its timing): the timing job
@@ -205,36 +232,49 @@ class Sandbox:
         lim = limits or self.limits
         if timeout is not None:
             lim = Limits(**{**lim.__dict__, "timeout_s": timeout})
-        taken = self._pool.acquire(exclusive)
-        try:
-            return self._run_in_slot(
-                self._slots[taken[0]],
+        with self.slot(exclusive=exclusive, gpu_mb=gpu_mb) as slot:
+            job = self.start(
+                slot,
                 fn,
-                args,
-                kwargs,
-                lim,
-                env or {},
-                cache_in=triton_cache_in,
-                cache_out=triton_cache_out,
+                *args,
+                limits=lim,
+                env=env,
+                triton_cache_in=triton_cache_in,
+                _interactive=False,
+                **kwargs,
             )
+            outcome = job.wait_result()
+            return job.end(outcome, triton_cache_out=triton_cache_out)
+
+    @contextmanager
+    def slot(self, *, exclusive: bool = False, gpu_mb: float | None = None) -> Iterator[_Slot]:
+        """Hold one slot (all of a device's slots when `exclusive`) for the jobs started in it:
+        jobs that must talk to each other on one GPU (a verification's judge and candidate)."""
+        taken = self._pool.acquire(exclusive, gpu_mb if self.device == "cuda" else None)
+        try:
+            yield self._slots[taken[0]]
         finally:
             self._pool.release(taken)
 
-    def _run_in_slot(
+    def start(
         self,
         slot: _Slot,
         fn: str,
-        args: tuple,
-        kwargs: dict,
-        lim: Limits,
-        env: dict[str, str],
-        cache_in: str | None = None,
-        cache_out: str | None = None,
-    ) -> JobOutcome:
+        *args: Any,
+        limits: Limits | None = None,
+        env: dict[str, str] | None = None,
+        triton_cache_in: str | None = None,
+        _interactive: bool = True,
+        **kwargs: Any,
+    ) -> JobSession:
+        """Start `fn` in a fresh worker on `slot` and return at once. An interactive job (the
+        default) is called as `fn(channel, *args, **kwargs)` and talks with the parent through
+        `JobSession.send` / `recv` until it returns. End every session with `end()`."""
+        lim = limits or self.limits
         workdir = tempfile.mkdtemp(prefix="ta-job-")
-        if cache_in:
-            _copy_cache(cache_in, os.path.join(workdir, "triton_cache"), rebase=True)
-        job_env = dict(env)
+        if triton_cache_in:
+            _copy_cache(triton_cache_in, os.path.join(workdir, "triton_cache"), rebase=True)
+        job_env = dict(env or {})
         if slot.device.startswith("cuda:"):
             job_env["CUDA_VISIBLE_DEVICES"] = visible_device_id(int(slot.device.split(":", 1)[1]))
             job_env["TA_DEVICE"] = "cuda"
@@ -254,73 +294,14 @@ class Sandbox:
             raise SandboxError(f"could not start a worker process: {exc}") from exc
         child_conn.close()
         self.jobs_run += 1
+        job = JobSession(self, proc, parent_conn, workdir, lim, start)
         try:
             parent_conn.send_bytes(
-                pickle.dumps((fn, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dumps((fn, args, kwargs, _interactive), protocol=pickle.HIGHEST_PROTOCOL)
             )
-            outcome = self._wait(proc, parent_conn, lim, start, workdir)
-        except (BrokenPipeError, ConnectionResetError):
-            outcome = JobOutcome(kind="crash", error="worker died before it received its job")
-        finally:
-            _kill_group(proc)
-            parent_conn.close()
-            proc.join(timeout=5)
-        if not outcome.stderr_tail:
-            outcome.stderr_tail = _tail(os.path.join(workdir, "stderr.log"))
-        if outcome.kind == "crash" and proc.exitcode is not None:
-            outcome.exitcode = proc.exitcode
-            if proc.exitcode < 0:
-                outcome.signal_name = signal.Signals(-proc.exitcode).name
-        outcome.duration_s = time.monotonic() - start
-        if cache_out and outcome.kind == "ok":
-            _copy_cache(os.path.join(workdir, "triton_cache"), cache_out)
-        shutil.rmtree(workdir, ignore_errors=True)
-        return outcome
-
-    def _wait(self, proc, conn, lim: Limits, start: float, workdir: str) -> JobOutcome:
-        deadline = start + lim.timeout_s
-        peak = 0.0
-        poll_rss = self.device == "cuda" and lim.memory_mb is not None
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return JobOutcome(
-                    kind="timeout",
-                    error=f"no result after {lim.timeout_s:.0f} s; the job was killed",
-                    peak_rss_mb=peak or None,
-                )
-            if conn.poll(min(0.05, max(remaining, 0.001))):
-                try:
-                    data = conn.recv_bytes()
-                except (EOFError, OSError):
-                    return self._crashed(proc, peak)
-                try:
-                    kind, payload = _load_reply(data)
-                except Exception as exc:  # noqa: BLE001 - a forged or corrupt reply is a dead job
-                    return JobOutcome(
-                        kind="crash",
-                        error=f"the job's reply could not be read safely ({type(exc).__name__}: "
-                        f"{str(exc).splitlines()[0][:200] if str(exc) else ''}); only tensors, "
-                        "numbers, strings and containers of them may cross the process boundary",
-                        peak_rss_mb=peak or None,
-                    )
-                if kind == "ok":
-                    return JobOutcome(kind="ok", value=payload, peak_rss_mb=peak or None)
-                return JobOutcome(kind="error", error=payload, peak_rss_mb=peak or None)
-            if not proc.is_alive():
-                # It may have sent just before exiting.
-                if conn.poll(0):
-                    continue
-                return self._crashed(proc, peak)
-            if poll_rss:
-                rss = _rss_mb(proc.pid)
-                peak = max(peak, rss)
-                if rss > lim.memory_mb:
-                    return JobOutcome(
-                        kind="crash",
-                        error=f"memory limit: resident set {rss:.0f} MB > {lim.memory_mb} MB; killed",
-                        peak_rss_mb=peak,
-                    )
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            job.ended = JobOutcome(kind="crash", error="worker died before it received its job")
+        return job
 
     @staticmethod
     def _crashed(proc, peak: float) -> JobOutcome:
@@ -340,6 +321,141 @@ class Sandbox:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class JobEnded(Exception):
+    """An interactive job ended (returned, raised, crashed or timed out) while the parent
+    expected a message from it; `outcome` says how."""
+
+    def __init__(self, outcome: JobOutcome):
+        super().__init__(outcome.error or outcome.kind)
+        self.outcome = outcome
+
+
+class JobSession:
+    """One running job process, as seen from the parent. Messages the job sends are read with
+    the weights-only unpickler (`_load_reply`): whatever it sends is untrusted data."""
+
+    def __init__(self, sandbox: Sandbox, proc, conn, workdir: str, lim: Limits, start: float):
+        self.sandbox, self.proc, self.conn = sandbox, proc, conn
+        self.workdir, self.limits, self.start_time = workdir, lim, start
+        self.deadline = start + lim.timeout_s
+        self.peak_rss_mb = 0.0
+        self.ended: JobOutcome | None = None
+        self._closed = False
+
+    def send(self, msg: Any) -> None:
+        """Send plain data to the job (`Channel.recv` there). A dead job raises JobEnded."""
+        if self.ended is not None:
+            raise JobEnded(self.ended)
+        try:
+            self.conn.send_bytes(pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL))
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            self.ended = self.sandbox._crashed(self.proc, self.peak_rss_mb)
+            raise JobEnded(self.ended) from None
+
+    def recv(self, timeout: float | None = None) -> Any:
+        """The job's next message (`Channel.send` there). Raises JobEnded when the job returned
+        or died instead, or when `timeout` (bounded by the job's own deadline) passed."""
+        if self.ended is not None:
+            raise JobEnded(self.ended)
+        got = self._next(timeout)
+        if isinstance(got, JobOutcome):
+            self.ended = got
+            raise JobEnded(got)
+        return got[1]
+
+    def wait_result(self) -> JobOutcome:
+        """Wait for the job's return value (messages are not expected: one is a crash)."""
+        if self.ended is not None:
+            return self.ended
+        got = self._next(None)
+        if not isinstance(got, JobOutcome):
+            got = JobOutcome(
+                kind="crash",
+                error="the job sent a message where its result was expected",
+                peak_rss_mb=self.peak_rss_mb or None,
+            )
+        self.ended = got
+        return got
+
+    def _next(self, timeout: float | None) -> tuple[str, Any] | JobOutcome:
+        lim = self.limits
+        deadline = (
+            self.deadline if timeout is None else min(self.deadline, time.monotonic() + timeout)
+        )
+        poll_rss = self.sandbox.device == "cuda" and lim.memory_mb is not None
+        proc, conn = self.proc, self.conn
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                waited = lim.timeout_s if deadline == self.deadline else timeout
+                return JobOutcome(
+                    kind="timeout",
+                    error=f"no result after {waited:.0f} s; the job was killed",
+                    peak_rss_mb=self.peak_rss_mb or None,
+                )
+            if conn.poll(min(0.05, max(remaining, 0.001))):
+                try:
+                    data = conn.recv_bytes()
+                except (EOFError, OSError):
+                    return self.sandbox._crashed(proc, self.peak_rss_mb)
+                try:
+                    kind, payload = _load_reply(data)
+                except Exception as exc:  # noqa: BLE001 - a forged or corrupt reply is a dead job
+                    return JobOutcome(
+                        kind="crash",
+                        error=f"the job's reply could not be read safely ({type(exc).__name__}: "
+                        f"{str(exc).splitlines()[0][:200] if str(exc) else ''}); only tensors, "
+                        "numbers, strings and containers of them may cross the process boundary",
+                        peak_rss_mb=self.peak_rss_mb or None,
+                    )
+                if kind == "msg":
+                    return (kind, payload)
+                if kind == "ok":
+                    return JobOutcome(
+                        kind="ok", value=payload, peak_rss_mb=self.peak_rss_mb or None
+                    )
+                return JobOutcome(kind="error", error=payload, peak_rss_mb=self.peak_rss_mb or None)
+            if not proc.is_alive():
+                if conn.poll(0):  # it may have sent just before exiting
+                    continue
+                return self.sandbox._crashed(proc, self.peak_rss_mb)
+            if poll_rss:
+                rss = _rss_mb(proc.pid)
+                self.peak_rss_mb = max(self.peak_rss_mb, rss)
+                if rss > lim.memory_mb:
+                    return JobOutcome(
+                        kind="crash",
+                        error=f"memory limit: resident set {rss:.0f} MB > {lim.memory_mb} MB; killed",
+                        peak_rss_mb=self.peak_rss_mb,
+                        resource=True,
+                    )
+
+    def end(
+        self, outcome: JobOutcome | None = None, *, triton_cache_out: str | None = None
+    ) -> JobOutcome:
+        """Kill the job's process group, collect its stderr and remove its directory. Returns
+        `outcome` (default: how the job ended, or `crash` if it was still running)."""
+        outcome = outcome or self.ended or JobOutcome(kind="crash", error="ended by the parent")
+        if self._closed:
+            return outcome
+        self._closed = True
+        proc = self.proc
+        _kill_group(proc)
+        self.conn.close()
+        proc.join(timeout=5)
+        if not outcome.stderr_tail:
+            outcome.stderr_tail = _tail(os.path.join(self.workdir, "stderr.log"))
+        if outcome.kind == "crash" and proc.exitcode is not None and outcome.exitcode is None:
+            outcome.exitcode = proc.exitcode
+            if proc.exitcode < 0:
+                outcome.signal_name = signal.Signals(-proc.exitcode).name
+        outcome.duration_s = time.monotonic() - self.start_time
+        if triton_cache_out and outcome.kind == "ok":
+            _copy_cache(os.path.join(self.workdir, "triton_cache"), triton_cache_out)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        return outcome
 
 
 # ---------------------------------------------------------------------------------------------
@@ -429,6 +545,41 @@ def visible_device_id(index: int, parent_visible: str | None = None) -> str:
             f"{len(ids)} GPU(s)"
         )
     return ids[index]
+
+
+GPU_SHARE = 0.9
+"""The part of a GPU's memory that jobs sharing it may reserve together (the rest: CUDA
+contexts and allocator slack)."""
+
+
+def gpu_memory_mb(index: int) -> float:
+    """Total memory of the `index`-th visible GPU in MiB, read without creating a CUDA context
+    in this process (nvidia-smi); torch's device properties as the fallback."""
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            [
+                "nvidia-smi",
+                "--query-gpu=memory.total",
+                "--format=csv,noheader,nounits",
+                "-i",
+                visible_device_id(index),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        ).stdout.split()
+        return float(out[0])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        pass
+    try:
+        import torch
+
+        return torch.cuda.get_device_properties(index).total_memory / 2**20
+    except Exception:  # noqa: BLE001 - no figure: no accounting for this GPU
+        return float("inf")
 
 
 def _count_gpus() -> int:
@@ -576,7 +727,7 @@ def _child_main(conn, workdir: str, env: dict[str, str], lim: Limits, device: st
     tempfile.tempdir = workdir
     _apply_rlimits(lim, device)
     try:
-        fn_ref, args, kwargs = pickle.loads(conn.recv_bytes())
+        fn_ref, args, kwargs, interactive = pickle.loads(conn.recv_bytes())
         from tools import guard
 
         if not lim.network:
@@ -584,6 +735,8 @@ def _child_main(conn, workdir: str, env: dict[str, str], lim: Limits, device: st
         if lim.guard:
             guard.install(workdir)
         func = _resolve(fn_ref)
+        if interactive:
+            args = (Channel(conn), *args)
         result = ("ok", func(*args, **kwargs))
     except BaseException:  # noqa: BLE001 - everything becomes a message for the parent
         result = ("error", traceback.format_exc(limit=-12))
@@ -597,6 +750,20 @@ def _child_main(conn, workdir: str, env: dict[str, str], lim: Limits, device: st
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
+
+
+class Channel:
+    """The job's side of an interactive session: `recv()` the parent's next message (plain
+    data), `send()` plain data back (tensors, numbers, strings, bytes, containers)."""
+
+    def __init__(self, conn) -> None:
+        self._conn = conn
+
+    def recv(self) -> Any:
+        return pickle.loads(self._conn.recv_bytes())
+
+    def send(self, msg: Any) -> None:
+        self._conn.send_bytes(_dump_reply(("msg", msg)))
 
 
 def _plain(obj: Any, depth: int = 0) -> Any:
@@ -666,7 +833,7 @@ def _load_reply(data: bytes) -> tuple[str, Any]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         reply = torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
-    if not (isinstance(reply, tuple) and len(reply) == 2 and reply[0] in ("ok", "error")):
+    if not (isinstance(reply, tuple) and len(reply) == 2 and reply[0] in ("ok", "error", "msg")):
         raise ValueError("malformed reply")
     if reply[0] == "error" and not isinstance(reply[1], str):
         raise ValueError("malformed error reply")

@@ -15,16 +15,17 @@ its own function. The protocol (DESIGN.md, docs/verification.md):
 from __future__ import annotations
 
 import os
+import secrets
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from tools.compare import Tolerance, compare_outputs
-from tools.errors import BadInputError, ProblemError, SandboxError, TooLargeForCPUError
+from tools.compare import Tolerance
+from tools.errors import BadInputError, ProblemError, ResourceError, TooLargeForCPUError
 from tools.problem import Problem, check_candidate_source, read_kernel, read_problem
-from tools.results import Audit, Evidence, KernelResources, SourceError, Verdict
-from tools.sandbox import JobOutcome, Limits, Sandbox
+from tools.results import Audit, Evidence, KernelResources, MismatchReport, SourceError, Verdict
+from tools.sandbox import JobEnded, JobOutcome, JobSession, Limits, Sandbox
 
 POLICIES = ("strict", "allow-library")
 
@@ -43,7 +44,8 @@ class VerifyOptions:
     """On CPU, also compile each launched kernel for this CUDA target (None to skip)."""
     allow_large: bool = False
     poison: bool = True
-    memory_mb: int | None = 8192
+    memory_mb: int | None = None
+    """Host memory limit of each job in MB; None derives it from the problem's footprint."""
     input_scales: tuple[float, ...] = ()
     """Generalisation check: one extra trial per factor with the floating-point inputs scaled by
     it (e.g. `(100.0,)` catches kernels that are right only inside randn's range, like a ReLU
@@ -88,16 +90,43 @@ def _cuda_available() -> bool:
 
 @dataclass(kw_only=True)
 class Reference:
-    """Inputs and reference outputs of one problem (CPU copies), cached per problem."""
+    """What checking a problem once found (cached per problem): its contract holds, its
+    reference runs and is deterministic, and its footprint, which sets every verification's
+    memory limits and GPU admission. No tensors: reference outputs live only in judge jobs."""
 
-    inputs: list[list[Any]]
-    outputs: list[list[Any]]
     estimate: dict[str, Any]
+    footprint: dict[str, int]
+    """Bytes of one trial's inputs, outputs and the model's parameters."""
+    expected: list[dict[str, Any]]
+    """Shape and dtype of each reference output."""
+    memory: dict[str, float]
+    """The check job's peaks (MiB): `host_peak_mb`, `gpu_peak_mb`."""
     timings: dict[str, float]
+
+    @property
+    def footprint_mb(self) -> float:
+        f = self.footprint
+        return (
+            f.get("input_bytes", 0) + f.get("output_bytes", 0) + f.get("param_bytes", 0)
+        ) / 2**20
+
+
+HOST_FLOOR_MB = 8192
+"""Host memory limit of a job for problems up to a few hundred MB: torch, Triton and a CUDA
+context alone take 2-3 GB of address space."""
+
+
+def host_memory_mb() -> int:
+    """This machine's physical memory in MB (the problem check's limit before its footprint is
+    known)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**20)
+    except (ValueError, OSError, AttributeError):
+        return 64 * 1024
 
 
 class Verifier:
-    """Verifies candidates; holds the sandbox and the reference cache. Thread-safe."""
+    """Verifies candidates; holds the sandbox and the per-problem checks. Thread-safe."""
 
     def __init__(self, options: VerifyOptions | None = None, sandbox: Sandbox | None = None):
         self.options = options or VerifyOptions()
@@ -109,27 +138,31 @@ class Verifier:
         self._refs: dict[tuple, Reference] = {}
         self._lock = threading.Lock()
 
-    # -- stage: reference -------------------------------------------------------------------
+    # -- stage: check the problem (once) ----------------------------------------------------
     def reference(self, problem: Problem) -> Reference:
-        key = (
-            problem.digest,
-            self.options.trials,
-            self.options.seed,
-            self.device,
-            tuple(self.options.input_scales),
-        )
+        """Check `problem` in a job of its own (cached per problem and device): raises
+        ProblemError (TooLargeForCPUError) for a problem that breaks the contract."""
+        key = (problem.digest, self.device, self.options.allow_large)
         with self._lock:
             if key in self._refs:
                 return self._refs[key]
+        lim = self.sandbox.limits
         out = self.sandbox.run(
-            "tools.worker:reference_job",
+            "tools.worker:problem_job",
             problem.source,
             os.path.abspath(problem.path),
-            trials=self.options.trials,
             seed=self.options.seed,
+            trial_seed=secrets.randbits(31),
             check_size=not self.options.allow_large,
-            input_scales=tuple(self.options.input_scales),
             timeout=max(self.options.timeout_s, 60.0),
+            limits=Limits(
+                timeout_s=max(self.options.timeout_s, 60.0),
+                memory_mb=self.options.memory_mb or host_memory_mb() * 8 // 10,
+                file_size_mb=lim.file_size_mb,
+            ),
+            # Unknown footprint: alone on its GPU, so a 6 GB problem cannot meet an OOM
+            # caused by its neighbours.
+            exclusive=self.device == "cuda" and self.sandbox.slots > 1,
         )
         if out.kind == "timeout":
             raise ProblemError(
@@ -137,24 +170,68 @@ class Verifier:
                 "reduce the sizes or raise --timeout"
             )
         if out.kind == "crash":
+            if out.resource:
+                raise ResourceError(
+                    f"{problem.path}: checking the problem needs more host memory than its job "
+                    f"may use ({out.error}); raise --memory-mb"
+                )
             raise ProblemError(
                 f"{problem.path}: the reference crashed: {out.error}\n{out.stderr_tail}"
             )
         if out.kind == "error":
-            raise SandboxError(f"internal error while loading the problem:\n{out.error}")
+            raise ProblemError(
+                f"{problem.path}: the problem could not be checked: "
+                + (out.error.strip().splitlines() or ["unknown error"])[-1]
+            )
         data = out.value
         if "error" in data:
             cls = TooLargeForCPUError if data.get("too_large") else ProblemError
+            if _oom_text(data["error"]):
+                raise ResourceError(
+                    f"{problem.path}: the problem does not fit in a job's host memory "
+                    f"({self.options.memory_mb or 'derived'} MB limit): {data['error']}. "
+                    "Raise --memory-mb, or shrink the problem's sizes"
+                )
             raise cls(f"{problem.path}: {data['error']}")
         ref = Reference(
-            inputs=data["inputs"],
-            outputs=data["outputs"],
             estimate=data.get("estimate", {}),
+            footprint=data.get("footprint", {}),
+            expected=data.get("expected", []),
+            memory=data.get("memory", {}),
             timings=data.get("timings", {}),
         )
         with self._lock:
             self._refs[key] = ref
         return ref
+
+    def job_limits(self, ref: Reference) -> Limits:
+        """Limits of one verification job, derived from the problem's footprint unless
+        `--memory-mb` fixed them: host memory for a few copies of the problem's tensors over a
+        floor, and files large enough for the CPU's output handover."""
+        lim = self.sandbox.limits
+        mb = self.options.memory_mb
+        if mb is None:
+            copies = 6 if self.device == "cpu" else 2  # CPU: tensors live in host memory
+            mb = int(max(HOST_FLOOR_MB, 4096 + copies * ref.footprint_mb))
+        out_mb = ref.footprint.get("output_bytes", 0) / 2**20
+        return Limits(
+            timeout_s=self.options.timeout_s,
+            memory_mb=mb,
+            file_size_mb=int(max(lim.file_size_mb, out_mb + 64)),
+            network=lim.network,
+            guard=lim.guard,
+        )
+
+    def gpu_mb(self, ref: Reference) -> float:
+        """Device memory a verification (judge and candidate jobs) is expected to take: the
+        judge holds one trial's reference outputs (and its inputs while computing them), the
+        candidate pristine inputs, its arguments and outputs, each with its parameters; plus
+        two CUDA contexts. The largest peak measured for this problem, when larger."""
+        f = ref.footprint
+        tensors = (
+            3 * f.get("input_bytes", 0) + 2 * f.get("output_bytes", 0) + 2 * f.get("param_bytes", 0)
+        ) / 2**20
+        return max(tensors * 1.25 + 2048, 2 * ref.memory.get("gpu_peak_mb", 0))
 
     # -- the whole protocol -----------------------------------------------------------------
     def verify(
@@ -218,20 +295,237 @@ class Verifier:
                 message=check.message,
                 evidence=Evidence(error=err),
             )  # type: ignore[arg-type]
-        ref = self.reference(problem)
-        outcome = self.sandbox.run(
-            "tools.worker:candidate_job",
-            kernel_source,
-            os.path.basename(kernel_path) or "candidate.py",
-            problem.source,
-            os.path.abspath(problem.path),
-            ref.inputs,
-            seed=self.options.seed,
-            poison=self.options.poison,
-            aot_target=self.options.aot_target if self.device == "cpu" else None,
-            triton_cache_out=triton_cache_out,
+        try:
+            ref = self.reference(problem)
+        except ResourceError as exc:
+            return resource_verdict(str(exc), {}, {})
+        # Fresh seeds for every verification, drawn here: nothing the candidate can read before
+        # a trial (the problem, a fixed seed, torch.initial_seed()) gives that trial's inputs.
+        scales = [1.0] * self.options.trials + [float(x) for x in self.options.input_scales]
+        trials = [(secrets.randbits(31), scale) for scale in scales]
+        run = self._run_trials(
+            problem, kernel_source, kernel_path, ref, trials, False, triton_cache_out
         )
-        return judge(outcome, ref, self.options)
+        if run.out_of_memory and self.device == "cuda" and self.sandbox.slots > 1:
+            # Out of GPU memory beside other jobs: once more, alone on the GPU.
+            run = self._run_trials(
+                problem, kernel_source, kernel_path, ref, trials, True, triton_cache_out
+            )
+            run.notes.append(
+                "retried alone on its GPU after running out of memory beside other jobs"
+            )
+        verdict = judge(run, ref, self.options)
+        return verdict
+
+    def _run_trials(
+        self,
+        problem: Problem,
+        source: str,
+        kernel_path: str,
+        ref: Reference,
+        trials: list[tuple[int, float]],
+        exclusive: bool,
+        triton_cache_out: str | None,
+    ) -> TrialRun:
+        """Run the judge's job and the candidate's job side by side on one device, trial by
+        trial, relaying seeds, output descriptors and the judge's findings."""
+        lim = self.job_limits(ref)
+        run = TrialRun(limits_mb=lim.memory_mb, expected_trials=len(trials))
+        path = os.path.abspath(problem.path)
+        tol = self.options.tolerance
+        with self.sandbox.slot(exclusive=exclusive, gpu_mb=self.gpu_mb(ref)) as slot:
+            judge_job = self.sandbox.start(
+                slot,
+                "tools.judge:judge_job",
+                problem.source,
+                path,
+                seed=self.options.seed,
+                atol=tol.atol,
+                rtol=tol.rtol,
+                preset=tol.preset,
+                limits=lim,
+            )
+            cand = self.sandbox.start(
+                slot,
+                "tools.worker:candidate_job",
+                source,
+                os.path.basename(kernel_path) or "candidate.py",
+                problem.source,
+                path,
+                seed=self.options.seed,
+                poison=self.options.poison,
+                aot_target=self.options.aot_target if self.device == "cpu" else None,
+                limits=lim,
+            )
+            try:
+                self._relay(judge_job, cand, trials, run)
+            finally:
+                try:
+                    judge_job.send({"stop": True})
+                    judged = judge_job.wait_result()
+                except JobEnded as exc:
+                    judged = exc.outcome
+                judged = judge_job.end(judged)
+                if judged.kind == "ok" and isinstance(judged.value, dict):
+                    run.memory.append(dict(judged.value.get("memory") or {}))
+                if judged.peak_rss_mb:
+                    run.memory.append({"host_peak_mb": judged.peak_rss_mb})
+                if run.outcome is None:
+                    try:
+                        cand.send({"stop": True})
+                    except JobEnded:
+                        pass
+                    run.outcome = cand.wait_result()
+                run.outcome = cand.end(run.outcome, triton_cache_out=triton_cache_out)
+                _note_memory_kill(run, run.outcome, "the candidate's job")
+                if run.outcome.peak_rss_mb:
+                    run.memory.append({"host_peak_mb": run.outcome.peak_rss_mb})
+                value = run.outcome.value
+                if isinstance(value, dict) and isinstance(value.get("memory"), dict):
+                    run.memory.append(dict(value["memory"]))
+                run.out_of_memory = run.out_of_memory or (
+                    isinstance(value, dict) and bool(value.get("out_of_memory"))
+                )
+        return run
+
+    def _relay(self, judge_job: JobSession, cand: JobSession, trials, run: TrialRun) -> None:
+        try:
+            judge_job.recv()  # loaded
+        except JobEnded as exc:
+            run.judge_failure = _judge_failure(exc.outcome, "loading the problem")
+            _note_memory_kill(run, exc.outcome, "the judge's job")
+            return
+        try:
+            cand.recv()  # built; a candidate that fails to import or build returns instead
+        except JobEnded as exc:
+            run.outcome = exc.outcome
+            return
+        for t, (seed, scale) in enumerate(trials):
+            msg = {"trial": t, "seed": seed, "scale": scale}
+            try:
+                judge_job.send(msg)
+                exp = judge_job.recv()
+            except JobEnded as exc:
+                run.judge_failure = _judge_failure(exc.outcome, f"computing trial {t}'s reference")
+                _note_memory_kill(run, exc.outcome, "the judge's job")
+                return
+            if not isinstance(exp, dict) or "error" in exp:
+                err = exp.get("error") if isinstance(exp, dict) else "no reply"
+                if isinstance(exp, dict) and exp.get("out_of_memory"):
+                    run.out_of_memory = True
+                    run.resource_failure = f"the reference ran out of memory on trial {t}: {err}"
+                else:
+                    run.judge_failure = f"the reference failed on trial {t}: {err}"
+                return
+            run.expected = exp.get("expected", [])
+            try:
+                cand.send(msg)
+            except JobEnded as exc:
+                run.outcome = exc.outcome
+                return
+            for expected_run in ("first", "second"):
+                try:
+                    got = cand.recv()
+                except JobEnded as exc:
+                    run.outcome = exc.outcome
+                    return
+                if (
+                    not isinstance(got, dict)
+                    or got.get("trial") != t
+                    or got.get("run") != expected_run
+                    or not isinstance(got.get("outputs"), list)
+                ):
+                    run.forged = "the candidate's job sent a message the harness does not send"
+                    return
+                try:
+                    judge_job.send(
+                        {
+                            "compare": got["outputs"],
+                            "run": expected_run,
+                            "directory": cand.workdir,
+                        }
+                    )
+                    reply = judge_job.recv()
+                except JobEnded as exc:
+                    run.judge_failure = _judge_failure(
+                        exc.outcome, "reading the candidate's outputs"
+                    )
+                    run.judge_died_comparing = True
+                    return
+                diff = reply.get("diff") if isinstance(reply, dict) else None
+                run.comparisons.append((t, expected_run, diff))
+                if expected_run == "first":
+                    run.got_shapes = [
+                        d.get("shape")
+                        for d in got["outputs"]
+                        if isinstance(d, dict) and "shape" in d
+                    ]
+                bad = not isinstance(diff, dict) or diff.get("kind") != "ok"
+                try:
+                    cand.send({"release": True, "stop": bad})
+                except JobEnded as exc:
+                    run.outcome = exc.outcome
+                    return
+                if bad:
+                    return
+
+
+@dataclass(kw_only=True)
+class TrialRun:
+    """What one verification's two jobs produced, for `judge`."""
+
+    outcome: JobOutcome | None = None
+    """How the candidate's job ended (its evidence in `value`)."""
+    comparisons: list[tuple[int, str, Any]] = field(default_factory=list)
+    """(trial, run, the judge's finding) for every run the judge compared."""
+    expected_trials: int = 0
+    expected: list[dict[str, Any]] = field(default_factory=list)
+    got_shapes: list[Any] = field(default_factory=list)
+    judge_failure: str | None = None
+    judge_died_comparing: bool = False
+    forged: str | None = None
+    out_of_memory: bool = False
+    """Some job ran out of memory (a reason to retry alone on a shared GPU)."""
+    resource_failure: str | None = None
+    """Why the problem did not fit (judge out of memory, a job killed at its host limit)."""
+    limits_mb: int | None = None
+    memory: list[dict[str, float]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def peaks(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for m in self.memory:
+            for k in ("host_peak_mb", "gpu_peak_mb"):
+                if isinstance(m.get(k), (int, float)):
+                    out[k] = max(out.get(k, 0.0), float(m[k]))
+        if self.limits_mb:
+            out["host_limit_mb"] = float(self.limits_mb)
+        return out
+
+
+def _note_memory_kill(run: TrialRun, outcome: JobOutcome, who: str) -> None:
+    if outcome.resource:
+        run.out_of_memory = True
+        run.resource_failure = f"{who} was killed at its host memory limit ({outcome.error})"
+
+
+def _judge_failure(outcome: JobOutcome, doing: str) -> str:
+    why = outcome.error.strip().splitlines()[-1] if outcome.error.strip() else outcome.kind
+    return f"the judge's job ended while {doing} ({outcome.kind}: {why})"
+
+
+def _oom_text(text: str) -> bool:
+    return "out of memory" in text or "can't allocate memory" in text or "OutOfMemoryError" in text
+
+
+def resource_verdict(message: str, memory: dict[str, float], footprint: dict[str, int]) -> Verdict:
+    return Verdict(
+        status="resource",
+        compiled=False,
+        correct=False,
+        message=message,
+        evidence=Evidence(memory=memory, footprint=footprint),
+    )
 
 
 def generalization_sizes(problem: Problem) -> dict[str, int]:
@@ -242,8 +536,50 @@ def generalization_sizes(problem: Problem) -> dict[str, int]:
     }
 
 
-def judge(outcome: JobOutcome, ref: Reference, options: VerifyOptions) -> Verdict:
-    """Turn a candidate job's outcome into the verdict. Pure: no I/O."""
+def judge(run: TrialRun, ref: Reference, options: VerifyOptions) -> Verdict:
+    """Turn what a verification's two jobs produced into the verdict. Pure: no I/O."""
+    verdict = _judge(run, ref, options)
+    verdict.evidence.memory = {**run.peaks(), **verdict.evidence.memory}
+    verdict.evidence.footprint = dict(ref.footprint)
+    verdict.evidence.notes.extend(run.notes)
+    return verdict
+
+
+def _judge(run: TrialRun, ref: Reference, options: VerifyOptions) -> Verdict:
+    outcome = run.outcome or JobOutcome(kind="crash", error="the candidate's job never ended")
+    if run.resource_failure and not (
+        isinstance(outcome.value, dict) and outcome.value.get("violations")
+    ):
+        # The problem did not fit: the judge ran out of memory, or a job was killed at its
+        # (derived) host limit. A candidate whose own allocation fails is a runtime_error
+        # below (its code can allocate less), after a retry alone on a shared GPU.
+        peaks = run.peaks()
+        shown = ", ".join(f"{k} {v:.0f}" for k, v in peaks.items())
+        return resource_verdict(
+            f"{run.resource_failure}. The problem's tensors take {ref.footprint_mb:.0f} MB a "
+            f"trial; peaks (MB): {shown or 'unknown'}. Raise --memory-mb (host memory) or run "
+            "with fewer jobs per GPU",
+            peaks,
+            dict(ref.footprint),
+        )
+    if run.forged:
+        return Verdict(
+            status="cheat",
+            compiled=False,
+            correct=False,
+            message=f"{run.forged}: the harness's messages were forged or tampered with",
+            evidence=Evidence(stderr_tail=outcome.stderr_tail),
+        )
+    if run.judge_died_comparing:
+        return Verdict(
+            status="crash",
+            compiled=True,
+            correct=False,
+            message=f"the candidate's outputs could not be read back: {run.judge_failure}",
+            evidence=Evidence(stderr_tail=outcome.stderr_tail),
+        )
+    if run.judge_failure:
+        raise ProblemError(run.judge_failure)
     if outcome.kind == "timeout":
         return Verdict(
             status="timeout",
@@ -277,7 +613,7 @@ def judge(outcome: JobOutcome, ref: Reference, options: VerifyOptions) -> Verdic
             evidence=Evidence(stderr_tail=tail),
         )
     try:
-        return _judge_reply(outcome.value, ref, options)
+        return _judge_reply(outcome.value, run, ref, options)
     except Exception as exc:  # noqa: BLE001 - a reply the candidate forged or broke
         return Verdict(
             status="crash",
@@ -289,7 +625,9 @@ def judge(outcome: JobOutcome, ref: Reference, options: VerifyOptions) -> Verdic
         )
 
 
-def _judge_reply(data: dict[str, Any], ref: Reference, options: VerifyOptions) -> Verdict:
+def _judge_reply(
+    data: dict[str, Any], run: TrialRun, ref: Reference, options: VerifyOptions
+) -> Verdict:
     tol = options.tolerance
     violations = data.get("violations") or []
     audit = Audit(**data["audit"]) if data.get("audit") else Audit()
@@ -299,7 +637,7 @@ def _judge_reply(data: dict[str, Any], ref: Reference, options: VerifyOptions) -
     )
     evidence.resources = [KernelResources(**r) for r in data.get("resources", [])]
     evidence.aot_errors = [SourceError(**e) for e in data.get("aot_errors", [])]
-    evidence.expected_shapes = [list(o.shape) for o in ref.outputs[0] if hasattr(o, "shape")]
+    evidence.expected_shapes = [list(e["shape"]) for e in ref.expected if "shape" in e]
     compiled = data.get("stage") in ("run", "done") and audit.triton_launches > 0
     if violations:
         return Verdict(
@@ -369,7 +707,7 @@ def _judge_reply(data: dict[str, Any], ref: Reference, options: VerifyOptions) -
     mixed = bool(audit.library_ops)
     if mixed and options.policy == "strict":
         return Verdict(
-            status="cheat",
+            status="policy",
             compiled=True,
             correct=False,
             message="library calls ran outside Triton ("
@@ -408,52 +746,74 @@ def _judge_reply(data: dict[str, Any], ref: Reference, options: VerifyOptions) -
             "reference does not. Write results to a new output tensor",
             evidence=evidence,
         )
-    outputs = data["outputs"]
-    n_plain = len(ref.outputs) - len(options.input_scales)
+    n_plain = run.expected_trials - len(options.input_scales)
     if options.input_scales:
         evidence.notes.append(
-            f"trials {n_plain}..{len(ref.outputs) - 1} are the generalisation check (inputs scaled by "
-            + ", ".join(f"{x:g}" for x in options.input_scales)
-            + ")"
+            f"trials {n_plain}..{run.expected_trials - 1} are the generalisation check (inputs "
+            "scaled by " + ", ".join(f"{x:g}" for x in options.input_scales) + ")"
         )
-    evidence.got_shapes = (
-        [list(o.shape) for o in outputs[0][0] if hasattr(o, "shape")] if outputs else []
-    )
-    for trial, (pair, expected) in enumerate(zip(outputs, ref.outputs)):
-        for run, got in zip(("first", "second"), pair):
-            diff = compare_outputs(got, expected, tol, trial=trial, run=run)
-            if diff.kind == "shape":
-                return Verdict(
-                    status="shape_mismatch",
-                    compiled=True,
-                    correct=False,
-                    message=diff.message,
-                    evidence=evidence,
-                    trials=trial + 1,
-                )
-            if diff.kind == "value":
-                evidence.mismatch = diff.report
-                return Verdict(
-                    status="mismatch",
-                    compiled=True,
-                    correct=False,
-                    message=diff.message,
-                    evidence=evidence,
-                    trials=trial + 1,
-                    atol=diff.report.atol if diff.report else None,
-                    rtol=diff.report.rtol if diff.report else None,
-                )
-    dt = ref.outputs[0][0].dtype if ref.outputs and ref.outputs[0] else None
+    evidence.got_shapes = [list(s) for s in run.got_shapes if isinstance(s, list)]
+    for trial, which, diff in run.comparisons:
+        kind = diff.get("kind") if isinstance(diff, dict) else None
+        message = str(diff.get("message", "")) if isinstance(diff, dict) else ""
+        if kind == "ok":
+            continue
+        if kind == "shape":
+            return Verdict(
+                status="shape_mismatch",
+                compiled=True,
+                correct=False,
+                message=message,
+                evidence=evidence,
+                trials=trial + 1,
+            )
+        if kind == "value":
+            report = MismatchReport(**diff["report"]) if diff.get("report") else None
+            evidence.mismatch = report
+            return Verdict(
+                status="mismatch",
+                compiled=True,
+                correct=False,
+                message=message,
+                evidence=evidence,
+                trials=trial + 1,
+                atol=report.atol if report else None,
+                rtol=report.rtol if report else None,
+            )
+        return Verdict(
+            status="crash",
+            compiled=True,
+            correct=False,
+            message=message or f"the judge could not compare trial {trial}'s {which} run",
+            evidence=evidence,
+            trials=trial + 1,
+        )
+    done = {(t, w) for t, w, d in run.comparisons if isinstance(d, dict) and d.get("kind") == "ok"}
+    if len(done) != 2 * run.expected_trials:
+        # Every trial's two runs must have been compared; fewer means the job stopped early
+        # without an error the harness reported (a forged end, a swallowed exit).
+        return Verdict(
+            status="cheat",
+            compiled=True,
+            correct=False,
+            message=f"only {len(done)} of {2 * run.expected_trials} runs reached the comparison, "
+            "with no error reported: the job's protocol was cut short",
+            evidence=evidence,
+        )
+    import torch
+
+    dt_name = ref.expected[0].get("dtype") if ref.expected else None
+    dt = getattr(torch, str(dt_name).replace("torch.", ""), None) if dt_name else None
     atol, rtol = tol.for_dtype(dt) if dt is not None else (None, None)
     note = " (mixed: " + ", ".join(audit.library_ops) + " ran as library calls)" if mixed else ""
     return Verdict(
         status="ok",
         compiled=True,
         correct=True,
-        message=f"correct on {len(outputs)} trials ({audit.triton_launches} Triton launches, "
+        message=f"correct on {run.expected_trials} trials ({audit.triton_launches} Triton launches, "
         f"kernels: {', '.join(audit.kernels)}){note}",
         evidence=evidence,
-        trials=len(outputs),
+        trials=run.expected_trials,
         atol=atol,
         rtol=rtol,
         mixed=mixed,

@@ -137,35 +137,111 @@ def estimate_work(mod: types.ModuleType) -> dict[str, Any]:
     return est
 
 
-def reference_job(
+class ContractError(Exception):
+    """The problem file breaks the KernelBench contract; the message says how."""
+
+
+def load_problem(problem_source: str, problem_path: str) -> types.ModuleType:
+    try:
+        mod = exec_module(problem_source, problem_path, "problem")
+    except Exception as exc:
+        raise ContractError(f"the problem file raised while loading: {_short_tb(exc)}") from None
+    for name in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(mod, name):
+            raise ContractError(f"the problem file defines no `{name}`")
+    return mod
+
+
+def build_model(mod: types.ModuleType, seed: int, device: str) -> tuple[torch.nn.Module, list]:
+    try:
+        init = list(mod.get_init_inputs())
+    except Exception as exc:
+        raise ContractError(f"get_init_inputs() raised: {_short_tb(exc)}") from None
+    try:
+        torch.manual_seed(seed)
+        model = mod.Model(*init)
+    except Exception as exc:
+        raise ContractError(f"Model(*get_init_inputs()) raised: {_short_tb(exc)}") from None
+    if not isinstance(model, torch.nn.Module):
+        raise ContractError("Model is not a torch.nn.Module")
+    return model.to(device), init
+
+
+def make_inputs(mod: types.ModuleType, seed: int, device: str, scale: float = 1.0) -> list:
+    """One trial's inputs from `get_inputs()` under `seed`, made on `device` where the problem
+    lets them be (its factory calls run with `device` as the default device, so a 6.4 GB input
+    is never built on the host and copied). The judge and the candidate's job each call this
+    with the same seed and get the same values: inputs never cross a process boundary."""
+    import random
+
+    import numpy
+
+    torch.manual_seed(seed)
+    random.seed(seed)
+    numpy.random.seed(seed % 2**32)
+    try:
+        with torch.device(device) if device == "cuda" else nullcontext():
+            inputs = mod.get_inputs()
+    except Exception as exc:
+        raise ContractError(f"get_inputs() raised: {_short_tb(exc)}") from None
+    if not isinstance(inputs, (list, tuple)) or not inputs:
+        raise ContractError(
+            f"get_inputs() must return a non-empty list, got {type(inputs).__name__}"
+        )
+    bad = [i for i, x in enumerate(inputs) if not isinstance(x, (torch.Tensor, int, float, bool))]
+    if bad:
+        raise ContractError(
+            f"get_inputs() item {bad[0]} is a {type(inputs[bad[0]]).__name__}, "
+            "not a tensor (or a plain number)"
+        )
+    if not any(isinstance(x, torch.Tensor) for x in inputs):
+        raise ContractError("get_inputs() returned no tensors")
+    inputs = _to_device(list(inputs), device)
+    if scale != 1.0:
+        with torch.no_grad():
+            for x in inputs:
+                if isinstance(x, torch.Tensor) and x.is_floating_point():
+                    x.mul_(scale)
+    return inputs
+
+
+def tensor_bytes(xs: Any) -> int:
+    return sum(t.numel() * t.element_size() for t in xs if isinstance(t, torch.Tensor))
+
+
+def peak_memory() -> dict[str, float]:
+    """This process's peak host resident set and (on a GPU) peak device memory, in MiB."""
+    import resource
+
+    out = {"host_peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    if job_device() == "cuda" and torch.cuda.is_initialized():
+        out["gpu_peak_mb"] = round(torch.cuda.max_memory_reserved() / 2**20, 1)
+    return out
+
+
+def problem_job(
     problem_source: str,
     problem_path: str,
     *,
-    trials: int,
     seed: int,
+    trial_seed: int,
     check_size: bool = True,
-    extra_input_seeds: int = 0,
-    input_scales: tuple[float, ...] | list[float] = (),
 ) -> dict[str, Any]:
-    """Load the problem, check the contract, return inputs and reference outputs per trial.
+    """Check the problem once: it loads, meets the contract, runs, is deterministic; and measure
+    its footprint (bytes of inputs, outputs and parameters, and this job's peaks), which sets
+    the limits and the GPU admission of every verification of it.
+    Returns {"error": message} for a problem that breaks the contract."""
+    from tools.compare import allclose
 
-    `input_scales`: one extra trial per factor, with the floating-point inputs multiplied by it
-    (the generalisation check against kernels that are right only for randn's range).
-    Returns {"error": message} for a problem that breaks the contract.
-    """
-    device = "cuda" if job_device() == "cuda" else "cpu"
-    ctx = _device_context()
+    device = job_device()
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    with ctx:
+    with _device_context():
         try:
-            mod = exec_module(problem_source, problem_path, "problem")
-        except Exception as exc:
-            return {"error": f"the problem file raised while loading: {_short_tb(exc)}"}
-        for name in ("Model", "get_inputs", "get_init_inputs"):
-            if not hasattr(mod, name):
-                return {"error": f"the problem file defines no `{name}`"}
-        est = estimate_work(mod) if device == "cpu" else {}
+            mod = load_problem(problem_source, problem_path)
+        except ContractError as exc:
+            return {"error": str(exc)}
+        est = estimate_work(mod)
         if device == "cpu" and check_size:
             moved = (est.get("input_elements") or 0) + (est.get("output_elements") or 0)
             flops = est.get("flops") or 0
@@ -182,79 +258,54 @@ def reference_job(
                     "estimate": est,
                 }
         try:
-            init = list(mod.get_init_inputs())
-        except Exception as exc:
-            return {"error": f"get_init_inputs() raised: {_short_tb(exc)}"}
+            model, _ = build_model(mod, seed, device)
+            timings["load"] = time.perf_counter() - t0
+            inputs = make_inputs(mod, trial_seed, device)
+        except ContractError as exc:
+            return {"error": str(exc), "estimate": est}
+        footprint = {
+            "input_bytes": tensor_bytes(inputs),
+            "param_bytes": tensor_bytes(list(model.state_dict().values())),
+        }
         try:
-            torch.manual_seed(seed)
-            model = mod.Model(*init)
+            with torch.no_grad():
+                out = normalise_outputs(model(*inputs))
+                _sync()
         except Exception as exc:
-            return {"error": f"Model(*get_init_inputs()) raised: {_short_tb(exc)}"}
-        if not isinstance(model, torch.nn.Module):
-            return {"error": "Model is not a torch.nn.Module"}
-        model = model.to(device)
-        timings["load"] = time.perf_counter() - t0
-        all_inputs, all_outputs = [], []
-        scales = [1.0] * (trials + extra_input_seeds) + [float(x) for x in input_scales]
-        for trial, scale in enumerate(scales):
-            torch.manual_seed(seed + 1000 * (trial + 1))
-            try:
-                inputs = mod.get_inputs()
-            except Exception as exc:
-                return {"error": f"get_inputs() raised: {_short_tb(exc)}"}
-            if scale != 1.0 and isinstance(inputs, (list, tuple)):
-                inputs = [
-                    x * scale if isinstance(x, torch.Tensor) and x.is_floating_point() else x
-                    for x in inputs
-                ]
-            if not isinstance(inputs, (list, tuple)) or not inputs:
-                return {
-                    "error": f"get_inputs() must return a non-empty list, got {type(inputs).__name__}"
-                }
-            bad = [
-                i
-                for i, x in enumerate(inputs)
-                if not isinstance(x, (torch.Tensor, int, float, bool))
-            ]
-            if bad:
-                return {
-                    "error": f"get_inputs() item {bad[0]} is a {type(inputs[bad[0]]).__name__}, "
-                    "not a tensor (or a plain number)"
-                }
-            if not any(isinstance(x, torch.Tensor) for x in inputs):
-                return {"error": "get_inputs() returned no tensors"}
-            inputs = _to_device(list(inputs), device)
-            try:
-                with torch.no_grad():
-                    out = normalise_outputs(model(*_clone(inputs)))
-                    _sync()
-                    torch.manual_seed(seed + 7)  # a different RNG state: dropout would show
-                    again = normalise_outputs(model(*_clone(inputs)))
-                    _sync()
-            except Exception as exc:
-                return {"error": f"Model.forward raised on get_inputs(): {_short_tb(exc)}"}
-            nonten = [i for i, o in enumerate(out) if not isinstance(o, torch.Tensor)]
-            if nonten:
-                return {"error": f"Model.forward output {nonten[0]} is not a tensor"}
-            for a, b in zip(out, again):
-                same = a.shape == b.shape and bool(
-                    torch.isclose(
-                        a.double(), b.double(), atol=1e-5, rtol=1e-5, equal_nan=True
-                    ).all()
-                )
-                if not same:
-                    return {
-                        "error": "the reference is non-deterministic: two forwards on the same "
-                        "inputs differ (dropout or other randomness in Model.forward?). Make it "
-                        "deterministic (e.g. p=0 or model.eval()) so outputs can be compared."
-                    }
-            all_inputs.append(_cpu_copy(inputs))
-            all_outputs.append(_cpu_copy(out))
+            return {"error": f"Model.forward raised on get_inputs(): {_short_tb(exc)}"}
+        nonten = [i for i, o in enumerate(out) if not isinstance(o, torch.Tensor)]
+        if nonten:
+            return {"error": f"Model.forward output {nonten[0]} is not a tensor"}
+        footprint["output_bytes"] = tensor_bytes(out)
+        expected = [{"shape": list(o.shape), "dtype": str(o.dtype)} for o in out]
+        # Same inputs again (regenerated: the forward may have changed them), another RNG state.
+        del inputs
+        inputs = make_inputs(mod, trial_seed, device)
+        torch.manual_seed(seed + 7)  # dropout would show
+        with torch.no_grad():
+            again = normalise_outputs(model(*inputs))
+            _sync()
+        del inputs
+        same = len(out) == len(again) and all(
+            isinstance(b, torch.Tensor)
+            and a.shape == b.shape
+            and a.dtype == b.dtype
+            and allclose(a, b, 1e-5, 1e-5)
+            for a, b in zip(out, again)
+        )
+        if not same:
+            return {
+                "error": "the reference is non-deterministic: two forwards on the same "
+                "inputs differ (dropout or other randomness in Model.forward?). Make it "
+                "deterministic (e.g. p=0 or model.eval()) so outputs can be compared."
+            }
+        del out, again
         timings["reference"] = time.perf_counter() - t0 - timings["load"]
     return {
-        "inputs": all_inputs,
-        "outputs": all_outputs,
         "estimate": est,
+        "footprint": footprint,
+        "expected": expected,
+        "memory": peak_memory(),
         "timings": timings,
         "torch_version": torch.__version__,
     }
@@ -299,33 +350,38 @@ def _cuda_fault(exc: BaseException) -> str | None:
 
 
 def candidate_job(
+    channel: Any,
     kernel_source: str,
     kernel_path: str,
     problem_source: str,
     problem_path: str,
-    inputs_per_trial: list[list[Any]],
     *,
     seed: int,
     poison: bool = True,
     aot_target: str | None = None,
 ) -> dict[str, Any]:
-    """Import the candidate, build it like the reference, run it before and after the reference
-    on cloned inputs under the audit. Returns outputs and evidence; never judges them."""
-    from tools.audit import Integrity, ProfilerObserver, audited
+    """Import the candidate and build it like the reference; then, trial by trial as the parent
+    asks (`{"trial", "seed", "scale"}`, until `{"stop"}`), make the trial's inputs from its seed
+    and run the candidate twice under the audit, exporting each run's outputs for the judge
+    (`tools.handover`) and freeing them when the parent says so. Returns the evidence (audit,
+    rule violations, errors); never sees a reference output and never judges.
 
-    device = "cuda" if job_device() == "cuda" else "cpu"
+    The seeds arrive only after the candidate is built, one trial at a time, so nothing it
+    runs before a trial can know that trial's inputs, nor how many trials there will be."""
+    from tools.audit import Integrity, ProfilerObserver, audited
+    from tools.handover import export_outputs
+
+    device = job_device()
     result: dict[str, Any] = {"stage": "import", "timings": {}}
     t0 = time.perf_counter()
     records: list = []
     with ExitStack() as stack:
         stack.enter_context(_device_context())
         try:
-            problem = exec_module(problem_source, problem_path, "problem")
-            init = list(problem.get_init_inputs())
-            torch.manual_seed(seed)
-            model = problem.Model(*init).to(device)
-        except Exception as exc:  # the reference job already validated this
-            result.update(stage="problem", error=_map_error(exc, problem_path))
+            problem = load_problem(problem_source, problem_path)
+            model, init = build_model(problem, seed, device)
+        except ContractError as exc:  # the problem job already validated this
+            result.update(stage="problem", error={"kind": "ProblemError", "message": str(exc)})
             return result
         # What the candidate must leave alone (timers, torch entry points, this harness, the
         # guard's settings), and which threads exist before it runs.
@@ -334,6 +390,7 @@ def candidate_job(
         # forward, which the integrity check read as tampering (seen on the H200, torch 2.11).
         # Import it before the snapshot so only the candidate's own patches count.
         importlib.import_module("torch._dynamo")
+        importlib.import_module("tools.handover")
         if device == "cuda" and "_inductor" in kernel_source:
             # KernelLLM-style output imports Inductor's runtime; on CPU the shim already did this.
             # Harness set-up, so before the snapshot: whatever importing Inductor replaces (on
@@ -389,8 +446,8 @@ def candidate_job(
             result["violations"] = _violations(tamper)
             return result
         check_integrity("in the constructor", integrity)
+        del model  # the reference model has no business in this process from here on
         result["stage"] = "run"
-        outputs: list[list[list]] = []
         audit: dict[str, Any] = {
             "triton_launches": 0,
             "kernels": [],
@@ -399,13 +456,11 @@ def candidate_job(
             "mutated_inputs": [],
             "aliased_outputs": [],
         }
-        recorder = None
         if aot_target:
             try:
                 from tools.aot import record_launches
 
-                recorder = record_launches()
-                records = stack.enter_context(recorder)
+                records = stack.enter_context(record_launches())
             except Exception as exc:
                 result.setdefault("notes", []).append(f"launch recorder unavailable: {exc}")
         # Second snapshot: the launch recorder above legitimately patched triton's `run`.
@@ -414,22 +469,27 @@ def candidate_job(
         idle_runs: list[str] = []
         prev_args: list | None = None
         t_run = time.perf_counter()
-        for trial, inputs in enumerate(inputs_per_trial):
-            base = _to_device(inputs, device)
-            pair = []
+        channel.send({"ready": True, "timings": dict(result["timings"])})
+        while True:
+            msg = channel.recv()
+            if not isinstance(msg, dict) or "trial" not in msg:
+                break
+            trial = int(msg["trial"])
+            try:
+                base = make_inputs(problem, int(msg["seed"]), device, float(msg.get("scale", 1.0)))
+            except ContractError as exc:
+                result.update(stage="problem", error={"kind": "ProblemError", "message": str(exc)})
+                return result
             for run in ("first", "second"):
-                if run == "second":
-                    # The reference runs in between, in this process, so that memory it frees is
-                    # what the candidate's second run may be handed (stale-result detection).
-                    with torch.no_grad():
-                        ref_local = model(*_clone(base))
-                    _sync()
-                    del ref_local
-                args = _refill(prev_args, base) if run == "first" else None
+                if run == "first":
+                    # The previous run's buffers with this trial's values: a result cached by
+                    # data pointer is now stale.
+                    args = _refill(prev_args, base)
+                else:
+                    args = None
+                prev_args = None
                 if args is None:
                     args = _clone(base)
-                prev_args = args
-                keep = _clone(base)
                 _sync()  # inputs ready before the call: a kernel on a side stream must not race them
                 try:
                     with (
@@ -454,17 +514,21 @@ def candidate_job(
                         error_during_launch=bool(failed_launch),
                         trial=trial,
                     )
+                    if _out_of_memory(exc):
+                        result["out_of_memory"] = _short_tb(exc, limit=1)[:500]
                     if fault:
                         result["cuda_fault"] = fault
                     check_integrity("in forward", during)
                     result["violations"] = _violations(tamper + observer.tampered)
                     audit["triton_launches"] += launches.count
                     result["audit"] = audit
+                    result["memory"] = peak_memory()
                     return result
                 check_integrity("in forward", during)
                 if launches.count == 0:
                     idle_runs.append(f"trial {trial}, {run} run")
                 flat = _checked_outputs(normalise_outputs(out), tamper)
+                del out
                 audit["triton_launches"] += launches.count
                 for k in launches.names:
                     if k not in audit["kernels"]:
@@ -475,7 +539,9 @@ def candidate_job(
                 for op in mode.library:
                     if op not in audit["library_ops"]:
                         audit["library_ops"].append(op)
-                for i, (a, k) in enumerate(zip(args, keep)):
+                # Mutation: the arguments against the pristine inputs, which the candidate never
+                # received (no third full-size copy kept for the check).
+                for i, (a, k) in enumerate(zip(args, base)):
                     if (
                         isinstance(a, torch.Tensor)
                         and not _same(a, k)
@@ -495,8 +561,24 @@ def candidate_job(
                         and j not in audit["aliased_outputs"]
                     ):
                         audit["aliased_outputs"].append(j)
-                pair.append(_cpu_copy(flat))
-            outputs.append(pair)
+                channel.send(
+                    {
+                        "trial": trial,
+                        "run": run,
+                        "outputs": export_outputs(flat, os.getcwd(), f"out_{trial}_{run}"),
+                    }
+                )
+                reply = channel.recv()  # the judge has compared them: they may go
+                for j in range(len(flat)):
+                    _remove_quietly(os.path.join(os.getcwd(), f"out_{trial}_{run}_{j}.bin"))
+                del flat
+                prev_args = args
+                del args
+                if isinstance(reply, dict) and reply.get("stop"):
+                    break
+            del base
+            if isinstance(reply, dict) and reply.get("stop"):
+                break
         result["timings"]["runs"] = time.perf_counter() - t_run
         observer.__exit__(None, None, None)
         if observer.exit_error:
@@ -517,11 +599,11 @@ def candidate_job(
         if alive:
             tamper.append(f"leaving {len(alive)} thread(s) running after forward ({alive[0].name})")
     check_integrity("by the end of the job", integrity)
-    result["outputs"] = outputs
     result["audit"] = audit
     result["idle_runs"] = idle_runs
     result["violations"] = _violations(tamper + observer.tampered)
     result["stage"] = "done"
+    result["memory"] = peak_memory()
     if aot_target and records:
         t_aot = time.perf_counter()
         try:
@@ -534,6 +616,25 @@ def candidate_job(
             result.setdefault("notes", []).append(f"ahead-of-time compile unavailable: {exc}")
         result["timings"]["aot"] = time.perf_counter() - t_aot
     return result
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    from tools.aot import _exception_chain
+
+    for e in _exception_chain(exc):
+        if isinstance(e, (torch.OutOfMemoryError, MemoryError)):
+            return True
+        text = str(e)
+        if "out of memory" in text or "can't allocate memory" in text:
+            return True
+    return False
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _refill(prev: list | None, new: list) -> list | None:
@@ -618,11 +719,16 @@ def _line_in_kernel(source: str, line: int | None) -> bool:
 
 
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal values (NaN equal to NaN), without full-size temporaries when they are equal."""
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
-    if a.is_floating_point():
-        return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
-    return bool((a == b).all())
+    if torch.equal(a, b):
+        return True
+    if not a.is_floating_point():
+        return False
+    from tools.compare import allclose
+
+    return allclose(a, b, 0.0, 0.0)
 
 
 def _copy_matching_weights(src: torch.nn.Module, dst: torch.nn.Module) -> None:
