@@ -3,7 +3,8 @@
 # path on the examples, on a 6.4 GB KernelBench problem (verify + profile, time and memory), the
 # GPU tests of verify/compare, the adversarial corpus on CUDA, then a short compiler bench over
 # KernelBench (gpu_kernelbench.sh with a deadline). Carry .whl and .kb. Everything of its own
-# comes back in realsize.tgz (gpu_kernelbench.sh's 7 files beside it).
+# comes back in realsize.tgz (gpu_kernelbench.sh's 7 files beside it). SKIP_EXAMPLES=1 skips the
+# examples and the 6.4 GB problem; RESUME_TGZ is passed to gpu_kernelbench.sh.
 set -u
 START=$SECONDS
 source "$(dirname "$0")/_gpu_env.sh"
@@ -16,6 +17,7 @@ git log -1 --format='commit %H' >>"$LOG" 2>/dev/null
 nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv >>"$LOG" 2>&1
 python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)' >>"$LOG" 2>&1
 
+if [ -z "${SKIP_EXAMPLES:-}" ]; then
 log "examples through agent verify on cuda"
 for pair in relu:relu softmax:softmax; do
   p=${pair%%:*}; k=${pair##*:}
@@ -33,6 +35,7 @@ grep -E "Maximum resident|Elapsed" "$OUT/leaky_verify.err" >>"$LOG"
 timeout 200 python3 -m agent profile .kb/level1/20_LeakyReLU.py benchmarks/kernels/kb_20_leaky_relu.py --json >"$OUT/leaky_profile.json" 2>>"$LOG"
 log "profile rc=$?"; tail -1 "$OUT/leaky_profile.json" | python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); print({k: d.get(k) for k in ("status","message","speedup_eager","speedup_compile","memory","duration_s")})' >>"$LOG" 2>&1
 
+fi # SKIP_EXAMPLES
 log "GPU tests: verify, compare"
 timeout 150 python3 -m pytest -q -x --no-header -p no:cacheprovider -m gpu tests/test_verify.py tests/test_compare_chunked.py 2>&1 | tail -5 >>"$LOG"
 log "adversarial corpus on cuda"
@@ -42,7 +45,7 @@ log "adversarial rc=$?"; cut -c1-600 "$OUT/adversarial_cuda.json" >>"$LOG"
 left=$((570 - (SECONDS - START)))
 log "kernelbench compiler bench for the remaining ${left} s"
 if [ "$left" -gt 120 ]; then
-  DEADLINE_S=$left OUT=$FINAL_OUT bash benchmarks/gpu_kernelbench.sh >>"$LOG" 2>&1
+  DEADLINE_S=$left OUT=$FINAL_OUT RESUME_TGZ=${RESUME_TGZ:-} bash benchmarks/gpu_kernelbench.sh >>"$LOG" 2>&1
 fi
 log "done"
 tar czf "$FINAL_OUT/realsize.tgz" -C /tmp realsize

@@ -32,6 +32,13 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip_gpu)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache(tmp_path_factory):
+    """Problem checks and baselines are cached on disk across runs: tests get their own."""
+    if "TRITON_AGENT_CACHE" not in os.environ:
+        os.environ["TRITON_AGENT_CACHE"] = str(tmp_path_factory.mktemp("ta-cache"))
+
+
 @pytest.fixture(autouse=True)
 def _seed():
     import torch

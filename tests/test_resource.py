@@ -93,7 +93,7 @@ def test_judge_reports_resource_with_figures():
     assert "2048 MB a trial" in v.message
 
 
-def test_a_candidate_that_runs_out_of_memory_itself_is_its_runtime_error():
+def test_a_candidate_out_of_memory_is_resource_after_the_retry():
     run = TrialRun(
         outcome=_done(
             stage="run",
@@ -103,9 +103,18 @@ def test_a_candidate_that_runs_out_of_memory_itself_is_its_runtime_error():
         ),
         expected_trials=1,
         out_of_memory=True,
+        resource_failure="the candidate ran out of memory: CUDA out of memory",
     )
     v = judge(run, _ref(), VerifyOptions(trials=1))
-    assert v.status == "runtime_error" and "out of memory" in v.message
+    assert v.status == "resource" and "out of memory" in v.message
+
+
+def test_a_candidate_killed_at_its_host_limit_is_a_crash():
+    killed = JobOutcome(
+        kind="crash", error="memory limit: resident set 9000 MB > 8192 MB; killed", resource=True
+    )
+    v = judge(TrialRun(outcome=killed, expected_trials=1), _ref(), VerifyOptions(trials=1))
+    assert v.status == "crash" and "memory limit" in v.message
 
 
 def test_ok_needs_every_run_compared_by_the_judge():

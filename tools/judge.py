@@ -14,6 +14,7 @@ Messages (parent -> judge): `{"trial", "seed", "scale"}` -> `{"expected": [...]}
 from __future__ import annotations
 
 import dataclasses
+import gc
 import time
 from typing import Any
 
@@ -65,6 +66,7 @@ def judge_job(
                 break
             if "trial" in msg:
                 expected = []  # the previous trial's reference outputs go first
+                gc.collect()
                 trial = int(msg["trial"])
                 try:
                     inputs = make_inputs(mod, int(msg["seed"]), device, float(msg.get("scale", 1)))

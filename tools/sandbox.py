@@ -745,6 +745,10 @@ def _child_main(conn, workdir: str, env: dict[str, str], lim: Limits, device: st
             data = _dump_reply(result)
         except Exception:
             data = _dump_reply(("error", "result not serialisable:\n" + traceback.format_exc()))
+        # Read what the parent sent and the job did not: a socket closed with unread data
+        # resets the connection, and the parent would lose this reply.
+        while conn.poll(0):
+            conn.recv_bytes()
         conn.send_bytes(data)
     finally:
         sys.stdout.flush()

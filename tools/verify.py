@@ -14,6 +14,7 @@ its own function. The protocol (DESIGN.md, docs/verification.md):
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
 import threading
@@ -140,13 +141,57 @@ class Verifier:
 
     # -- stage: check the problem (once) ----------------------------------------------------
     def reference(self, problem: Problem) -> Reference:
-        """Check `problem` in a job of its own (cached per problem and device): raises
-        ProblemError (TooLargeForCPUError) for a problem that breaks the contract."""
+        """Check `problem` in a job of its own, once per problem, device and versions (kept in
+        memory and on disk, `TRITON_AGENT_CACHE`): raises ProblemError (TooLargeForCPUError)
+        for a problem that breaks the contract, ResourceError for one that does not fit."""
         key = (problem.digest, self.device, self.options.allow_large)
         with self._lock:
             if key in self._refs:
                 return self._refs[key]
+        disk_key = _problem_cache_key(problem, self.device, self.options.allow_large)
+        cached = _read_problem_cache().get(disk_key)
+        if isinstance(cached, dict):
+            try:
+                ref = Reference(**cached)
+            except TypeError:
+                ref = None
+            if ref is not None:
+                with self._lock:
+                    self._refs[key] = ref
+                return ref
+        data = self._check_problem(problem, exclusive=False)
+        if (
+            "error" in data
+            and _oom_text(data["error"])
+            and self.device == "cuda"
+            and self.sandbox.slots > 1
+        ):
+            # Out of GPU memory beside other jobs: once more, alone on the GPU.
+            data = self._check_problem(problem, exclusive=True)
+        if "error" in data:
+            cls = TooLargeForCPUError if data.get("too_large") else ProblemError
+            if _oom_text(data["error"]):
+                raise ResourceError(
+                    f"{problem.path}: the problem does not fit in a job's memory "
+                    f"(host limit {self.options.memory_mb or 'derived'} MB): {data['error']}. "
+                    "Raise --memory-mb, or shrink the problem's sizes"
+                )
+            raise cls(f"{problem.path}: {data['error']}")
+        ref = Reference(
+            estimate=data.get("estimate", {}),
+            footprint=data.get("footprint", {}),
+            expected=data.get("expected", []),
+            memory=data.get("memory", {}),
+            timings=data.get("timings", {}),
+        )
+        with self._lock:
+            self._refs[key] = ref
+        _write_problem_cache(disk_key, dataclasses.asdict(ref))
+        return ref
+
+    def _check_problem(self, problem: Problem, *, exclusive: bool) -> dict[str, Any]:
         lim = self.sandbox.limits
+        timeout = max(self.options.timeout_s, 60.0)
         out = self.sandbox.run(
             "tools.worker:problem_job",
             problem.source,
@@ -154,15 +199,13 @@ class Verifier:
             seed=self.options.seed,
             trial_seed=secrets.randbits(31),
             check_size=not self.options.allow_large,
-            timeout=max(self.options.timeout_s, 60.0),
+            timeout=timeout,
             limits=Limits(
-                timeout_s=max(self.options.timeout_s, 60.0),
+                timeout_s=timeout,
                 memory_mb=self.options.memory_mb or host_memory_mb() * 8 // 10,
                 file_size_mb=lim.file_size_mb,
             ),
-            # Unknown footprint: alone on its GPU, so a 6 GB problem cannot meet an OOM
-            # caused by its neighbours.
-            exclusive=self.device == "cuda" and self.sandbox.slots > 1,
+            exclusive=exclusive,
         )
         if out.kind == "timeout":
             raise ProblemError(
@@ -178,31 +221,12 @@ class Verifier:
             raise ProblemError(
                 f"{problem.path}: the reference crashed: {out.error}\n{out.stderr_tail}"
             )
-        if out.kind == "error":
+        if out.kind == "error" or not isinstance(out.value, dict):
             raise ProblemError(
                 f"{problem.path}: the problem could not be checked: "
-                + (out.error.strip().splitlines() or ["unknown error"])[-1]
+                + ((out.error or "no result").strip().splitlines() or ["unknown error"])[-1]
             )
-        data = out.value
-        if "error" in data:
-            cls = TooLargeForCPUError if data.get("too_large") else ProblemError
-            if _oom_text(data["error"]):
-                raise ResourceError(
-                    f"{problem.path}: the problem does not fit in a job's host memory "
-                    f"({self.options.memory_mb or 'derived'} MB limit): {data['error']}. "
-                    "Raise --memory-mb, or shrink the problem's sizes"
-                )
-            raise cls(f"{problem.path}: {data['error']}")
-        ref = Reference(
-            estimate=data.get("estimate", {}),
-            footprint=data.get("footprint", {}),
-            expected=data.get("expected", []),
-            memory=data.get("memory", {}),
-            timings=data.get("timings", {}),
-        )
-        with self._lock:
-            self._refs[key] = ref
-        return ref
+        return out.value
 
     def job_limits(self, ref: Reference) -> Limits:
         """Limits of one verification job, derived from the problem's footprint unless
@@ -371,21 +395,25 @@ class Verifier:
                 if judged.peak_rss_mb:
                     run.memory.append({"host_peak_mb": judged.peak_rss_mb})
                 if run.outcome is None:
-                    try:
-                        cand.send({"stop": True})
-                    except JobEnded:
-                        pass
+                    if not run.candidate_stopped:
+                        # Exactly one stop: a job that exits with a message unread in its
+                        # socket resets the connection, and its result is lost with it.
+                        try:
+                            cand.send({"stop": True})
+                        except JobEnded:
+                            pass
                     run.outcome = cand.wait_result()
                 run.outcome = cand.end(run.outcome, triton_cache_out=triton_cache_out)
-                _note_memory_kill(run, run.outcome, "the candidate's job")
                 if run.outcome.peak_rss_mb:
                     run.memory.append({"host_peak_mb": run.outcome.peak_rss_mb})
                 value = run.outcome.value
                 if isinstance(value, dict) and isinstance(value.get("memory"), dict):
                     run.memory.append(dict(value["memory"]))
-                run.out_of_memory = run.out_of_memory or (
-                    isinstance(value, dict) and bool(value.get("out_of_memory"))
-                )
+                if isinstance(value, dict) and value.get("out_of_memory"):
+                    run.out_of_memory = True
+                    run.resource_failure = (
+                        f"the candidate ran out of memory: {str(value['out_of_memory'])[:300]}"
+                    )
         return run
 
     def _relay(self, judge_job: JobSession, cand: JobSession, trials, run: TrialRun) -> None:
@@ -450,6 +478,7 @@ class Verifier:
                     run.judge_failure = _judge_failure(
                         exc.outcome, "reading the candidate's outputs"
                     )
+                    _note_memory_kill(run, exc.outcome, "the judge's job")
                     run.judge_died_comparing = True
                     return
                 diff = reply.get("diff") if isinstance(reply, dict) else None
@@ -463,6 +492,7 @@ class Verifier:
                 bad = not isinstance(diff, dict) or diff.get("kind") != "ok"
                 try:
                     cand.send({"release": True, "stop": bad})
+                    run.candidate_stopped = bad
                 except JobEnded as exc:
                     run.outcome = exc.outcome
                     return
@@ -484,6 +514,8 @@ class TrialRun:
     judge_failure: str | None = None
     judge_died_comparing: bool = False
     forged: str | None = None
+    candidate_stopped: bool = False
+    """The candidate's job was told to stop (it must not be told twice)."""
     out_of_memory: bool = False
     """Some job ran out of memory (a reason to retry alone on a shared GPU)."""
     resource_failure: str | None = None
@@ -501,6 +533,55 @@ class TrialRun:
         if self.limits_mb:
             out["host_limit_mb"] = float(self.limits_mb)
         return out
+
+
+PROBLEM_CACHE_VERSION = 1
+
+
+def _problem_cache_key(problem: Problem, device: str, allow_large: bool) -> str:
+    import torch
+    import triton
+
+    return "|".join(
+        (problem.digest, device, torch.__version__, triton.__version__, str(allow_large))
+    )
+
+
+def _problem_cache_path():
+    from tools.profile import cache_dir
+
+    return cache_dir() / "problems.json"
+
+
+def _read_problem_cache() -> dict[str, Any]:
+    import json
+
+    try:
+        data = json.loads(_problem_cache_path().read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("version") != PROBLEM_CACHE_VERSION:
+        return {}
+    return data.get("problems", {}) if isinstance(data.get("problems"), dict) else {}
+
+
+def _write_problem_cache(key: str, entry: dict[str, Any]) -> None:
+    """Merge one problem's check into the cache file, atomically; a cache that cannot be
+    written only costs time."""
+    import json
+    import tempfile
+
+    path = _problem_cache_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        problems = _read_problem_cache()
+        problems[key] = entry
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".problems-", suffix=".json")
+        with os.fdopen(fd, "w") as f:
+            json.dump({"version": PROBLEM_CACHE_VERSION, "problems": problems}, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass
 
 
 def _note_memory_kill(run: TrialRun, outcome: JobOutcome, who: str) -> None:
@@ -550,9 +631,9 @@ def _judge(run: TrialRun, ref: Reference, options: VerifyOptions) -> Verdict:
     if run.resource_failure and not (
         isinstance(outcome.value, dict) and outcome.value.get("violations")
     ):
-        # The problem did not fit: the judge ran out of memory, or a job was killed at its
-        # (derived) host limit. A candidate whose own allocation fails is a runtime_error
-        # below (its code can allocate less), after a retry alone on a shared GPU.
+        # Out of memory in either job (on a shared GPU: also when retried alone), or the judge
+        # killed at its host limit. (A candidate's job killed at its host limit is a crash:
+        # its inputs and outputs are on the GPU, so the bloat is its own.)
         peaks = run.peaks()
         shown = ", ".join(f"{k} {v:.0f}" for k, v in peaks.items())
         return resource_verdict(

@@ -1,6 +1,7 @@
-"""expected: runtime_error
+"""expected: resource
 Allocates 1 TB in forward (more than an H200's 141 GB). The job's address-space limit (CPU) or
-the device (GPU, out of memory) refuses it and the allocation raises; the harness is untouched.
+the device (GPU, out of memory; retried alone) refuses it: `resource`, with the figures; the
+harness is untouched.
 """
 import torch
 import torch.nn as nn

@@ -1,6 +1,7 @@
-"""expected: runtime_error|crash
-Grows a Python bytearray to 100 GB: MemoryError under the job's address-space limit (on a GPU
-job, where RLIMIT_AS is off, the parent's resident-set poll kills it: crash).
+"""expected: resource|crash
+Grows a Python bytearray to 100 GB: MemoryError under the job's address-space limit (out of
+memory: `resource`); on a GPU job, where RLIMIT_AS is off, the parent's resident-set poll kills
+it: crash.
 """
 import torch
 import torch.nn as nn
