@@ -360,16 +360,42 @@ def _work(model: torch.nn.Module, inputs: list) -> dict[str, Any]:
     }
 
 
-def _fill_fresh(bufs: list, seed: int) -> None:
-    """Write new values (normal, mean 0.25, std 1.5) into the floating-point tensors of `bufs`, in
-    place. The same seed and the same buffers give the same values: the job writes them once to
-    compute the reference, and again after the timing, without keeping them in between."""
-    generators: dict[torch.device, torch.Generator] = {}
+def fresh_moments(bufs: list) -> list:
+    """Per floating-point input: (mean, std, non-negative) of its values, so that new values
+    follow the problem's own distribution. Values of another scale fail honest kernels: on the
+    H200, normal(0.25, 1.5) values in place of KernelBench's rand() made 975 of 8.4M elements
+    of a correct fp32 GEMM (16_Matmul_with_transposed_A) miss 1e-4 through cancellation."""
+    out = []
     for x in bufs:
+        if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel():
+            xf = x.float() if x.element_size() < 4 else x
+            out.append(
+                (float(xf.mean()), float(xf.std()) if x.numel() > 1 else 1.0, bool(x.min() >= 0))
+            )
+        else:
+            out.append(None)
+    return out
+
+
+def _fill_fresh(bufs: list, seed: int, moments: list | None = None) -> None:
+    """Write new values into the floating-point tensors of `bufs`, in place: normal with each
+    input's own mean and spread (`fresh_moments`; folded to non-negative for inputs that were),
+    or normal(0.25, 1.5) without moments. The same seed and the same buffers give the same
+    values: the job writes them once to compute the reference, and again after the timing,
+    without keeping them in between."""
+    generators: dict[torch.device, torch.Generator] = {}
+    for i, x in enumerate(bufs):
         if isinstance(x, torch.Tensor) and x.is_floating_point():
             if x.device not in generators:
                 generators[x.device] = torch.Generator(device=x.device).manual_seed(seed)
-            x.normal_(0.25, 1.5, generator=generators[x.device])
+            m = moments[i] if moments is not None and i < len(moments) else None
+            if m is None:
+                x.normal_(0.25, 1.5, generator=generators[x.device])
+                continue
+            mean, std, non_negative = m
+            x.normal_(mean, max(std, 1e-6), generator=generators[x.device])
+            if non_negative:
+                x.abs_()
 
 
 def _reference_on_fresh(
@@ -475,7 +501,10 @@ def profile_job(
         problem = exec_module(problem_source, problem_path, "problem")
         init = list(problem.get_init_inputs())
         torch.manual_seed(seed)
-        model = problem.Model(*init).to("cuda").eval()
+        # As constructed (training mode), like the verification's reference: eval() changed
+        # BatchNorm to running statistics, and correct kernels of KernelBench's Gemm+BatchNorm
+        # problems were refuted as stale by the freshness check (H200, 2026-11-30).
+        model = problem.Model(*init).to("cuda")
         torch.manual_seed(seed + 1000)
         host = list(problem.get_inputs())
         base = _to_device(host, "cuda")
@@ -484,8 +513,10 @@ def profile_job(
         work = _work(model, base)
         result["work"] = work
 
+        moments = fresh_moments(base)
+
         def fill_fresh(bufs: list) -> None:
-            _fill_fresh(bufs, seed + FRESH_SEED_OFFSET)
+            _fill_fresh(bufs, seed + FRESH_SEED_OFFSET, moments)
 
         # Computed before the candidate's code is loaded; kept (one output set) until the
         # freshness check, which writes the same new values into the same buffers.

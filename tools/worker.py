@@ -490,6 +490,7 @@ def candidate_job(
                     args = None
                 prev_args = None
                 if args is None:
+                    gc.collect()  # the previous run's arguments go before new ones are made
                     args = _clone(base)
                 _sync()  # inputs ready before the call: a kernel on a side stream must not race them
                 try:
@@ -541,26 +542,13 @@ def candidate_job(
                     if op not in audit["library_ops"]:
                         audit["library_ops"].append(op)
                 # Mutation: the arguments against the pristine inputs, which the candidate never
-                # received (no third full-size copy kept for the check).
-                for i, (a, k) in enumerate(zip(args, base)):
-                    if (
-                        isinstance(a, torch.Tensor)
-                        and not _same(a, k)
-                        and i not in audit["mutated_inputs"]
-                    ):
+                # received (no third full-size copy kept for the check). Helpers, not loops
+                # here: a loop variable would keep a 1 GiB tensor alive into the next run.
+                for i in _mutated(args, base):
+                    if i not in audit["mutated_inputs"]:
                         audit["mutated_inputs"].append(i)
-                in_ptrs = {
-                    a.untyped_storage().data_ptr()
-                    for a in args
-                    if type(a) is torch.Tensor and a.numel()
-                }
-                for j, o in enumerate(flat):
-                    if (
-                        isinstance(o, torch.Tensor)
-                        and o.numel()
-                        and o.untyped_storage().data_ptr() in in_ptrs
-                        and j not in audit["aliased_outputs"]
-                    ):
+                for j in _aliased(args, flat):
+                    if j not in audit["aliased_outputs"]:
                         audit["aliased_outputs"].append(j)
                 channel.send(
                     {
@@ -621,6 +609,25 @@ def candidate_job(
             result.setdefault("notes", []).append(f"ahead-of-time compile unavailable: {exc}")
         result["timings"]["aot"] = time.perf_counter() - t_aot
     return result
+
+
+def _mutated(args: list, base: list) -> list[int]:
+    return [
+        i
+        for i, (a, k) in enumerate(zip(args, base))
+        if isinstance(a, torch.Tensor) and not _same(a, k)
+    ]
+
+
+def _aliased(args: list, outputs: list) -> list[int]:
+    in_ptrs = {
+        a.untyped_storage().data_ptr() for a in args if type(a) is torch.Tensor and a.numel()
+    }
+    return [
+        j
+        for j, o in enumerate(outputs)
+        if isinstance(o, torch.Tensor) and o.numel() and o.untyped_storage().data_ptr() in in_ptrs
+    ]
 
 
 def _out_of_memory(exc: BaseException) -> bool:
