@@ -9,7 +9,6 @@ usage. Domain errors (`tools.errors`) become a message and their exit code here,
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from collections.abc import Callable, Sequence
@@ -19,6 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from tools.errors import BadInputError, TritonAgentError
+from tools.results import strict_json
 
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -35,8 +35,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def emit_json(obj: dict[str, Any]) -> None:
-    """The machine-readable result: one line, the last on stdout."""
-    sys.stdout.write(json.dumps(obj, default=str) + "\n")
+    """The machine-readable result: one line of strict JSON, the last on stdout."""
+    sys.stdout.write(strict_json(obj) + "\n")
     sys.stdout.flush()
 
 

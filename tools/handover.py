@@ -38,13 +38,19 @@ class HandoverError(Exception):
 
 def export_outputs(outputs: list[Any], directory: str, tag: str) -> list[dict[str, Any]]:
     """One plain-data descriptor per output. Tensors stay where they are (GPU) or are written
-    to `directory` (CPU); anything else is described by value (numbers) or type name."""
+    to `directory` (CPU); anything else is described by value (numbers) or type name, and so
+    is a tensor that is not a plain dense one (sparse, nested, meta, a subclass): it has no
+    single strided extent of bytes to hand over, and the judge reports it as a wrong output."""
     out = []
     for i, o in enumerate(outputs):
         if not isinstance(o, torch.Tensor):
             out.append(
                 {"kind": "value", "value": o if _plain_scalar(o) else f"<{type(o).__name__}>"}
             )
+            continue
+        not_plain = _not_plain_tensor(o)
+        if not_plain:
+            out.append({"kind": "value", "value": f"<{not_plain}>"})
             continue
         t = o.detach()
         desc: dict[str, Any] = {
@@ -66,6 +72,21 @@ def export_outputs(outputs: list[Any], directory: str, tag: str) -> list[dict[st
             desc["file"] = os.path.basename(path)
         out.append(desc)
     return out
+
+
+def _not_plain_tensor(t: torch.Tensor) -> str:
+    """Why `t` cannot be exported as bytes and a shape ("" when it can): a sparse or other
+    non-strided layout, a nested tensor, the meta device (no data), a tensor subclass."""
+    if type(t) not in (torch.Tensor, torch.nn.Parameter):
+        return f"a {type(t).__name__} tensor subclass, not a plain tensor"
+    if t.layout != torch.strided:
+        kind = "sparse" if t.is_sparse or "sparse" in str(t.layout) else "non-strided"
+        return f"a {kind} tensor (layout {t.layout}), not a dense strided tensor"
+    if t.is_nested:
+        return "a nested tensor, not a dense strided tensor"
+    if t.device.type == "meta":
+        return "a meta tensor (no data), not a dense strided tensor"
+    return ""
 
 
 def _plain_scalar(o: Any) -> bool:

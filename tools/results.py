@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -152,7 +153,7 @@ class Verdict:
         return asdict(self)
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict())
+        return strict_json(self.to_dict())
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Verdict:
@@ -163,6 +164,44 @@ class Verdict:
         from tools.feedback import render_feedback
 
         return render_feedback(self)
+
+
+def strict_json(obj: Any) -> str:
+    """`obj` as one line of strict JSON (RFC 8259), which any parser accepts.
+
+    Evidence carries values the candidate controls: error figures that are inf or NaN (Python's
+    `json` would write the bare `Infinity` / `NaN` that strict parsers reject), dicts with tuple
+    keys (`json` raises), bytes and arbitrary objects. Non-finite floats become the strings
+    `"nan"`, `"inf"`, `"-inf"`; keys and other non-JSON values become their `str`."""
+    return json.dumps(_jsonable(obj), allow_nan=False)
+
+
+def _jsonable(obj: Any) -> Any:
+    if obj is None or isinstance(obj, (bool, int, str)):
+        return obj
+    if isinstance(obj, float):
+        if math.isfinite(obj):
+            return obj
+        return "nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
+    if isinstance(obj, dict):
+        return {_json_key(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return _jsonable(asdict(obj))
+    if isinstance(obj, (bytes, bytearray)):
+        return bytes(obj).decode("utf-8", errors="backslashreplace")
+    return str(obj)
+
+
+def _json_key(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    if isinstance(key, float):
+        return _jsonable(key) if not math.isfinite(key) else repr(key)
+    if isinstance(key, (bytes, bytearray)):
+        return bytes(key).decode("utf-8", errors="backslashreplace")
+    return str(key)
 
 
 def _from_dict(cls: Any, data: Any) -> Any:
