@@ -711,6 +711,7 @@ def _child_main(conn, workdir: str, env: dict[str, str], lim: Limits, device: st
         os.setsid()
     except OSError:
         pass
+    _die_with_parent()
     # stdout/stderr of the job (and of anything it spawns) go to files the parent can read.
     for fd, name in ((1, "stdout.log"), (2, "stderr.log")):
         f = os.open(os.path.join(workdir, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -768,6 +769,21 @@ class Channel:
 
     def send(self, msg: Any) -> None:
         self._conn.send_bytes(_dump_reply(("msg", msg)))
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this job when the process that started it (the forkserver, which exits
+    with the agent) dies. A job leads its own session, so a killed agent's jobs would otherwise
+    run on: seen here, an interpreted 1 GiB job and its ptxas outlived their agent by minutes."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        if os.getppid() == 1:  # the parent died before the call
+            os._exit(1)
+    except (OSError, AttributeError):
+        pass
 
 
 def _plain(obj: Any, depth: int = 0) -> Any:
