@@ -110,6 +110,20 @@ class CompilerDrafter:
         self.timeout_s = timeout_s
 
     def draft(self, problem_source: str, problem_path: str) -> Candidate:
+        """The compiler's candidate for a problem: from the draft cache when this problem was
+        drafted before on this device with these versions (a draft costs a torch.compile,
+        10-76 s a KernelBench problem on the H200, holding the GPU alone), else drafted now
+        and cached. Failures are not cached."""
+        key = draft_cache_key(problem_source, self.device)
+        cached = _read_draft(key)
+        if cached is not None:
+            return cached
+        cand = self._draft(problem_source, problem_path)
+        if cand["code"]:
+            _write_draft(key, cand)
+        return cand
+
+    def _draft(self, problem_source: str, problem_path: str) -> Candidate:
         out = self.sandbox.run(
             "tools.inductor_draft:draft_job",
             problem_source,
@@ -136,3 +150,67 @@ class CompilerDrafter:
             response=f"the compiler drafter failed: {reason}\n{out.stderr_tail}",
             code=None,
         )
+
+
+DRAFT_CACHE_VERSION = "1"
+
+
+def draft_cache_key(problem_source: str, device: str) -> str:
+    """What a compiler draft depends on: the problem's text, the device kind, torch and Triton
+    (Inductor's code generation), and the drafter's own code."""
+    import hashlib
+
+    import torch
+    import triton
+
+    from tools import inductor_draft
+
+    try:
+        with open(inductor_draft.__file__, "rb") as f:
+            drafter = hashlib.sha256(f.read()).hexdigest()[:16]
+    except OSError:
+        drafter = "unknown"
+    parts = (DRAFT_CACHE_VERSION, device, torch.__version__, triton.__version__, drafter)
+    text = "\0".join(parts) + "\0" + problem_source
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _draft_path(key: str):
+    from tools.profile import cache_dir
+
+    return cache_dir() / "drafts" / f"{key}.json"
+
+
+def _read_draft(key: str) -> Candidate | None:
+    import json
+
+    try:
+        data = json.loads(_draft_path(key).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("code"), str):
+        return None
+    response = str(data.get("response", "compiler drafter (torch.compile -> Triton)"))
+    return Candidate(
+        source="compiler",
+        prompt=None,
+        response=response + "\n(from the draft cache)",
+        code=data["code"],
+    )
+
+
+def _write_draft(key: str, cand: Candidate) -> None:
+    """Atomically; a cache that cannot be written only costs time."""
+    import json
+    import os
+    import tempfile
+
+    path = _draft_path(key)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".draft-", suffix=".json")
+        with os.fdopen(fd, "w") as f:
+            json.dump({"code": cand["code"], "response": cand["response"]}, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass
