@@ -10,6 +10,7 @@ backstop.) Every refused action is also recorded in `VIOLATIONS`, which the veri
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import os
 import sys
 
@@ -79,6 +80,27 @@ NATIVE_DENY = frozenset(
         "unlinkat",
         "rename",
         "renameat",
+        "renameat2",
+        "remove",
+        "rmdir",
+        "mkdir",
+        "mkdirat",
+        "symlink",
+        "symlinkat",
+        "link",
+        "linkat",
+        "chmod",
+        "fchmodat",
+        "chown",
+        "lchown",
+        "fchownat",
+        "utime",
+        "utimes",
+        "utimensat",
+        "mkfifo",
+        "mknod",
+        "mknodat",
+        "shm_open",
         "truncate",
         "ftruncate",
         "kill",
@@ -97,8 +119,42 @@ NATIVE_DENY = frozenset(
     }
 )
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
-_ALLOWED_WRITE_PREFIXES = ("/dev/null", "/dev/shm/", "/proc/self/")
-_state: dict[str, object] = {"root": None, "installed": False}
+# Outside the job directory only /dev/null may be opened for writing. /dev/shm is not allowed:
+# it outlives the job and is shared by every later verification (a result cache there is a
+# cheat). torch creates its shared-memory segments (`/torch_<pid>_...`) and CUDA IPC its
+# refcount files from C++ (`shm_open`), which raises no Python audit event, so refusing Python's
+# writes there costs torch nothing. /tmp is private in the same way: TMPDIR is the job directory.
+_ALLOWED_WRITE_PREFIXES = ("/dev/null",)
+# Audit events (CPython 3.11) that change the file system, as (argument index, index of its
+# dir_fd argument or None, follow) for each path they change. follow=False: the event acts on the
+# name itself (removing or renaming a symlink leaves its target alone), so only the parent
+# directory is resolved; follow=True: it acts on what the path points to (or, for os.link's
+# source, makes a second name for it that a later write would go through).
+_FS_EVENTS: dict[str, tuple[tuple[int, int | None, bool], ...]] = {
+    "os.remove": ((0, 1, False),),  # also os.unlink
+    "os.rmdir": ((0, 1, False),),
+    "os.mkdir": ((0, 2, False),),
+    "os.rename": ((0, 2, False), (1, 3, False)),  # also os.replace
+    "os.symlink": ((1, 2, False),),
+    "os.link": ((0, 2, True), (1, 3, False)),
+    "os.truncate": ((0, None, True),),  # also os.ftruncate (an fd)
+    "os.chmod": ((0, 2, True),),
+    "os.chown": ((0, 3, True),),
+    "os.utime": ((0, 3, True),),
+    "os.chflags": ((0, None, True),),
+    "os.setxattr": ((0, None, True),),
+    "os.removexattr": ((0, None, True),),
+    "shutil.copyfile": ((1, None, True),),
+    "shutil.copymode": ((1, None, True),),
+    "shutil.copystat": ((1, None, True),),
+    "shutil.copytree": ((1, None, True),),
+    "shutil.move": ((0, None, False), (1, None, False)),
+    "shutil.rmtree": ((0, 1, False),),
+    "shutil.chown": ((0, None, True),),
+    "shutil.make_archive": ((0, None, False),),
+    "shutil.unpack_archive": ((1, None, True),),
+}
+_state: dict[str, object] = {"root": None, "installed": False, "bin_dirs": ()}
 CLONE_NEWNET = 0x40000000
 
 
@@ -113,12 +169,35 @@ def isolate_network() -> bool:
 
 
 def install(workdir: str) -> None:
-    """Install the audit hook. Writes are allowed under `workdir` only."""
+    """Install the audit hook. File-system changes are allowed under `workdir` only; programs
+    only from the toolchain's own directories (`toolchain_dirs`)."""
     if _state["installed"]:
         return
-    _state["root"] = os.path.realpath(workdir)
+    root = os.path.realpath(workdir)
+    _state["root"] = root
+    _state["bin_dirs"] = tuple(d for d in toolchain_dirs() if not _under(d, root))
     _state["installed"] = True
     sys.addaudithook(_hook)
+
+
+def toolchain_dirs() -> tuple[str, ...]:
+    """Directories (resolved) the toolchain may be run from: the system's bin directories, the
+    Python environment's, CUDA's, and the Triton package (its bundled `ptxas`). Read when the
+    guard is installed, before the candidate can change the environment."""
+    dirs = ["/usr/bin", "/bin", "/usr/sbin", "/sbin", "/usr/local/bin", "/usr/local/cuda/bin"]
+    dirs += [os.path.join(sys.prefix, "bin"), os.path.join(sys.base_prefix, "bin")]
+    dirs.append(os.path.dirname(os.path.realpath(sys.executable)))
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            dirs.append(os.path.join(os.environ[var], "bin"))
+    for var in ("TRITON_PTXAS_PATH", "TRITON_PTXAS_BLACKWELL_PATH", "TRITON_CUOBJDUMP_PATH"):
+        if os.environ.get(var):
+            dirs.append(os.path.dirname(os.environ[var]))
+    spec = importlib.util.find_spec("triton")
+    if spec is not None and spec.origin:
+        dirs.append(os.path.join(os.path.dirname(spec.origin), "backends"))
+    resolved = (os.path.realpath(d) for d in dirs)
+    return tuple(dict.fromkeys(d for d in resolved if d != "/"))
 
 
 def _deny(what: str) -> None:
@@ -132,19 +211,129 @@ def _is_write(mode: object, flags: object) -> bool:
     return isinstance(flags, int) and bool(flags & _WRITE_FLAGS)
 
 
+def _under(path: str, directory: str) -> bool:
+    return path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def _fd_path(fd: int) -> str | None:
+    """What an open file descriptor refers to, or None for pipes, sockets and memfds."""
+    try:
+        target = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+    return target if target.startswith(os.sep) and not target.startswith("/memfd:") else None
+
+
+def _resolve(
+    path: object, dir_fd: object = None, follow: bool = True, base: str = ""
+) -> str | None:
+    """The absolute, symlink-free path an operation on `path` changes. With `follow`, the path's
+    own symlink is followed too; without, only its directory is resolved."""
+    if path is None:
+        return None
+    if isinstance(path, int):
+        return _fd_path(path)
+    p = os.fsdecode(os.fspath(path))  # type: ignore[arg-type]
+    if not os.path.isabs(p):
+        if not base:
+            base = os.getcwd()
+            if isinstance(dir_fd, int) and dir_fd >= 0:
+                base = _fd_path(dir_fd) or base
+        p = os.path.join(base, p)
+    head, tail = os.path.split(p.rstrip(os.sep))
+    if follow or tail in ("", ".", ".."):
+        return os.path.realpath(p)
+    return os.path.join(os.path.realpath(head), tail)
+
+
+def _open_dirs() -> list[str]:
+    """Directories this process holds open: a candidate can pass one as `dir_fd` to `os.open`,
+    whose audit event does not carry it."""
+    found = []
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return found
+    for name in fds:
+        target = _fd_path(int(name))
+        if target and os.path.isdir(target):
+            found.append(target)
+    return found
+
+
+def _check_open(path: object, mode: object, flags: object) -> None:
+    if isinstance(path, int) or path is None or not _is_write(mode, flags):
+        return
+    root = _state["root"]
+    p = os.fsdecode(os.fspath(path))  # type: ignore[arg-type]
+    bases = [""]
+    if mode is None and not os.path.isabs(p):
+        bases += _open_dirs()  # os.open(p, ..., dir_fd=?) resolves p against one of them
+    for base in bases:
+        full = _resolve(p, follow=True, base=base) or ""
+        if full == root or _under(full, root) or full.startswith(_ALLOWED_WRITE_PREFIXES):  # type: ignore[arg-type]
+            continue
+        _deny(f"writing {full}")
+
+
+def _check_fs(event: str, args: tuple) -> None:
+    root = _state["root"]
+    for index, fd_index, follow in _FS_EVENTS[event]:
+        if index >= len(args):
+            continue
+        dir_fd = args[fd_index] if fd_index is not None and fd_index < len(args) else None
+        full = _resolve(args[index], dir_fd, follow)
+        if full is None or _under(full, root):  # type: ignore[arg-type]
+            continue
+        if event == "os.mkdir" and os.path.lexists(full):
+            continue  # fails with EEXIST (os.makedirs(..., exist_ok=True) of an existing dir)
+        _deny(f"{event} of {full} (outside the job directory)")
+
+
+def _executables(prog: object, cwd: object, env: object, lookup: str) -> list[str]:
+    """The files a request to run `prog` could execute, resolved. A path with a slash is relative
+    to `cwd`; a bare name is looked up in PATH (`lookup` "path": subprocess, posix_spawnp), in
+    the current directory ("cwd": os.exec*), or in either ("either": os.posix_spawn's audit
+    event does not say which of posix_spawn / posix_spawnp raised it)."""
+    p = os.fsdecode(os.fspath(prog))  # type: ignore[arg-type]
+    base = os.getcwd()
+    if cwd:
+        base = os.path.join(base, os.fsdecode(cwd))  # type: ignore[arg-type]
+    candidates = []
+    if os.sep in p or lookup in ("cwd", "either"):
+        candidates.append(os.path.join(base, p))
+    if os.sep not in p and lookup in ("path", "either"):
+        try:
+            path_dirs = os.get_exec_path(env)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            path_dirs = os.get_exec_path()
+        for d in path_dirs:
+            c = os.path.join(base, os.fsdecode(d), p)
+            if os.path.isfile(c) and os.access(c, os.X_OK):
+                candidates.append(c)
+                break
+    return [os.path.realpath(c) for c in candidates if os.path.isfile(c)]
+
+
+def _check_program(what: str, prog: object, cwd: object, env: object, lookup: str) -> None:
+    """Only toolchain programs (by name), and only from the toolchain's directories (by resolved
+    path): a `cc` in the job directory, or on a PATH the candidate changed, is not run."""
+    name = os.path.basename(os.fsdecode(os.fspath(prog))) if prog else ""  # type: ignore[arg-type]
+    if name not in TOOLCHAIN:
+        _deny(f"{what} ({name or prog!r})")
+    root = _state["root"]
+    for exe in _executables(prog, cwd, env, lookup):
+        trusted = any(_under(exe, d) for d in _state["bin_dirs"])  # type: ignore[union-attr]
+        if _under(exe, root) or not trusted:  # type: ignore[arg-type]
+            _deny(f"{what} ({exe}: not an installed toolchain program)")
+
+
 def _hook(event: str, args: tuple) -> None:
     if event == "open":
         path, mode, flags = (tuple(args) + (None, None, None))[:3]
-        if isinstance(path, int) or path is None or not _is_write(mode, flags):
-            return
-        p = os.fsdecode(path)
-        full = os.path.realpath(p if os.path.isabs(p) else os.path.join(os.getcwd(), p))
-        root = _state["root"]
-        if full == root or full.startswith(root + os.sep):  # type: ignore[operator]
-            return
-        if full.startswith(_ALLOWED_WRITE_PREFIXES):
-            return
-        _deny(f"writing {full}")
+        _check_open(path, mode, flags)
+    elif event in _FS_EVENTS:
+        _check_fs(event, args)
     elif event.startswith("socket.") and event not in ("socket.getaddrinfo",):
         if event == "socket.__new__":
             # AF_UNIX socketpairs are used by nothing we need either; refuse all sockets.
@@ -152,17 +341,17 @@ def _hook(event: str, args: tuple) -> None:
         elif event in ("socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg"):
             _deny(f"network access ({event})")
     elif event == "subprocess.Popen":
-        exe, argv = args[0], args[1]
-        prog = exe or (argv[0] if isinstance(argv, (list, tuple)) and argv else argv)
-        name = os.path.basename(os.fsdecode(prog)) if prog else ""
-        if name not in TOOLCHAIN:
-            _deny(f"starting a subprocess ({name or prog!r})")
+        exe, argv, cwd, env = (tuple(args) + (None,) * 4)[:4]
+        if isinstance(argv, (list, tuple)):
+            argv = argv[0] if argv else None
+        _check_program("starting a subprocess", exe or argv, cwd, env, "path")
     elif event in ("os.posix_spawn", "os.exec"):
-        # subprocess uses posix_spawn for simple cases; the toolchain is allowed as above.
+        # subprocess uses posix_spawn for simple cases (with the path it resolved); os.exec*
+        # without a slash runs a file in the current directory, posix_spawnp searches PATH.
         path = args[0] if args else ""
-        name = os.path.basename(os.fsdecode(path)) if path else ""
-        if name not in TOOLCHAIN:
-            _deny(f"process creation ({event} {name or path!r})")
+        env = args[2] if len(args) > 2 else None
+        lookup = "either" if event == "os.posix_spawn" else "cwd"
+        _check_program(f"process creation ({event})", path, None, env, lookup)
     elif event in ("os.system", "os.fork", "os.forkpty", "os.spawn"):
         _deny(f"process creation ({event})")
     elif event == "pty.spawn":
