@@ -9,14 +9,34 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from tools.aot import parse_target
 from tools.compare import Tolerance
 from tools.errors import BadInputError
 from tools.verify import VerifyOptions
 
 BASELINES = ("eager", "compile", "best")
+
+CUDA_ARCHES = frozenset({70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 110, 120, 121})
+"""Compute capabilities Triton's bundled ptxas compiles for (3.x: `ptxas` below sm_90,
+`ptxas-blackwell` from it). `GPUTarget` takes any number; an unknown one fails only in ptxas,
+on every candidate, so it is refused up front."""
+
+_RUN_ID = re.compile(r"[A-Za-z0-9._-]{1,100}")
+
+
+def check_run_id(run_id: str, flag: str = "--run-id") -> str:
+    """A run id is one directory name under the runs root: letters, digits, `-`, `_`, `.`; at
+    most 100 characters; not `.` or with `..` (it would name a directory outside the root)."""
+    if not _RUN_ID.fullmatch(run_id) or ".." in run_id or run_id == ".":
+        raise BadInputError(
+            f"{flag} {run_id!r} is not a run id: use 1-100 letters, digits, '-', '_' or '.'"
+            " (no '..', no '/')"
+        )
+    return run_id
 
 
 def _env(name: str, default: Any = None) -> Any:
@@ -101,9 +121,32 @@ class AgentConfig:
             raise BadInputError(f"--baseline must be one of {', '.join(BASELINES)}")
         if self.prompt_format not in ("auto", "completion", "chat"):
             raise BadInputError("--prompt-format must be auto, completion or chat")
+        if not (math.isfinite(self.target_speedup) and self.target_speedup > 0):
+            raise BadInputError(
+                f"--target-speedup must be a positive number, got {self.target_speedup}"
+            )
+        for flag, value in (("--atol", self.atol), ("--rtol", self.rtol)):
+            if value is not None and not (math.isfinite(value) and value >= 0):
+                raise BadInputError(f"{flag} must be a finite number >= 0, got {value}")
+        if self.aot_target is not None:
+            self._check_aot_target()
+        if self.run_id is not None:
+            check_run_id(self.run_id)
         if self.prompt_template and not os.path.isfile(self.prompt_template):
             raise BadInputError(f"prompt template not found: {self.prompt_template}")
         self.verify_options()  # validates tolerances, policy, device
+
+    def _check_aot_target(self) -> None:
+        try:
+            _, cap = parse_target(self.aot_target)
+        except ValueError:
+            cap = None
+        if cap not in CUDA_ARCHES:
+            known = ", ".join(f"sm_{c}" for c in sorted(CUDA_ARCHES))
+            raise BadInputError(
+                f"--target {self.aot_target!r} is not a CUDA architecture Triton compiles for;"
+                f" use one of {known}, or none"
+            )
 
     def verify_options(self) -> VerifyOptions:
         shared = {name: getattr(self, name) for name in VERIFY_FIELDS if name not in TOLERANCE}

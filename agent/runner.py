@@ -6,11 +6,12 @@ import shutil
 import sqlite3
 from collections.abc import Callable
 from contextlib import closing
+from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from agent.config import AgentConfig
+from agent.config import AgentConfig, check_run_id
 from agent.context import RunContext
 from agent.drafters import CompilerDrafter
 from agent.graph import build_graph
@@ -44,8 +45,35 @@ def make_llm_backend(config: AgentConfig) -> Any:
 
 
 def new_rundir(problem_path: str, config: AgentConfig) -> RunDir:
-    """The run directory of a new run, not created yet (see `create_rundir`)."""
-    return RunDir(config.runs_dir, config.run_id or new_run_id(problem_path))
+    """The run directory of a new run, not created yet (see `create_rundir`); an existing one is
+    refused, so a run never writes over another (continuing one is `--resume`)."""
+    rundir = RunDir(config.runs_dir, config.run_id or new_run_id(problem_path))
+    if rundir.path.exists():
+        raise BadInputError(
+            f"run {rundir.run_id!r} already exists under {config.runs_dir}/; continue it with"
+            f" --resume {rundir.run_id}, or choose another --run-id"
+        )
+    return rundir
+
+
+def resumed_rundir(
+    resume: str, problem_path: str | None, config: AgentConfig
+) -> tuple[RunDir, dict[str, Any]]:
+    """The run directory `--resume` names and its saved config, refusing a problem or `--run-id`
+    given with it that is not the run's (they would otherwise be silently ignored)."""
+    check_run_id(resume, "--resume")
+    if config.run_id is not None and config.run_id != resume:
+        raise BadInputError(f"--run-id {config.run_id} differs from --resume {resume}")
+    rundir = RunDir.existing(config.runs_dir, resume)
+    saved = rundir.read_json("config.json")
+    recorded = saved.get("_problem_path") if isinstance(saved, dict) else None
+    if problem_path is not None and recorded is not None:
+        if Path(problem_path).resolve() != Path(recorded).resolve():
+            raise BadInputError(
+                f"run {resume!r} is of problem {recorded}, not {problem_path};"
+                " leave the problem out to resume it, or start a new run"
+            )
+    return rundir, saved
 
 
 def create_rundir(rundir: RunDir, problem_path: str, config: AgentConfig, mode: str) -> None:
@@ -130,8 +158,7 @@ def run(
     """
     created = False
     if resume:
-        rundir = RunDir.existing(config.runs_dir, resume)
-        saved = rundir.read_json("config.json")
+        rundir, saved = resumed_rundir(resume, problem_path, config)
         try:
             config = AgentConfig.from_dict(saved, runs_dir=config.runs_dir)
         except (AttributeError, TypeError) as e:  # JSON, but not a config this version wrote
@@ -148,7 +175,7 @@ def run(
     ctx = make_context(config, rundir, backend=backend, mode=mode, on_event=on_event)
     llm, verifier = ctx.backend, ctx.verifier
     if not resume:
-        created = not rundir.path.exists()
+        created = True
         create_rundir(rundir, problem_path, config, mode)
 
     try:
