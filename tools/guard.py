@@ -13,6 +13,8 @@ import ctypes
 import importlib.util
 import os
 import sys
+from collections.abc import Mapping
+from types import MappingProxyType
 
 VIOLATIONS: list[str] = []
 
@@ -130,30 +132,34 @@ _ALLOWED_WRITE_PREFIXES = ("/dev/null",)
 # name itself (removing or renaming a symlink leaves its target alone), so only the parent
 # directory is resolved; follow=True: it acts on what the path points to (or, for os.link's
 # source, makes a second name for it that a later write would go through).
-_FS_EVENTS: dict[str, tuple[tuple[int, int | None, bool], ...]] = {
-    "os.remove": ((0, 1, False),),  # also os.unlink
-    "os.rmdir": ((0, 1, False),),
-    "os.mkdir": ((0, 2, False),),
-    "os.rename": ((0, 2, False), (1, 3, False)),  # also os.replace
-    "os.symlink": ((1, 2, False),),
-    "os.link": ((0, 2, True), (1, 3, False)),
-    "os.truncate": ((0, None, True),),  # also os.ftruncate (an fd)
-    "os.chmod": ((0, 2, True),),
-    "os.chown": ((0, 3, True),),
-    "os.utime": ((0, 3, True),),
-    "os.chflags": ((0, None, True),),
-    "os.setxattr": ((0, None, True),),
-    "os.removexattr": ((0, None, True),),
-    "shutil.copyfile": ((1, None, True),),
-    "shutil.copymode": ((1, None, True),),
-    "shutil.copystat": ((1, None, True),),
-    "shutil.copytree": ((1, None, True),),
-    "shutil.move": ((0, None, False), (1, None, False)),
-    "shutil.rmtree": ((0, 1, False),),
-    "shutil.chown": ((0, None, True),),
-    "shutil.make_archive": ((0, None, False),),
-    "shutil.unpack_archive": ((1, None, True),),
-}
+_FS_EVENTS: Mapping[str, tuple[tuple[int, int | None, bool], ...]] = MappingProxyType(
+    {
+        "os.remove": ((0, 1, False),),  # also os.unlink
+        "os.rmdir": ((0, 1, False),),
+        "os.mkdir": ((0, 2, False),),
+        "os.rename": ((0, 2, False), (1, 3, False)),  # also os.replace
+        "os.symlink": ((1, 2, False),),
+        "os.link": ((0, 2, True), (1, 3, False)),
+        "os.truncate": ((0, None, True),),  # also os.ftruncate (an fd)
+        "os.chmod": ((0, 2, True),),
+        "os.chown": ((0, 3, True),),
+        "os.utime": ((0, 3, True),),
+        "os.chflags": ((0, None, True),),
+        "os.setxattr": ((0, None, True),),
+        "os.removexattr": ((0, None, True),),
+        "shutil.copyfile": ((1, None, True),),
+        "shutil.copymode": ((1, None, True),),
+        "shutil.copystat": ((1, None, True),),
+        "shutil.copytree": ((1, None, True),),
+        "shutil.move": ((0, None, False), (1, None, False)),
+        "shutil.rmtree": ((0, 1, False),),
+        "shutil.chown": ((0, None, True),),
+        "shutil.make_archive": ((0, None, False),),
+        "shutil.unpack_archive": ((1, None, True),),
+    }
+)
+# (Read-only, and bound as a default argument of the functions that read it: the integrity
+# snapshot compares the guard's functions with their defaults, so the table cannot be emptied.)
 _state: dict[str, object] = {"root": None, "installed": False, "bin_dirs": ()}
 CLONE_NEWNET = 0x40000000
 
@@ -276,9 +282,9 @@ def _check_open(path: object, mode: object, flags: object) -> None:
         _deny(f"writing {full}")
 
 
-def _check_fs(event: str, args: tuple) -> None:
+def _check_fs(event: str, args: tuple, fs_events: Mapping = _FS_EVENTS) -> None:
     root = _state["root"]
-    for index, fd_index, follow in _FS_EVENTS[event]:
+    for index, fd_index, follow in fs_events[event]:
         if index >= len(args):
             continue
         dir_fd = args[fd_index] if fd_index is not None and fd_index < len(args) else None
@@ -328,11 +334,11 @@ def _check_program(what: str, prog: object, cwd: object, env: object, lookup: st
             _deny(f"{what} ({exe}: not an installed toolchain program)")
 
 
-def _hook(event: str, args: tuple) -> None:
+def _hook(event: str, args: tuple, fs_events: Mapping = _FS_EVENTS) -> None:
     if event == "open":
         path, mode, flags = (tuple(args) + (None, None, None))[:3]
         _check_open(path, mode, flags)
-    elif event in _FS_EVENTS:
+    elif event in fs_events:
         _check_fs(event, args)
     elif event.startswith("socket.") and event not in ("socket.getaddrinfo",):
         if event == "socket.__new__":
