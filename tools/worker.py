@@ -408,9 +408,17 @@ def candidate_job(
         threads_before = set(threading.enumerate())
         tamper: list[str] = []
 
+        hooks_before = _hooks()
+
         def check_integrity(where: str, snap: Integrity) -> None:
             for label in snap.changed():
                 msg = f"replacing {label} ({where})"
+                if msg not in tamper:
+                    tamper.append(msg)
+            if where == "by the end of the job":  # the harness's own modes are gone by then
+                return
+            for hook in sorted(set(_hooks()) - set(hooks_before)):
+                msg = f"leaving {hook} ({where}): code that runs outside forward"
                 if msg not in tamper:
                     tamper.append(msg)
 
@@ -611,6 +619,45 @@ def candidate_job(
     return result
 
 
+def _hooks() -> list[str]:
+    """Ways to run code after `forward` returns, while the harness reads and exports its outputs:
+    profile and trace functions (per process and for new threads), sys.monitoring tools, and
+    torch function/dispatch modes left on the stack. Checked after every forward; a hook that
+    was not there before the candidate was imported is tampering (a profile hook can rewrite an
+    output after the audit closed)."""
+    found = []
+    if sys.getprofile() is not None:
+        found.append("a profile function (sys.setprofile)")
+    if sys.gettrace() is not None:
+        found.append("a trace function (sys.settrace)")
+    for name, what in (
+        ("getprofile", "a thread profile function"),
+        ("gettrace", "a thread trace function"),
+    ):
+        get = getattr(threading, name, None)
+        if get is not None and get() is not None:
+            found.append(f"{what} (threading.set{name[3:]})")
+    monitoring = getattr(sys, "monitoring", None)
+    if monitoring is not None:
+        for tool in range(6):
+            try:
+                if monitoring.get_tool(tool) is not None:
+                    found.append(f"a sys.monitoring tool ({tool})")
+            except Exception:  # noqa: BLE001
+                pass
+    # Counts, not presence: the CPU device shim keeps a function mode of the harness's own on
+    # the stack, so a change of the count (a mode added, or the harness's popped) is the sign.
+    try:
+        found.append(f"{torch._C._len_torch_function_stack()} torch function mode(s) on the stack")
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        found.append(f"{torch._C._len_torch_dispatch_stack()} torch dispatch mode(s) on the stack")
+    except Exception:  # noqa: BLE001
+        pass
+    return found
+
+
 def _mutated(args: list, base: list) -> list[int]:
     return [
         i
@@ -626,7 +673,11 @@ def _aliased(args: list, outputs: list) -> list[int]:
     return [
         j
         for j, o in enumerate(outputs)
-        if isinstance(o, torch.Tensor) and o.numel() and o.untyped_storage().data_ptr() in in_ptrs
+        if isinstance(o, torch.Tensor)
+        and o.layout == torch.strided
+        and not o.is_nested
+        and o.numel()
+        and o.untyped_storage().data_ptr() in in_ptrs
     ]
 
 
