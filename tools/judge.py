@@ -14,7 +14,6 @@ Messages (parent -> judge): `{"trial", "seed", "scale"}` -> `{"expected": [...]}
 from __future__ import annotations
 
 import dataclasses
-import gc
 import time
 from typing import Any
 
@@ -28,6 +27,7 @@ from tools.worker import (
     _short_tb,
     _sync,
     build_model,
+    collect_if_large,
     job_device,
     load_problem,
     make_inputs,
@@ -65,8 +65,9 @@ def judge_job(
             if not isinstance(msg, dict) or msg.get("stop"):
                 break
             if "trial" in msg:
-                expected = []  # the previous trial's reference outputs go first
-                gc.collect()
+                previous, expected = expected, []  # the previous reference outputs go first
+                collect_if_large(previous)
+                del previous
                 trial = int(msg["trial"])
                 try:
                     inputs = make_inputs(mod, int(msg["seed"]), device, float(msg.get("scale", 1)))
