@@ -44,6 +44,7 @@ from agent.config import AgentConfig
 from agent.rundir import write_atomic
 from tools.errors import BackendError, BadInputError, TritonAgentError
 from tools.problem import Problem, read_problem
+from tools.results import strict_json
 from tools.verify import Verifier, VerifyOptions
 
 log = logging.getLogger(__name__)
@@ -483,7 +484,7 @@ class BenchDir:
         return json.loads(p.read_text()) if p.exists() else None
 
     def write_json(self, rel: str | Path, data: Any) -> None:
-        write_atomic(self.path / rel, json.dumps(data, indent=2, default=str) + "\n")
+        write_atomic(self.path / rel, strict_json(data, indent=2) + "\n")
 
     def write_draft(self, d: Draft) -> None:
         sd = self.sample_dir(d.problem, d.sample)
@@ -515,9 +516,9 @@ class BenchDir:
         d = ev.draft
         self.write_draft(d)  # a compiler draft is only known now
         sd = self.sample_dir(d.problem, d.sample)
-        write_atomic(sd / "verdict.json", json.dumps(ev.verdict, indent=2, default=str) + "\n")
+        write_atomic(sd / "verdict.json", strict_json(ev.verdict, indent=2) + "\n")
         if ev.profile is not None:
-            write_atomic(sd / "profile.json", json.dumps(ev.profile, indent=2, default=str) + "\n")
+            write_atomic(sd / "profile.json", strict_json(ev.profile, indent=2) + "\n")
         # sample.json last: its presence means "done".
         write_atomic(sd / "sample.json", json.dumps(ev.record.to_dict(), indent=2) + "\n")
 

@@ -38,6 +38,7 @@ from typing import Any
 
 from tools.errors import BadInputError, TritonAgentError
 from tools.problem import Problem, problem_from_source
+from tools.results import strict_json
 
 log = logging.getLogger(__name__)
 
@@ -658,7 +659,7 @@ class _Appender:
         self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def append(self, obj: dict[str, Any]) -> None:
-        data = (json.dumps(obj, default=str) + "\n").encode()
+        data = (strict_json(obj) + "\n").encode()
         os.write(self.fd, data)
         os.fsync(self.fd)
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tools.errors import BadInputError
+from tools.results import strict_json
 
 
 def new_run_id(problem_path: str) -> str:
@@ -67,7 +68,7 @@ class RunDir:
 
     def write_json(self, name: str, data: Any) -> Path:
         p = self.path / name
-        write_atomic(p, json.dumps(data, indent=2, default=str) + "\n")
+        write_atomic(p, strict_json(data, indent=2) + "\n")
         return p
 
     def read_json(self, name: str) -> Any:
@@ -92,9 +93,7 @@ class RunDir:
         write_atomic(d / "response.txt", response or "")
         if attempt.get("code"):
             write_atomic(d / "kernel.py", attempt["code"])
-        write_atomic(
-            d / "verdict.json", json.dumps(attempt["verdict"], indent=2, default=str) + "\n"
-        )
+        write_atomic(d / "verdict.json", strict_json(attempt["verdict"], indent=2) + "\n")
         meta = {k: v for k, v in attempt.items() if k not in ("code", "verdict")}
-        write_atomic(d / "attempt.json", json.dumps(meta, indent=2, default=str) + "\n")
+        write_atomic(d / "attempt.json", strict_json(meta, indent=2) + "\n")
         return d

@@ -166,14 +166,14 @@ class Verdict:
         return render_feedback(self)
 
 
-def strict_json(obj: Any) -> str:
+def strict_json(obj: Any, indent: int | None = None) -> str:
     """`obj` as one line of strict JSON (RFC 8259), which any parser accepts.
 
     Evidence carries values the candidate controls: error figures that are inf or NaN (Python's
     `json` would write the bare `Infinity` / `NaN` that strict parsers reject), dicts with tuple
     keys (`json` raises), bytes and arbitrary objects. Non-finite floats become the strings
     `"nan"`, `"inf"`, `"-inf"`; keys and other non-JSON values become their `str`."""
-    return json.dumps(_jsonable(obj), allow_nan=False)
+    return json.dumps(_jsonable(obj), allow_nan=False, indent=indent)
 
 
 def _jsonable(obj: Any) -> Any:
