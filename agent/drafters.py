@@ -176,18 +176,15 @@ def draft_cache_key(problem_source: str, device: str) -> str:
 
 
 def _draft_path(key: str):
-    from tools.profile import cache_dir
+    from tools.cache import cache_dir
 
     return cache_dir() / "drafts" / f"{key}.json"
 
 
 def _read_draft(key: str) -> Candidate | None:
-    import json
+    from tools.cache import read_json
 
-    try:
-        data = json.loads(_draft_path(key).read_text())
-    except (OSError, ValueError):
-        return None
+    data = read_json(_draft_path(key))
     if not isinstance(data, dict) or not isinstance(data.get("code"), str):
         return None
     response = str(data.get("response", "compiler drafter (torch.compile -> Triton)"))
@@ -200,17 +197,6 @@ def _read_draft(key: str) -> Candidate | None:
 
 
 def _write_draft(key: str, cand: Candidate) -> None:
-    """Atomically; a cache that cannot be written only costs time."""
-    import json
-    import os
-    import tempfile
+    from tools.cache import write_json
 
-    path = _draft_path(key)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".draft-", suffix=".json")
-        with os.fdopen(fd, "w") as f:
-            json.dump({"code": cand["code"], "response": cand["response"]}, f)
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    write_json(_draft_path(key), {"code": cand["code"], "response": cand["response"]})

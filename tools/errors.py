@@ -57,3 +57,9 @@ class ShimError(TritonAgentError):
     """A PyTorch-internals shim (Inductor drafter) does not support this torch version."""
 
     exit_code = 1
+
+
+def is_out_of_memory_text(text: str) -> bool:
+    """Whether an error message says memory ran out (CUDA's allocator, torch's CPU allocator
+    under an address-space limit, or the exception's class name): the one test for `resource`."""
+    return "out of memory" in text or "can't allocate memory" in text or "OutOfMemoryError" in text

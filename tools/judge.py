@@ -32,6 +32,7 @@ from tools.worker import (
     load_problem,
     make_inputs,
     normalise_outputs,
+    out_of_memory,
     peak_memory,
 )
 
@@ -82,7 +83,7 @@ def judge_job(
                     channel.send(
                         {
                             "error": f"Model.forward raised on get_inputs(): {_short_tb(exc)}",
-                            "out_of_memory": _oom(exc),
+                            "out_of_memory": out_of_memory(exc),
                         }
                     )
                     continue
@@ -132,7 +133,3 @@ def _compare(msg: dict, expected: list, tol: Tolerance, trial: int) -> dict[str,
     if diff.report is not None:
         out["report"] = dataclasses.asdict(diff.report)
     return out
-
-
-def _oom(exc: BaseException) -> bool:
-    return isinstance(exc, (torch.OutOfMemoryError, MemoryError)) or "out of memory" in str(exc)

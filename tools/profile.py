@@ -25,9 +25,9 @@ import os
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
+from tools.cache import cache_dir, read_json, write_json
 from tools.errors import BadInputError
 from tools.problem import Problem, read_kernel, read_problem
 from tools.results import Verdict
@@ -237,17 +237,9 @@ def _advice(r: ProfileResult) -> str:
 # The cache
 
 
-def cache_dir() -> Path:
-    return Path(os.environ.get("TRITON_AGENT_CACHE") or Path.home() / ".cache" / "triton-agent")
-
-
 def load_cache() -> dict[str, Any]:
-    path = cache_dir() / "baselines.json"
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {"version": CACHE_VERSION, "baselines": {}, "peaks": {}}
-    if data.get("version") != CACHE_VERSION:
+    data = read_json(cache_dir() / "baselines.json")
+    if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
         return {"version": CACHE_VERSION, "baselines": {}, "peaks": {}}
     data.setdefault("baselines", {})
     data.setdefault("peaks", {})
@@ -256,24 +248,10 @@ def load_cache() -> dict[str, Any]:
 
 def save_cache(update: dict[str, Any]) -> None:
     """Merge `update` (`baselines` / `peaks` entries) into the cache file, atomically."""
-    d = cache_dir()
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-        data = load_cache()
-        for section in ("baselines", "peaks"):
-            data[section].update(update.get(section, {}))
-        fd, tmp = tempfile.mkstemp(dir=d, prefix=".baselines-", suffix=".json")
-    except OSError:
-        return  # a cache that cannot be written only costs time
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1)
-        os.replace(tmp, d / "baselines.json")
-    except OSError:
-        try:
-            os.unlink(tmp)  # no half-written file left behind
-        except OSError:
-            pass
+    data = load_cache()
+    for section in ("baselines", "peaks"):
+        data[section].update(update.get(section, {}))
+    write_json(cache_dir() / "baselines.json", data, indent=1)
 
 
 def installed_triton_version() -> str:

@@ -23,7 +23,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tools.compare import Tolerance
-from tools.errors import BadInputError, ProblemError, ResourceError, TooLargeForCPUError
+from tools.errors import (
+    BadInputError,
+    ProblemError,
+    ResourceError,
+    TooLargeForCPUError,
+    is_out_of_memory_text,
+)
 from tools.problem import Problem, check_candidate_source, read_kernel, read_problem
 from tools.results import Audit, Evidence, KernelResources, MismatchReport, SourceError, Verdict
 from tools.sandbox import JobEnded, JobOutcome, JobSession, Limits, Sandbox
@@ -162,7 +168,7 @@ class Verifier:
         data = self._check_problem(problem, exclusive=False)
         if (
             "error" in data
-            and _oom_text(data["error"])
+            and is_out_of_memory_text(data["error"])
             and self.device == "cuda"
             and self.sandbox.slots > 1
         ):
@@ -170,7 +176,7 @@ class Verifier:
             data = self._check_problem(problem, exclusive=True)
         if "error" in data:
             cls = TooLargeForCPUError if data.get("too_large") else ProblemError
-            if _oom_text(data["error"]):
+            if is_out_of_memory_text(data["error"]):
                 raise ResourceError(
                     f"{problem.path}: the problem does not fit in a job's memory "
                     f"(host limit {self.options.memory_mb or 'derived'} MB): {data['error']}. "
@@ -548,40 +554,27 @@ def _problem_cache_key(problem: Problem, device: str, allow_large: bool) -> str:
 
 
 def _problem_cache_path():
-    from tools.profile import cache_dir
+    from tools.cache import cache_dir
 
     return cache_dir() / "problems.json"
 
 
 def _read_problem_cache() -> dict[str, Any]:
-    import json
+    from tools.cache import read_json
 
-    try:
-        data = json.loads(_problem_cache_path().read_text())
-    except (OSError, ValueError):
-        return {}
+    data = read_json(_problem_cache_path())
     if not isinstance(data, dict) or data.get("version") != PROBLEM_CACHE_VERSION:
         return {}
     return data.get("problems", {}) if isinstance(data.get("problems"), dict) else {}
 
 
 def _write_problem_cache(key: str, entry: dict[str, Any]) -> None:
-    """Merge one problem's check into the cache file, atomically; a cache that cannot be
-    written only costs time."""
-    import json
-    import tempfile
+    """Merge one problem's check into the cache file."""
+    from tools.cache import write_json
 
-    path = _problem_cache_path()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        problems = _read_problem_cache()
-        problems[key] = entry
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".problems-", suffix=".json")
-        with os.fdopen(fd, "w") as f:
-            json.dump({"version": PROBLEM_CACHE_VERSION, "problems": problems}, f)
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    problems = _read_problem_cache()
+    problems[key] = entry
+    write_json(_problem_cache_path(), {"version": PROBLEM_CACHE_VERSION, "problems": problems})
 
 
 def _note_memory_kill(run: TrialRun, outcome: JobOutcome, who: str) -> None:
@@ -593,10 +586,6 @@ def _note_memory_kill(run: TrialRun, outcome: JobOutcome, who: str) -> None:
 def _judge_failure(outcome: JobOutcome, doing: str) -> str:
     why = outcome.error.strip().splitlines()[-1] if outcome.error.strip() else outcome.kind
     return f"the judge's job ended while {doing} ({outcome.kind}: {why})"
-
-
-def _oom_text(text: str) -> bool:
-    return "out of memory" in text or "can't allocate memory" in text or "OutOfMemoryError" in text
 
 
 def resource_verdict(message: str, memory: dict[str, float], footprint: dict[str, int]) -> Verdict:

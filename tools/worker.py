@@ -535,7 +535,7 @@ def candidate_job(
                         error_during_launch=bool(failed_launch),
                         trial=trial,
                     )
-                    if _out_of_memory(exc):
+                    if out_of_memory(exc):
                         result["out_of_memory"] = _short_tb(exc, limit=1)[:500]
                     if fault:
                         result["cuda_fault"] = fault
@@ -692,16 +692,15 @@ def _aliased(args: list, outputs: list) -> list[int]:
     ]
 
 
-def _out_of_memory(exc: BaseException) -> bool:
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether `exc` (or an exception it chains) is an allocation failure."""
     from tools.aot import _exception_chain
+    from tools.errors import is_out_of_memory_text
 
-    for e in _exception_chain(exc):
-        if isinstance(e, (torch.OutOfMemoryError, MemoryError)):
-            return True
-        text = str(e)
-        if "out of memory" in text or "can't allocate memory" in text:
-            return True
-    return False
+    return any(
+        isinstance(e, (torch.OutOfMemoryError, MemoryError)) or is_out_of_memory_text(str(e))
+        for e in _exception_chain(exc)
+    )
 
 
 def _remove_quietly(path: str) -> None:
