@@ -512,6 +512,11 @@ def candidate_job(
                     collect_if_large(base)  # the previous run's arguments go first
                     args = _clone(base)
                 _sync()  # inputs ready before the call: a kernel on a side stream must not race them
+                # From here until the judge has compared this run's outputs, no code the
+                # candidate left behind may run: automatic garbage collection is off (a
+                # finalizer of its garbage could rewrite an output after the audit closed), and
+                # forward's return value lives until then (freeing it could run a __del__).
+                gc.disable()
                 try:
                     with (
                         torch.no_grad(),
@@ -521,6 +526,7 @@ def candidate_job(
                         out = model_new(*args)
                         _sync()
                 except BaseException as exc:  # noqa: BLE001
+                    gc.enable()
                     failed_launch = launches.failed
                     err = _map_error(exc, local_path)
                     in_kernel = _line_in_kernel(kernel_source, err.get("line"))
@@ -546,10 +552,13 @@ def candidate_job(
                     result["memory"] = peak_memory()
                     return result
                 check_integrity("in forward", during)
+                if gc.isenabled():
+                    msg = "switching the garbage collector back on (in forward)"
+                    if msg not in tamper:
+                        tamper.append(msg)
                 if launches.count == 0:
                     idle_runs.append(f"trial {trial}, {run} run")
                 flat = _checked_outputs(normalise_outputs(out), tamper)
-                del out
                 audit["triton_launches"] += launches.count
                 for k in launches.names:
                     if k not in audit["kernels"]:
@@ -579,7 +588,8 @@ def candidate_job(
                 reply = channel.recv()  # the judge has compared them: they may go
                 for j in range(len(flat)):
                     _remove_quietly(os.path.join(os.getcwd(), f"out_{trial}_{run}_{j}.bin"))
-                del flat
+                del flat, out
+                gc.enable()
                 prev_args = args
                 del args
                 # The Triton interpreter leaves reference cycles that hold its launches'
