@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import resource
 import statistics
 import time
 import traceback
@@ -65,6 +64,7 @@ from tools.worker import (
     _to_device,
     exec_module,
     job_device,
+    peak_memory,
 )
 
 Call = Callable[[list], Any]
@@ -436,15 +436,6 @@ def _host_originals(host: list, device_inputs: list) -> list:
     ]
 
 
-def _memory() -> dict[str, float]:
-    """The job's peaks so far: GPU memory reserved by torch's allocator, host resident set."""
-    return {
-        "gpu_peak_mb": round(torch.cuda.max_memory_reserved() / 2**20, 1),
-        # ru_maxrss is in KiB on Linux
-        "host_peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-    }
-
-
 def _error(stage: str, exc: BaseException, limit: int = 6) -> dict[str, Any]:
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-limit))
     return {
@@ -576,7 +567,7 @@ def profile_job(
                 model_new = model_new.to("cuda")
                 _copy_matching_weights(model, model_new)
         except BaseException as exc:  # noqa: BLE001 - a candidate's SystemExit is its fault too
-            return {**result, **_error("candidate load", exc), "memory": _memory()}
+            return {**result, **_error("candidate load", exc), "memory": peak_memory()}
 
         def candidate(args: list) -> Any:
             with torch.no_grad():
@@ -617,10 +608,10 @@ def profile_job(
             result["fresh"] = _freshness(candidate, sets[0], fill_fresh, fresh_ref, atol, rtol)
             del fresh_ref
         except BaseException as exc:  # noqa: BLE001
-            return {**result, **_error("candidate run", exc), "memory": _memory()}
+            return {**result, **_error("candidate run", exc), "memory": peak_memory()}
         result["violations"] = list(guard.VIOLATIONS[violations_before:])
     result["timings"]["total_s"] = time.perf_counter() - t0
-    result["memory"] = _memory()
+    result["memory"] = peak_memory()
     return result
 
 
