@@ -42,6 +42,7 @@ from typing import Any
 
 from agent.config import AgentConfig
 from agent.rundir import write_atomic
+from tools.evaluate import DEFAULT_BASELINE, evaluate, speedups_of
 from tools.errors import BackendError, BadInputError, TritonAgentError
 from tools.problem import Problem, read_problem
 from tools.results import strict_json
@@ -159,6 +160,7 @@ class BenchConfig:
                 self.agent,
                 trials=KERNELBENCH_TRIALS,
                 tolerance_preset="kernelbench-v0",
+                baseline="eager",
                 atol=None,
                 rtol=None,
             )
@@ -225,22 +227,18 @@ _RESUME_KEYS = (
 )
 
 
-def profile_options(protocol: str) -> Any:
-    """ProfileOptions for the protocol; None when tools.profile is not available."""
+def profile_options(protocol: str, baseline: str = DEFAULT_BASELINE) -> Any:
+    """ProfileOptions for the protocol (KernelBench's bar is eager) and bar; None when
+    tools.profile is not available."""
     try:
         from tools.profile import ProfileOptions
     except ImportError:
         return None
     if protocol == "kernelbench":
-        try:  # KernelBench times 100 trials of the candidate against the eager baseline
-            return ProfileOptions(
-                baseline="eager",
-                min_reps=KERNELBENCH_TIMING_TRIALS,
-                max_reps=KERNELBENCH_TIMING_TRIALS,
-            )
-        except TypeError:
-            return ProfileOptions(baseline="eager")
-    return ProfileOptions(baseline="eager")
+        # ours as always, and beside it KernelBench's own method (100 event-timed trials after
+        # warm-up, mean and std) against eager: `profile.kernelbench`, `eager_kernelbench`
+        return ProfileOptions(baseline="eager", kernelbench=True)
+    return ProfileOptions(baseline=baseline)
 
 
 @dataclass(kw_only=True)
@@ -318,64 +316,52 @@ def evaluate_sample(
     draft: Draft,
     *,
     protocol: str = "ours",
+    baseline: str = DEFAULT_BASELINE,
     profile_opts: Any = None,
 ) -> Evaluated:
-    """Verify a candidate and, on a GPU, time it (tools.profile). A compiler draft still
+    """Evaluate a candidate (`tools.evaluate`, the one evaluation path). A compiler draft still
     pending is drafted first, here, in the same sandbox. Never raises for a bad candidate;
     raises TritonAgentError when the problem itself cannot run. `profile_opts` (ProfileOptions)
-    replaces the protocol's timing options."""
+    replaces the protocol's timing options; `baseline` is the bar for `slower`."""
     start = time.monotonic()
     started_at = time.time()
     draft_s = draft.draft_s
     if draft.source == "compiler:pending":
         draft = _draft_compiler(verifier, problem, draft)
         draft_s = time.monotonic() - start
-    kpath = f"{problem.name}_{draft.sample:02d}.py"
-    profile: dict[str, Any] | None = None
-    speedups: dict[str, float] = {}
-    if draft.code is None:
-        verdict = _no_code_verdict(draft)
-    elif verifier.device == "cuda":
-        verdict, profile = _verify_and_time(
-            verifier, problem, draft.code, kpath, protocol, profile_opts
-        )
-        if profile is not None:
-            speedups = speedups_of(profile)
-    else:
-        verdict = verifier.verify(problem, draft.code, kpath)
-    status = verdict.status
-    if verdict.correct and speedups.get("eager") is not None and speedups["eager"] < 1.0:
-        status = "slower"
-    if verdict.correct:
-        summary = (
-            "correct, " + ", ".join(f"{v:.2f}x over {k}" for k, v in speedups.items())
-            if speedups
-            else "correct (not timed)"
-        )
-    else:
-        first = verdict.message.strip().splitlines()[0] if verdict.message else status
-        summary = f"{status}: {first[:200]}"
+    opts = profile_opts if profile_opts is not None else profile_options(protocol, baseline)
+    ev = evaluate(
+        problem,
+        draft.code,
+        verifier=verifier,
+        kernel_path=f"{problem.name}_{draft.sample:02d}.py",
+        baseline=opts.baseline if opts is not None else baseline,
+        profile_options=opts,
+        no_code_message=(draft.response.strip().splitlines() or [None])[0]
+        if draft.source.startswith("compiler") and draft.code is None
+        else None,
+    )
     duration = time.monotonic() - start
-    verdict_dict = verdict.to_dict()
+    verdict_dict = ev.verdict.to_dict()
     record = SampleRecord(
         problem=draft.problem,
         sample=draft.sample,
         source=draft.source,
-        status=status,
-        correct=verdict.correct,
-        compiled=verdict.compiled,
-        speedups=speedups,
-        profile_status=(profile or {}).get("status"),
-        summary=summary,
+        status=ev.status,
+        correct=ev.correct,
+        compiled=ev.compiled,
+        speedups=ev.speedups,
+        profile_status=(ev.profile or {}).get("status"),
+        summary=ev.summary,
         duration_s=round(duration, 3),
         device="cuda" if verifier.device == "cuda" else "cpu",
         draft_s=round(draft_s, 3),
         wall_s=round(duration + draft.draft_s, 3),
         started_at=draft.drafted_at if draft.drafted_at is not None else round(started_at, 3),
         ended_at=round(time.time(), 3),
-        memory=peak_memory(verdict_dict, profile),
+        memory=peak_memory(verdict_dict, ev.profile),
     )
-    return Evaluated(record=record, verdict=verdict_dict, profile=profile, draft=draft)
+    return Evaluated(record=record, verdict=verdict_dict, profile=ev.profile, draft=draft)
 
 
 def peak_memory(*sources: Any) -> dict[str, float]:
@@ -403,65 +389,15 @@ def peak_memory(*sources: Any) -> dict[str, float]:
     return found
 
 
-def speedups_of(profile: dict[str, Any]) -> dict[str, float]:
-    """{"eager": x, "compile": y} from a ProfileResult dict (either its `speedups` mapping or
-    its `speedup_eager` / `speedup_compile` entries)."""
-    out: dict[str, float] = {}
-    given = profile.get("speedups")
-    if isinstance(given, dict):
-        out.update({k: float(v) for k, v in given.items() if isinstance(v, (int, float)) and v})
-    for name, key in (("eager", "speedup_eager"), ("compile", "speedup_compile")):
-        s = profile.get(key)
-        val = s.get("value") if isinstance(s, dict) else s
-        if name not in out and isinstance(val, (int, float)) and val and math.isfinite(val):
-            out[name] = float(val)
-    return out
-
-
-def _verify_and_time(
-    verifier: Verifier, problem: Problem, code: str, kpath: str, protocol: str, opts: Any = None
-) -> tuple[Any, dict[str, Any] | None]:
-    """On a GPU: tools.profile verifies, then times (one call, no double verification)."""
-    opts = opts if opts is not None else profile_options(protocol)
-    if opts is None:
-        return verifier.verify(problem, code, kpath), None
-    from tools import profile as prof
-
-    try:
-        result = prof.profile(problem, code, verifier=verifier, kernel_path=kpath, options=opts)
-    except TritonAgentError:
-        raise
-    except Exception as exc:  # a profiling failure must not lose the verdict
-        log.warning("profiling %s failed: %s", kpath, exc)
-        return verifier.verify(problem, code, kpath), {"status": "error", "message": str(exc)}
-    data = result.to_dict()
-    verdict = (
-        result.verdict if result.verdict is not None else verifier.verify(problem, code, kpath)
-    )
-    return verdict, data
-
-
 def _draft_compiler(verifier: Verifier, problem: Problem, draft: Draft) -> Draft:
     from agent.drafters import CompilerDrafter
 
+    gpu_mb = verifier.gpu_mb(verifier.reference(problem)) if verifier.device == "cuda" else None
     cand = CompilerDrafter(verifier.sandbox, verifier.device).draft(
-        problem.source, os.path.abspath(problem.path)
+        problem.source, os.path.abspath(problem.path), gpu_mb=gpu_mb
     )
     return dataclasses.replace(
         draft, source="compiler", response=cand["response"], code=cand["code"]
-    )
-
-
-def _no_code_verdict(draft: Draft) -> Any:
-    from agent.evaluation import no_code_verdict
-
-    return no_code_verdict(
-        {
-            "source": draft.source.split(":")[0],
-            "prompt": None,
-            "response": draft.response,
-            "code": None,
-        }
     )
 
 
@@ -774,7 +710,9 @@ def _run_sample_mode(
     stopping = threading.Event()
 
     def task(d: Draft) -> Evaluated | None:
-        ev = evaluate_sample(verifier, problems[d.problem], d, protocol=cfg.protocol)
+        ev = evaluate_sample(
+            verifier, problems[d.problem], d, protocol=cfg.protocol, baseline=cfg.agent.baseline
+        )
         if stopping.is_set():  # its jobs may have been killed by the stop: not a verdict
             return None
         bdir.write_evaluated(ev)
@@ -869,6 +807,7 @@ def evaluate_problem(
     drafts: list[dict[str, Any]],
     verify_options: VerifyOptions,
     protocol: str,
+    baseline: str = DEFAULT_BASELINE,
 ) -> list[dict[str, Any]]:
     """One problem's candidates, evaluated on this machine (a Ray task's body): a Verifier on
     the GPUs this process may use (Ray sets CUDA_VISIBLE_DEVICES), candidates in parallel."""
@@ -887,7 +826,12 @@ def evaluate_problem(
     ds = [Draft(**d) for d in drafts]
     with cf.ThreadPoolExecutor(max_workers=sandbox.slots) as pool:
         results = list(
-            pool.map(lambda d: evaluate_sample(verifier, problem, d, protocol=protocol), ds)
+            pool.map(
+                lambda d: evaluate_sample(
+                    verifier, problem, d, protocol=protocol, baseline=baseline
+                ),
+                ds,
+            )
         )
     return [
         {
@@ -983,6 +927,7 @@ def _ray_evaluate(
                 [dataclasses.asdict(d) for d in drafts],
                 cfg.verify_options(),
                 cfg.protocol,
+                cfg.agent.baseline,
             )
         ] = name
     pending = list(refs)

@@ -109,30 +109,34 @@ class CompilerDrafter:
         self.device = device
         self.timeout_s = timeout_s
 
-    def draft(self, problem_source: str, problem_path: str) -> Candidate:
+    def draft(
+        self, problem_source: str, problem_path: str, *, gpu_mb: float | None = None
+    ) -> Candidate:
         """The compiler's candidate for a problem: from the draft cache when this problem was
-        drafted before on this device with these versions (a draft costs a torch.compile,
-        10-76 s a KernelBench problem on the H200, holding the GPU alone), else drafted now
-        and cached. Failures are not cached."""
+        drafted before on this device with these versions, else drafted now and cached.
+        Failures are not cached. `gpu_mb`: the device memory the draft is expected to take
+        (the problem's footprint); see `_draft` for what it changes."""
         key = draft_cache_key(problem_source, self.device)
         cached = _read_draft(key)
         if cached is not None:
             return cached
-        cand = self._draft(problem_source, problem_path)
+        cand = self._draft(problem_source, problem_path, gpu_mb)
         if cand["code"]:
             _write_draft(key, cand)
         return cand
 
-    def _draft(self, problem_source: str, problem_path: str) -> Candidate:
-        out = self.sandbox.run(
-            "tools.inductor_draft:draft_job",
-            problem_source,
-            problem_path,
-            device=self.device,
-            limits=Limits(timeout_s=self.timeout_s, memory_mb=None, guard=False),
-            # Inductor's autotuning times kernels on the GPU: nothing else may run there meanwhile
-            exclusive=self.device == "cuda",
-        )
+    def _draft(self, problem_source: str, problem_path: str, gpu_mb: float | None) -> Candidate:
+        """One draft job. Inductor's autotuning times kernels on the GPU, so on a GPU with one
+        slot (optimize, repair) the draft has it alone. Where several jobs share a GPU (bench's
+        `--jobs-per-gpu`) and the caller says how much memory the draft needs, it shares the GPU
+        like a verification job: a draft holding the GPU alone stopped every other job of that
+        GPU for 10-76 s a problem (KernelBench on the H200, session 4), most of a bench's time.
+        Its autotuner may then pick a config under interference; the candidate's timing is still
+        done alone. An out-of-memory in a shared draft is retried alone."""
+        shared = self.device == "cuda" and gpu_mb is not None and self.sandbox.slots_per_gpu > 1
+        out = self._run_job(problem_source, problem_path, exclusive=not shared, gpu_mb=gpu_mb)
+        if shared and _out_of_memory(out):
+            out = self._run_job(problem_source, problem_path, exclusive=True, gpu_mb=None)
         if out.kind == "ok" and isinstance(out.value, dict) and out.value.get("source"):
             notes = out.value.get("notes") or []
             response = "compiler drafter (torch.compile -> Triton)\n" + "\n".join(notes)
@@ -150,6 +154,33 @@ class CompilerDrafter:
             response=f"the compiler drafter failed: {reason}\n{out.stderr_tail}",
             code=None,
         )
+
+    def _run_job(
+        self, problem_source: str, problem_path: str, *, exclusive: bool, gpu_mb: float | None
+    ) -> Any:
+        return self.sandbox.run(
+            "tools.inductor_draft:draft_job",
+            problem_source,
+            problem_path,
+            device=self.device,
+            limits=Limits(timeout_s=self.timeout_s, memory_mb=None, guard=False),
+            exclusive=exclusive and self.device == "cuda",
+            gpu_mb=gpu_mb,
+        )
+
+
+def _out_of_memory(out: Any) -> bool:
+    from tools.errors import is_out_of_memory_text
+
+    text = " ".join(
+        str(x or "")
+        for x in (
+            out.value.get("error") if out.kind == "ok" and isinstance(out.value, dict) else "",
+            out.error,
+            out.stderr_tail,
+        )
+    )
+    return is_out_of_memory_text(text)
 
 
 DRAFT_CACHE_VERSION = "1"

@@ -186,7 +186,10 @@ def _load_problem(source: str, device: str) -> _Problem:
             )
     try:
         model = module.Model(*module.get_init_inputs())
-        inputs = list(module.get_inputs())
+        # Inputs made on the device (a 6.4 GB KernelBench input is not built on the host and
+        # copied); the values do not matter to the draft, only shapes, dtypes and layouts.
+        with torch.device(device) if device == "cuda" else contextlib.nullcontext():
+            inputs = list(module.get_inputs())
     except Exception as exc:
         raise ProblemError(
             f"building Model or its inputs failed: {type(exc).__name__}: {exc}"

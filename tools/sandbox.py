@@ -184,6 +184,8 @@ class Sandbox:
         if slots_per_gpu < 1:
             raise SandboxError(f"slots_per_gpu must be at least 1, got {slots_per_gpu}")
         self.device = device
+        self.slots_per_gpu = slots_per_gpu if device == "cuda" else 1
+        """Shared jobs at once on one GPU (1 on the CPU)."""
         self.interpret = (device == "cpu") if interpret is None else interpret
         """Run kernels under the Triton interpreter (CPU). False for trusted jobs that need real
         Triton objects on a CPU machine, e.g. Inductor drafting; use with start_method="spawn"."""
