@@ -4,7 +4,9 @@
 # GPU tests of verify/compare, the adversarial corpus on CUDA, then a short compiler bench over
 # KernelBench (gpu_kernelbench.sh with a deadline). Carry .whl and .kb. Everything of its own
 # comes back in realsize.tgz (gpu_kernelbench.sh's 7 files beside it). SKIP_EXAMPLES=1 skips the
-# examples and the 6.4 GB problem; RESUME_TGZ is passed to gpu_kernelbench.sh.
+# examples; SKIP_LEAKY=1 the 6.4 GB problem (verify, profile with both protocols);
+# SKIP_ADVERSARIAL=1 the GPU tests and the adversarial corpus; RESUME_TGZ and JOBS_PER_GPU are
+# passed to gpu_kernelbench.sh.
 set -u
 START=$SECONDS
 source "$(dirname "$0")/_gpu_env.sh"
@@ -27,25 +29,32 @@ for k in relu__mismatch matmul__policy relu__crash relu__bad_input; do
   p=${k%%__*}
   timeout 120 python3 -m agent verify examples/problems/$p.py examples/broken/$k.py --json --device cuda 2>>"$LOG" | tail -1 | cut -c1-200 >>"$LOG"
 done
+fi # SKIP_EXAMPLES
 
-log "6.4 GB: KernelBench 20_LeakyReLU, verify (5 trials) then profile"
+if [ -z "${SKIP_LEAKY:-}" ]; then
+log "6.4 GB: KernelBench 20_LeakyReLU, verify (5 trials) then profile, both protocols"
 /usr/bin/time -v timeout 200 python3 -m agent verify .kb/level1/20_LeakyReLU.py benchmarks/kernels/kb_20_leaky_relu.py --json --device cuda >"$OUT/leaky_verify.json" 2>"$OUT/leaky_verify.err"
 log "verify rc=$?"; tail -1 "$OUT/leaky_verify.json" | cut -c1-400 >>"$LOG"
 grep -E "Maximum resident|Elapsed" "$OUT/leaky_verify.err" >>"$LOG"
 timeout 200 python3 -m agent profile .kb/level1/20_LeakyReLU.py benchmarks/kernels/kb_20_leaky_relu.py --json >"$OUT/leaky_profile.json" 2>>"$LOG"
 log "profile rc=$?"; tail -1 "$OUT/leaky_profile.json" | python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); print({k: d.get(k) for k in ("status","message","speedup_eager","speedup_compile","memory","duration_s")})' >>"$LOG" 2>&1
+/usr/bin/time -v timeout 200 python3 -m agent profile .kb/level1/20_LeakyReLU.py benchmarks/kernels/kb_20_leaky_relu.py --json --protocol kernelbench >"$OUT/leaky_profile_kb.json" 2>"$OUT/leaky_profile_kb.err"
+log "profile --protocol kernelbench rc=$?"; tail -1 "$OUT/leaky_profile_kb.json" | python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); print({k: d.get(k) for k in ("status","message","speedup_eager","speedup_compile","kernelbench","memory","duration_s")})' >>"$LOG" 2>&1
+grep -E "Maximum resident|Elapsed" "$OUT/leaky_profile_kb.err" >>"$LOG"
+fi # SKIP_LEAKY
 
-fi # SKIP_EXAMPLES
+if [ -z "${SKIP_ADVERSARIAL:-}" ]; then
 log "GPU tests: verify, compare"
 timeout 150 python3 -m pytest -q -x --no-header -p no:cacheprovider -m gpu tests/test_verify.py tests/test_compare_chunked.py 2>&1 | tail -5 >>"$LOG"
 log "adversarial corpus on cuda"
 timeout 150 python3 benchmarks/adversarial_figures.py --device cuda --no-write --json 2>>"$OUT/adv.err" | tail -1 >"$OUT/adversarial_cuda.json"
 log "adversarial rc=$?"; cut -c1-600 "$OUT/adversarial_cuda.json" >>"$LOG"
+fi # SKIP_ADVERSARIAL
 
 left=$((570 - (SECONDS - START)))
 log "kernelbench compiler bench for the remaining ${left} s"
 if [ "$left" -gt 120 ]; then
-  DEADLINE_S=$left OUT=$FINAL_OUT RESUME_TGZ=${RESUME_TGZ:-} bash benchmarks/gpu_kernelbench.sh >>"$LOG" 2>&1
+  DEADLINE_S=$left OUT=$FINAL_OUT RESUME_TGZ=${RESUME_TGZ:-} JOBS_PER_GPU=${JOBS_PER_GPU:-4} bash benchmarks/gpu_kernelbench.sh >>"$LOG" 2>&1
 fi
 log "done"
 tar czf "$FINAL_OUT/realsize.tgz" -C /tmp realsize

@@ -71,6 +71,8 @@ Call = Callable[[list], Any]
 
 MAX_ROTATED_SET_BYTES = 256 << 20
 """Above this one input set is never cloned for rotation (KernelBench's sets reach 6.4 GB)."""
+MAX_TRACE_CHARS = 64 << 20
+"""A Chrome trace handed back is cut here (10 profiled forwards are a few hundred KB)."""
 FRESH_SEED_OFFSET = 2000
 """The freshness check's new values come from a generator seeded `seed + FRESH_SEED_OFFSET`."""
 
@@ -191,6 +193,40 @@ def _sleep_cycles_per_us() -> float:
     return cycles / max(start.elapsed_time(end) * 1000.0, 1.0)
 
 
+KERNELBENCH_WARMUP = 3
+KERNELBENCH_TRIALS = 100
+
+
+def kernelbench_times(
+    call: Call, args: list, *, warmup: int = KERNELBENCH_WARMUP, trials: int = KERNELBENCH_TRIALS
+) -> dict[str, Any]:
+    """KernelBench's timing method (`src/eval.py: time_execution_with_cuda_event` and
+    `get_timing_stats`), reproduced so its numbers can sit beside ours: `warmup` synchronised
+    calls, then `trials` calls each bracketed by two CUDA events on the current stream and
+    followed by a device synchronise; same inputs every trial, no L2 flush, host launch cost
+    inside the bracket. Mean and (population) std over the trials, in ms."""
+    for _ in range(warmup):
+        call(args)
+        torch.cuda.synchronize()
+    times: list[float] = []
+    for _ in range(trials):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        call(args)
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    return {
+        "mean": statistics.fmean(times),
+        "std": statistics.pstdev(times),
+        "min": min(times),
+        "max": max(times),
+        "num_trials": len(times),
+        "warmup": warmup,
+    }
+
+
 # ------------------------------------------------------------------------------------------
 # Device peaks
 
@@ -279,8 +315,11 @@ def _launch_bytes():
         JITFunction.run = original
 
 
-def breakdown(call: Call, sets: list[list], calls: int) -> tuple[list[dict[str, Any]], list[str]]:
-    """Per-kernel device time per forward (torch.profiler), largest first."""
+def breakdown(
+    call: Call, sets: list[list], calls: int, trace_to: str | None = None
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Per-kernel device time per forward (torch.profiler), largest first. `trace_to`: also
+    write that profiler pass as a Chrome/Perfetto trace (JSON) to this path."""
     from torch.profiler import ProfilerActivity, profile
 
     notes: list[str] = []
@@ -291,6 +330,8 @@ def breakdown(call: Call, sets: list[list], calls: int) -> tuple[list[dict[str, 
         for i in range(calls):
             call(sets[i % len(sets)])
         torch.cuda.synchronize()
+    if trace_to:
+        prof.export_chrome_trace(trace_to)
     totals: dict[str, list[float]] = {}
     for e in prof.events():
         if e.device_type != torch.autograd.DeviceType.CUDA:
@@ -497,7 +538,14 @@ def profile_job(
         # problems were refuted as stale by the freshness check (H200, 2026-11-30).
         model = problem.Model(*init).to("cuda")
         torch.manual_seed(seed + 1000)
-        host = list(problem.get_inputs())
+        try:
+            # Made on the GPU: building a 6.4 GB KernelBench input on the host took ~10 s of a
+            # timing job that holds its GPU alone (H200, session 4).
+            with torch.device("cuda"):
+                host = list(problem.get_inputs())
+        except Exception:  # a get_inputs() that only works on the host
+            torch.manual_seed(seed + 1000)
+            host = list(problem.get_inputs())
         base = _to_device(host, "cuda")
         originals = _host_originals(host, base)
         del host
@@ -548,6 +596,9 @@ def profile_job(
                     baselines["compile_error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
             result["baselines"] = baselines
             result["baselines_from_cache"] = False
+        if settings.get("kernelbench"):
+            # KernelBench's own method beside ours, eager timed before the candidate is loaded
+            result["kernelbench"] = {"eager": kernelbench_times(eager, sets[0])}
         # The baselines' outputs and workspaces are garbage by now: give their blocks back so
         # the candidate starts from the problem's own tensors.
         torch.cuda.empty_cache()
@@ -585,11 +636,17 @@ def profile_job(
             result["candidate_samples"] = runs
             result["timings"]["candidate_s"] = time.perf_counter() - t1
             t1 = time.perf_counter()
+            if settings.get("kernelbench"):
+                result["kernelbench"]["candidate"] = kernelbench_times(candidate, sets[0])
+            trace_to = os.path.join(os.getcwd(), "trace.json") if settings.get("trace") else None
             try:
                 result["kernels"], notes = breakdown(
-                    candidate, sets, int(settings["profile_calls"])
+                    candidate, sets, int(settings["profile_calls"]), trace_to
                 )
                 result["notes"] += notes
+                if trace_to and os.path.exists(trace_to):
+                    with open(trace_to, encoding="utf-8") as f:
+                        result["trace"] = f.read(MAX_TRACE_CHARS + 1)[:MAX_TRACE_CHARS]
             except Exception as exc:  # the profiler is evidence, not a verdict
                 result["kernels"] = []
                 result["notes"].append(
