@@ -25,7 +25,28 @@ class Problem:
     name: str
     source: str
     size_constants: dict[str, Any] = field(default_factory=dict)
-    """Module-level UPPER_CASE numeric constants (batch sizes, dims)."""
+    """Module-level numeric constants (batch sizes, dims, constructor settings): UPPER_CASE ones,
+    and the lower-case ones KernelBench writes (`batch_size = 16`, `N = 2048 * 2`) that
+    `get_inputs`/`get_init_inputs` use, directly or through another module-level assignment."""
+
+    @property
+    def size_uses(self) -> dict[str, str]:
+        """Where each size constant is used: `input` (shapes of `get_inputs`, maybe also the
+        constructor), `init` (only the constructor's arguments), `unused` (neither)."""
+        return _size_uses(ast.parse(self.source), self.size_constants)
+
+    @property
+    def derived_sizes(self) -> set[str]:
+        """Size constants computed from other constants (`K = N * 2`): they follow those."""
+        return {
+            node.targets[0].id
+            for node in ast.parse(self.source).body
+            if isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id in self.size_constants
+            and any(isinstance(n, ast.Name) for n in ast.walk(node.value))
+        }
 
     @property
     def digest(self) -> str:
@@ -104,21 +125,90 @@ def _top_level_names(tree: ast.Module) -> set[str]:
 
 
 def _constants(tree: ast.Module) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+    """Module-level `name = <number or arithmetic of numbers and earlier constants>`: UPPER_CASE
+    names always, lower-case ones when `get_inputs`/`get_init_inputs` use them."""
+    values: dict[str, Any] = {}
     for node in tree.body:
         if (
             isinstance(node, ast.Assign)
             and len(node.targets) == 1
             and isinstance(node.targets[0], ast.Name)
-            and node.targets[0].id.isupper()
         ):
-            try:
-                value = ast.literal_eval(node.value)
-            except (ValueError, SyntaxError, TypeError):
-                continue
+            value = _arithmetic(node.value, values)
             if isinstance(value, (int, float)) and not isinstance(value, bool):
-                out[node.targets[0].id] = value
-    return out
+                values[node.targets[0].id] = value
+    used = _names_used_by_factories(tree)
+    return {k: v for k, v in values.items() if k.isupper() or k in used["input"] | used["init"]}
+
+
+_ARITHMETIC = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.FloorDiv: lambda a, b: a // b,
+    ast.Div: lambda a, b: a / b,
+    ast.Mod: lambda a, b: a % b,
+    ast.Pow: lambda a, b: a**b,
+}
+
+
+def _arithmetic(node: ast.expr, known: dict[str, Any]) -> Any:
+    """The value of `2048 * 2`, `-1`, `dim // 4` (names from `known`); None if not that simple."""
+    if isinstance(node, ast.Constant):
+        return node.value if type(node.value) in (int, float) else None
+    if isinstance(node, ast.Name):
+        return known.get(node.id)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        v = _arithmetic(node.operand, known)
+        return None if v is None else (-v if isinstance(node.op, ast.USub) else v)
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+        a, b = _arithmetic(node.left, known), _arithmetic(node.right, known)
+        if a is None or b is None or (isinstance(node.op, ast.Pow) and abs(b) > 64):
+            return None
+        try:
+            return _ARITHMETIC[type(node.op)](a, b)
+        except (ArithmeticError, ValueError):
+            return None
+    return None
+
+
+def _names_used_by_factories(tree: ast.Module) -> dict[str, set[str]]:
+    """Module-level names `get_inputs` ("input") and `get_init_inputs` ("init") read, directly
+    or through other module-level assignments (`shape = (batch_size, dim)`)."""
+    assigned: dict[str, set[str]] = {}
+    bodies: dict[str, set[str]] = {}
+    for node in tree.body:
+        reads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        if isinstance(node, ast.FunctionDef) and node.name in ("get_inputs", "get_init_inputs"):
+            bodies[node.name] = reads
+        elif isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    assigned.setdefault(t.id, set()).update(reads - {t.id})
+
+    def closure(names: set[str]) -> set[str]:
+        seen: set[str] = set()
+        todo = list(names)
+        while todo:
+            n = todo.pop()
+            if n in seen:
+                continue
+            seen.add(n)
+            todo.extend(assigned.get(n, ()))
+        return seen
+
+    return {
+        "input": closure(bodies.get("get_inputs", set())),
+        "init": closure(bodies.get("get_init_inputs", set())),
+    }
+
+
+def _size_uses(tree: ast.Module, constants: dict[str, Any]) -> dict[str, str]:
+    used = _names_used_by_factories(tree)
+    return {
+        k: "input" if k in used["input"] else "init" if k in used["init"] else "unused"
+        for k in constants
+    }
 
 
 @dataclass(kw_only=True)
