@@ -1187,6 +1187,42 @@ def _assemble(
 
 
 # --------------------------------------------------------------------------------------------
+# Hook (issue 15): library convolutions become this project's Triton convolution
+# (tools/triton_conv.py), copied into the candidate. Two call sites in draft_candidate.
+
+_CONV_TARGETS = {
+    "torch.convolution": "convolution",
+    "torch.ops.aten.convolution": "aten.convolution",
+    "torch.ops.aten.convolution.default": "aten.convolution.default",
+}
+
+
+def _convolutions_in_triton(call: ast.FunctionDef, host: _HostRewriter) -> str:
+    """Point the host code's library convolutions (`extern_kernels.convolution`, rewritten to
+    `torch.convolution` by `_HostRewriter`, or an `aten.convolution` fallback) at
+    `triton_convolution`, which has the same signature and takes every size from its tensors.
+    Returns the kernels' source for the candidate ("" when the host code has no convolution)."""
+    from tools import triton_conv
+
+    replaced = set()
+    for node in ast.walk(call):
+        if isinstance(node, ast.Call) and _dotted(node.func) in _CONV_TARGETS:
+            replaced.add(_CONV_TARGETS[_dotted(node.func)])
+            node.func = ast.Name("triton_convolution", ast.Load())
+    if not replaced:
+        return ""
+    host.library_calls[:] = [c for c in host.library_calls if c not in replaced]
+    return triton_conv.candidate_source()
+
+
+def _with_conv_source(source: str, conv_source: str) -> str:
+    """The candidate with the convolution kernels placed just before the host code's `call`."""
+    if not conv_source:
+        return source
+    at = re.search(r"^def call\(", source, re.M)
+    if at is None:
+        raise DraftUnsupportedError("no `def call(` in the assembled candidate")
+    return source[: at.start()] + conv_source + "\n\n" + source[at.start() :]
 
 
 def draft_candidate(problem_source: str, *, device: str = "cpu") -> DraftResult:
@@ -1225,6 +1261,11 @@ def draft_candidate(problem_source: str, *, device: str = "cpu") -> DraftResult:
         )
 
     call, host, n_args = _rewrite_host(capture.wrapper, kernels)
+    conv_source = _convolutions_in_triton(call, host)  # issue 15 hook
+    if conv_source:
+        from tools.triton_conv import PRECISION_NOTE
+
+        notes.append(PRECISION_NOTE)
     if n_args != len(capture.graph_inputs):
         raise DraftUnsupportedError(
             f"Inductor's call takes {n_args} tensors but the graph had {len(capture.graph_inputs)} inputs"
@@ -1278,6 +1319,7 @@ def draft_candidate(problem_source: str, *, device: str = "cpu") -> DraftResult:
         host,
         _model_new(problem, forward_args, call_args, output_expr),
     )
+    source = _with_conv_source(source, conv_source)  # issue 15 hook
     return DraftResult(
         source=source,
         mixed=bool(library_calls),

@@ -1,0 +1,366 @@
+"""This project's Triton convolutions, for candidates that must not call a library conv.
+
+`triton_convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding,
+groups)` has `torch.convolution`'s signature and meaning for 1D/2D/3D inputs: forward and
+transposed, stride, padding, dilation, output_padding, groups (depthwise included), bias, any
+input/weight strides (channels-last too). Two kernels:
+
+- `_conv_gemm_kernel`: implicit GEMM. Rows are output positions (n, od, oh, ow), columns the
+  output channels of one group (program axis 2), the reduction runs over (input channel, kernel
+  tap) and is gathered from the input on the fly. With at least 16 input channels a group the
+  loop goes tap by tap and then over channel blocks (the input position and its bounds check are
+  computed once a tap); with fewer (the 3-channel first layer) the (channel, tap) pairs are one
+  flat reduction axis, so a block is not mostly padding. Transposed convolution is the same GEMM
+  with a gather: output o takes input i = (o + p - k*d) / s where that is a whole number in range.
+- `_conv_direct_kernel`: one output channel a program, scalar weights, for groups of fewer than
+  `DIRECT_MAX_COUT_G` output channels (depthwise), where a tl.dot tile (at least 16 wide) would
+  be mostly empty.
+
+Precision: fp32 inputs multiply with `tl.dot(..., input_precision="tf32x3")` (three TF32 products
+per fp32 product, error ~1e-6 relative; plain TF32 is ~1e-3 and fails fp32's atol 1e-4; issue 15
+measured tf32x3 faster than and as accurate as cuBLAS's fp32 GEMM on the H200). fp16/bf16 inputs
+use their native dot. Accumulation is fp32. The interpreter's tl.dot is exact (numpy).
+
+The code between the `candidate source` markers is self-contained (os, torch, triton, tl): the
+compiler drafter (`tools/inductor_draft.py`) copies it into a candidate file with
+`candidate_source()`, so a candidate never imports `tools/`. On a GPU the GEMM kernel is
+autotuned over a few tile configs; under `TRITON_INTERPRET=1` it runs one fixed config.
+"""
+
+from __future__ import annotations
+
+# --- candidate source begin (copied verbatim into compiler drafts) ---
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+DIRECT_MAX_COUT_G = 4  # output channels a group below which the direct kernel is used
+
+
+@triton.jit
+def _conv_in_pos(o, k, stride, pad, dil, size, TRANSPOSED: tl.constexpr):
+    """Input index read by output index `o` at kernel tap `k`, and whether it exists."""
+    if TRANSPOSED:
+        t = o + pad - k * dil
+        tt = tl.where(t >= 0, t, 0)  # // and % of negatives differ between C and numpy
+        i = tt // stride
+        ok = (t >= 0) & (tt % stride == 0) & (i < size)
+    else:
+        i = o * stride - pad + k * dil
+        ok = (i >= 0) & (i < size)
+    return tl.where(ok, i, 0), ok
+
+
+@triton.jit
+def _conv_gemm_kernel(
+    x_ptr, w_ptr, b_ptr, y_ptr,
+    C_in_g, D, H, W, C_out_g, OD, OH, OW, KD, KH, KW,
+    sd, sh, sw, pd, ph, pw, dd, dh, dw,
+    xs_n, xs_c, xs_d, xs_h, xs_w,
+    ws_g, ws_co, ws_ci, ws_d, ws_h, ws_w,
+    ys_n, ys_c, ys_d, ys_h, ys_w,
+    M, K,
+    HAS_BIAS: tl.constexpr, TRANSPOSED: tl.constexpr, TAP_OUTER: tl.constexpr,
+    PRECISION: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):  # fmt: skip
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    g = tl.program_id(2)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    m_ok = offs_m < M
+    n_ok = offs_n < C_out_g
+    ow = offs_m % OW
+    t = offs_m // OW
+    oh = t % OH
+    t = t // OH
+    od = t % OD
+    nb = (t // OD).to(tl.int64)
+    x_base = nb * xs_n + (g * C_in_g).to(tl.int64) * xs_c  # [BLOCK_M]
+    w_base = w_ptr + g.to(tl.int64) * ws_g + offs_n * ws_co  # [BLOCK_N]
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    if TAP_OUTER:
+        for tap in range(0, KD * KH * KW):
+            kd = tap // (KH * KW)
+            kh = (tap // KW) % KH
+            kw = tap % KW
+            i_d, ok_d = _conv_in_pos(od, kd, sd, pd, dd, D, TRANSPOSED)
+            i_h, ok_h = _conv_in_pos(oh, kh, sh, ph, dh, H, TRANSPOSED)
+            i_w, ok_w = _conv_in_pos(ow, kw, sw, pw, dw, W, TRANSPOSED)
+            row_ok = m_ok & ok_d & ok_h & ok_w
+            x_row = x_base + i_d * xs_d + i_h * xs_h + i_w * xs_w
+            w_tap = w_base + kd * ws_d + kh * ws_h + kw * ws_w
+            for c0 in range(0, C_in_g, BLOCK_K):
+                ci = c0 + tl.arange(0, BLOCK_K)
+                c_ok = ci < C_in_g
+                a = tl.load(
+                    x_ptr + x_row[:, None] + ci[None, :] * xs_c,
+                    mask=row_ok[:, None] & c_ok[None, :],
+                    other=0.0,
+                )
+                b = tl.load(
+                    w_tap[None, :] + ci[:, None] * ws_ci,
+                    mask=c_ok[:, None] & n_ok[None, :],
+                    other=0.0,
+                )
+                acc = tl.dot(a, b, acc, input_precision=PRECISION)
+    else:
+        taps = KD * KH * KW
+        for k0 in range(0, K, BLOCK_K):
+            kk = k0 + tl.arange(0, BLOCK_K)
+            k_ok = kk < K
+            ci = kk // taps
+            r = kk % taps
+            kd = r // (KH * KW)
+            kh = (r // KW) % KH
+            kw = r % KW
+            i_d, ok_d = _conv_in_pos(od[:, None], kd[None, :], sd, pd, dd, D, TRANSPOSED)
+            i_h, ok_h = _conv_in_pos(oh[:, None], kh[None, :], sh, ph, dh, H, TRANSPOSED)
+            i_w, ok_w = _conv_in_pos(ow[:, None], kw[None, :], sw, pw, dw, W, TRANSPOSED)
+            a = tl.load(
+                x_ptr + x_base[:, None] + ci[None, :] * xs_c + i_d * xs_d + i_h * xs_h + i_w * xs_w,
+                mask=m_ok[:, None] & k_ok[None, :] & ok_d & ok_h & ok_w,
+                other=0.0,
+            )
+            w_k = ci * ws_ci + kd * ws_d + kh * ws_h + kw * ws_w
+            b = tl.load(
+                w_base[None, :] + w_k[:, None],
+                mask=k_ok[:, None] & n_ok[None, :],
+                other=0.0,
+            )
+            acc = tl.dot(a, b, acc, input_precision=PRECISION)
+    if HAS_BIAS:
+        bias = tl.load(b_ptr + g * C_out_g + offs_n, mask=n_ok, other=0.0)
+        acc += bias.to(tl.float32)[None, :]
+    y_row = nb * ys_n + od * ys_d + oh * ys_h + ow * ys_w
+    y_col = (g * C_out_g + offs_n).to(tl.int64) * ys_c
+    tl.store(
+        y_ptr + y_row[:, None] + y_col[None, :],
+        acc.to(y_ptr.dtype.element_ty),
+        mask=m_ok[:, None] & n_ok[None, :],
+    )
+
+
+def _gemm_configs() -> list:
+    """A few tile shapes for the GPU autotuner (BLOCK_K 32: fp32 tiles in shared memory)."""
+    shapes = [(128, 64, 32, 4, 3), (64, 64, 32, 4, 3), (128, 128, 32, 8, 3), (64, 32, 32, 4, 4)]
+    shapes += [(128, 32, 32, 4, 4), (256, 64, 32, 8, 3), (64, 128, 32, 4, 3), (128, 16, 32, 4, 4)]
+    return [
+        triton.Config({"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k}, num_warps=w, num_stages=s)
+        for m, n, k, w, s in shapes
+    ]
+
+
+def _prune_gemm_configs(configs, named_args, **kwargs):
+    """Drop tiles more than twice as wide as a group's output channels (mostly masked work)."""
+    width = max(16, triton.next_power_of_2(named_args["C_out_g"]))
+    kept = [c for c in configs if c.kwargs["BLOCK_N"] <= 2 * width]
+    return kept or configs[:1]
+
+
+_conv_gemm_kernel_tuned = triton.autotune(
+    configs=_gemm_configs(),
+    key=["M", "K", "C_in_g", "C_out_g", "KD", "KH", "KW"],
+    prune_configs_by={"early_config_prune": _prune_gemm_configs},
+)(_conv_gemm_kernel)
+
+
+@triton.jit
+def _conv_direct_kernel(
+    x_ptr, w_ptr, b_ptr, y_ptr,
+    C_in_g, D, H, W, C_out, C_out_g, OD, OH, OW, KD, KH, KW,
+    sd, sh, sw, pd, ph, pw, dd, dh, dw,
+    xs_n, xs_c, xs_d, xs_h, xs_w,
+    ws_g, ws_co, ws_ci, ws_d, ws_h, ws_w,
+    ys_n, ys_c, ys_d, ys_h, ys_w,
+    S, n_blocks,
+    HAS_BIAS: tl.constexpr, TRANSPOSED: tl.constexpr, BLOCK: tl.constexpr, TAPS: tl.constexpr,
+):  # fmt: skip
+    pid = tl.program_id(0)
+    pid_s = pid % n_blocks
+    pid_nc = pid // n_blocks  # one 1-D grid: N * C_out can pass 65535 (axis 1's limit)
+    nb = (pid_nc // C_out).to(tl.int64)
+    co = pid_nc % C_out
+    g = co // C_out_g
+    offs = pid_s * BLOCK + tl.arange(0, BLOCK)
+    s_ok = offs < S
+    ow = offs % OW
+    t = offs // OW
+    oh = t % OH
+    od = t // OH
+    # All kernel taps at once, as a second block axis: [BLOCK, TAPS] gathers, one reduction.
+    tap = tl.arange(0, TAPS)
+    tap_ok = tap < KD * KH * KW
+    kd = tap // (KH * KW)
+    kh = (tap // KW) % KH
+    kw = tap % KW
+    i_d, ok_d = _conv_in_pos(od[:, None], kd[None, :], sd, pd, dd, D, TRANSPOSED)
+    i_h, ok_h = _conv_in_pos(oh[:, None], kh[None, :], sh, ph, dh, H, TRANSPOSED)
+    i_w, ok_w = _conv_in_pos(ow[:, None], kw[None, :], sw, pw, dw, W, TRANSPOSED)
+    ok = s_ok[:, None] & tap_ok[None, :] & ok_d & ok_h & ok_w
+    x_pos = x_ptr + nb * xs_n + (g * C_in_g).to(tl.int64) * xs_c + i_d * xs_d + i_h * xs_h
+    x_pos += i_w * xs_w
+    w_tap = w_ptr + g.to(tl.int64) * ws_g + (co % C_out_g) * ws_co
+    w_tap += kd * ws_d + kh * ws_h + kw * ws_w
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for ci in range(0, C_in_g):
+        xv = tl.load(x_pos + ci * xs_c, mask=ok, other=0.0)
+        wv = tl.load(w_tap + ci * ws_ci, mask=tap_ok, other=0.0)
+        acc += tl.sum(xv.to(tl.float32) * wv.to(tl.float32)[None, :], axis=1)
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + co).to(tl.float32)
+    y = y_ptr + nb * ys_n + co.to(tl.int64) * ys_c + od * ys_d + oh * ys_h + ow * ys_w
+    tl.store(y, acc.to(y_ptr.dtype.element_ty), mask=s_ok)
+
+
+def _conv_triple(value, nd: int, fill: int) -> list:
+    """A conv parameter (int or sequence of nd) as (D, H, W), `fill` for the missing dims."""
+    values = [value] * nd if isinstance(value, int) else list(value)
+    if len(values) == 1 and nd > 1:
+        values = values * nd
+    if len(values) != nd:
+        raise ValueError(f"expected {nd} values, got {value!r}")
+    return [fill] * (3 - nd) + [int(v) for v in values]
+
+
+def _conv_is_channels_last(t) -> bool:
+    if t.dim() == 4:
+        return not t.is_contiguous() and t.is_contiguous(memory_format=torch.channels_last)
+    if t.dim() == 5:
+        return not t.is_contiguous() and t.is_contiguous(memory_format=torch.channels_last_3d)
+    return False
+
+
+def triton_convolution(
+    input,
+    weight,
+    bias=None,
+    stride=1,
+    padding=0,
+    dilation=1,
+    transposed=False,
+    output_padding=0,
+    groups=1,
+):
+    """`torch.convolution` in Triton: 1D/2D/3D, forward or transposed, any strides."""
+    x = input
+    nd = x.dim() - 2
+    if nd not in (1, 2, 3) or weight.dim() != x.dim():
+        raise ValueError(f"convolution of a {x.dim()}-D input with a {weight.dim()}-D weight")
+    sd, sh, sw = _conv_triple(stride, nd, 1)
+    pd, ph, pw = _conv_triple(padding, nd, 0)
+    dd, dh, dw = _conv_triple(dilation, nd, 1)
+    opd, oph, opw = _conv_triple(output_padding, nd, 0)
+    N, C_in = x.shape[0], x.shape[1]
+    D, H, W = [1] * (3 - nd) + list(x.shape[2:])
+    KD, KH, KW = [1] * (3 - nd) + list(weight.shape[2:])
+    C_in_g = C_in // groups
+    if transposed:
+        C_out_g = weight.shape[1]
+        out = [
+            (i - 1) * s - 2 * p + d * (k - 1) + op + 1
+            for i, s, p, d, k, op in zip(
+                (D, H, W), (sd, sh, sw), (pd, ph, pw), (dd, dh, dw), (KD, KH, KW), (opd, oph, opw)
+            )
+        ]
+    else:
+        C_out_g = weight.shape[0] // groups
+        out = [
+            (i + 2 * p - d * (k - 1) - 1) // s + 1
+            for i, s, p, d, k in zip(
+                (D, H, W), (sd, sh, sw), (pd, ph, pw), (dd, dh, dw), (KD, KH, KW)
+            )
+        ]
+    OD, OH, OW = out
+    C_out = C_out_g * groups
+    shape = [N, C_out] + out[3 - nd :]
+    # The output's layout follows torch's conv backends: channels-last if the input or the
+    # weight is (Inductor's kernels after the conv index the buffer with those strides).
+    memory_format = torch.contiguous_format
+    if _conv_is_channels_last(x) or _conv_is_channels_last(weight):
+        memory_format = torch.channels_last if nd == 2 else torch.channels_last_3d
+    y = torch.empty(shape, dtype=x.dtype, device=x.device, memory_format=memory_format)
+    if y.numel() == 0:
+        return y
+
+    def spatial_strides(t):
+        return [0] * (3 - nd) + list(t.stride()[2:])
+
+    xs = [x.stride(0), x.stride(1)] + spatial_strides(x)
+    ys = [y.stride(0), y.stride(1)] + spatial_strides(y)
+    wsp = spatial_strides(weight)
+    if transposed:  # weight: (C_in, C_out / groups, k...)
+        wsg, wco, wci = C_in_g * weight.stride(0), weight.stride(1), weight.stride(0)
+    else:  # weight: (C_out, C_in / groups, k...)
+        wsg, wco, wci = C_out_g * weight.stride(0), weight.stride(0), weight.stride(1)
+    ws = [wsg, wco, wci] + wsp
+    has_bias = bias is not None
+    b = bias if has_bias else y
+    sizes = [C_in_g, D, H, W]
+    conv = [sd, sh, sw, pd, ph, pw, dd, dh, dw]
+    interpret = os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+    if C_out_g < DIRECT_MAX_COUT_G:
+        S = OD * OH * OW
+        taps = triton.next_power_of_2(KD * KH * KW)
+        # [BLOCK, TAPS] in registers: at most 8192 elements (32 a thread at 256 threads)
+        block = max(16, min(1024, triton.next_power_of_2(S), 8192 // taps))
+        if interpret:
+            block = min(block, 64)
+        n_blocks = triton.cdiv(S, block)
+        _conv_direct_kernel[(n_blocks * N * C_out,)](
+            x, weight, b, y, *sizes, C_out, C_out_g, OD, OH, OW, KD, KH, KW, *conv,
+            *xs, *ws, *ys, S, n_blocks,
+            HAS_BIAS=has_bias, TRANSPOSED=bool(transposed), BLOCK=block, TAPS=taps,
+            num_warps=4,
+        )  # fmt: skip
+        return y
+
+    M = N * OD * OH * OW
+    K = C_in_g * KD * KH * KW
+    precision = "tf32x3" if x.dtype == torch.float32 else "ieee"
+    args = [x, weight, b, y, *sizes, C_out_g, OD, OH, OW, KD, KH, KW, *conv, *xs, *ws, *ys, M, K]
+    flags = dict(
+        HAS_BIAS=has_bias,
+        TRANSPOSED=bool(transposed),
+        TAP_OUTER=C_in_g >= 16,
+        PRECISION=precision,
+    )
+    if interpret:  # no autotuning in the interpreter: one small tile
+        bm, bn, bk = 32, 16 if C_out_g <= 16 else 32, 16
+        grid = (triton.cdiv(M, bm), triton.cdiv(C_out_g, bn), groups)
+        _conv_gemm_kernel[grid](*args, **flags, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk)
+        return y
+
+    def grid(meta):
+        return (triton.cdiv(M, meta["BLOCK_M"]), triton.cdiv(C_out_g, meta["BLOCK_N"]), groups)
+
+    _conv_gemm_kernel_tuned[grid](*args, **flags)
+    return y
+
+
+# --- candidate source end ---
+
+CONV_OPS = ("convolution",)
+"""The library ops `triton_convolution` stands in for (torch.convolution / aten.convolution)."""
+
+PRECISION_NOTE = (
+    "convolution in Triton (tools.triton_conv: implicit GEMM, direct kernel for depthwise); "
+    "fp32 products with tl.dot input_precision='tf32x3' (not plain TF32), fp32 accumulation; "
+    "tile sizes autotuned on the GPU, fixed under the interpreter"
+)
+
+
+def candidate_source() -> str:
+    """The self-contained source of the kernels and `triton_convolution`, for a candidate file."""
+    with open(__file__) as f:
+        text = f.read()
+    begin = text.index("# --- candidate source begin")
+    begin = text.index("\n", begin) + 1
+    end = text.index("# --- candidate source end ---")
+    return "# Convolutions in Triton (copied from triton-agent's tools/triton_conv.py).\n" + (
+        text[begin:end].strip() + "\n"
+    )
