@@ -98,6 +98,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--json", action="store_true", help="print the report as JSON (last line of stdout)"
     )
     add_verify_options(p)
+    from agent.kernelbench_io import add_cli_options
+
+    add_cli_options(p, export=True)
     COMMANDS["bench"] = cmd_bench
 
 
@@ -205,8 +208,13 @@ def print_summary(r: dict[str, Any]) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    from agent import kernelbench_io
     from agent.bench import rebuild_report, run_bench
 
+    picked = kernelbench_io.resolve_cli(args)
+    if picked is not None:  # a KernelBench level folder, only the ids asked for
+        args.problems = str(picked[0].parent)
+        args.only = ",".join(f.stem for f in picked)
     if args.rebuild:
         report = rebuild_report(args.rebuild)
     else:
@@ -216,6 +224,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
         err_console.print(f"bench -> {cfg.out}")
         report = run_bench(args.problems, cfg, on_event=Progress())
     print_summary(report)
+    if args.export_kernelbench:
+        done = kernelbench_io.export_run(report["out"], args.export_kernelbench, args.level)
+        report["kernelbench_export"] = done.to_dict()
+        err_console.print(
+            f"KernelBench layout: {done.kernels} kernel(s) of {done.problems} problem(s) in "
+            f"{done.run_dir} (eval_results.json)"
+        )
     if args.json:
         emit_json(report)
     return 0 if report["status"] == "ok" else 1

@@ -174,8 +174,12 @@ def print_table(result: dict[str, Any]) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """`optimize`, and `repair` (`args.mode`), which starts from `args.kernel`."""
+    from agent.kernelbench_io import resolve_cli
     from agent.runner import run
 
+    picked = resolve_cli(args, one=True)
+    if picked is not None:
+        args.problem = str(picked[0])
     config = config_from(args)
     result = run(
         args.problem,
@@ -197,6 +201,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--resume", default=None, metavar="RUN_ID", help="continue a killed run")
     add_loop_options(p)
     add_verify_options(p)
+    from agent.kernelbench_io import add_cli_options
+
+    add_cli_options(p, export=False)
     p.set_defaults(mode="optimize", kernel=None)
     COMMANDS["optimize"] = cmd_run
 

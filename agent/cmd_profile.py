@@ -28,6 +28,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
     p.add_argument("--refresh-baselines", action="store_true", help="re-time cached baselines")
+    p.add_argument(
+        "--trace",
+        default=None,
+        metavar="FILE",
+        help="write the profiler pass of the timed candidate as a Chrome/Perfetto trace (JSON; "
+        "open in ui.perfetto.dev or chrome://tracing)",
+    )
+    p.add_argument(
+        "--protocol",
+        default="ours",
+        choices=["ours", "kernelbench"],
+        help="kernelbench: also time eager and the candidate with KernelBench's method "
+        "(3 warm-up calls, 100 CUDA-event trials, mean and std), beside ours",
+    )
     add_verify_options(p)
     COMMANDS["profile"] = cmd_profile
 
@@ -43,6 +57,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
         baseline=args.baseline,
         compile_baseline=not args.no_compile,
         refresh_baselines=args.refresh_baselines,
+        kernelbench=args.protocol == "kernelbench",
+        trace=bool(args.trace),
     )
     verifier = Verifier(verify_options_from(args))
     with err_console.status(f"verifying and profiling {args.kernel} on {verifier.device} ..."):
@@ -50,6 +66,11 @@ def cmd_profile(args: argparse.Namespace) -> int:
             problem, source, verifier=verifier, kernel_path=args.kernel, options=options
         )
     print_profile(result)
+    if args.trace:
+        if result.write_trace(args.trace):
+            err_console.print(f"trace: {args.trace} (open in ui.perfetto.dev or chrome://tracing)")
+        else:
+            err_console.print("[yellow]no trace:[/yellow] the candidate was not profiled on a GPU")
     if args.json:
         emit_json(result.to_dict())
     return 0 if result.status == "ok" else 1
@@ -85,4 +106,13 @@ def print_profile(r) -> None:
         row("candidate vs eager", r.candidate, r.speedup_eager)
         row("candidate vs compile", r.candidate, r.speedup_compile)
         err_console.print(t)
+    kb = r.kernelbench
+    if kb and kb.get("candidate"):
+        e, c = kb.get("eager") or {}, kb["candidate"]
+        sp = f"{kb['speedup']:.2f}x" if kb.get("speedup") else "-"
+        err_console.print(
+            f"KernelBench timing (mean ± std of {c.get('num_trials')}): candidate "
+            f"{c['mean']:.4f} ± {c['std']:.4f} ms, eager {e.get('mean', float('nan')):.4f} ± "
+            f"{e.get('std', float('nan')):.4f} ms, speedup {sp}"
+        )
     err_console.print(r.feedback(), markup=False)

@@ -84,6 +84,11 @@ class ProfileOptions:
     (`timing_memory_mb`)."""
     use_cache: bool = True
     refresh_baselines: bool = False
+    kernelbench: bool = False
+    """Also time eager and the candidate with KernelBench's method (`ProfileResult.kernelbench`):
+    3 warm-up calls, 100 trials bracketed by CUDA events, mean and std."""
+    trace: bool = False
+    """Keep the profiler pass as a Chrome/Perfetto trace (`ProfileResult.trace`)."""
 
     def __post_init__(self) -> None:
         if self.baseline not in BASELINES:
@@ -147,13 +152,30 @@ class ProfileResult:
     torch_version: str = ""
     triton_version: str = ""
     duration_s: float = 0.0
+    kernelbench: dict[str, Any] | None = None
+    """With `ProfileOptions.kernelbench`: KernelBench's timing of eager and the candidate
+    (`{"eager": {mean, std, min, max, num_trials, warmup}, "candidate": {...}, "speedup": x}`,
+    ms; speedup = eager mean / candidate mean), beside this module's own numbers."""
+    trace: str | None = field(default=None, repr=False)
+    """With `ProfileOptions.trace`: the profiler pass as Chrome trace JSON text (not in
+    `to_dict`: write it with `write_trace`)."""
+
+    def write_trace(self, path: str | os.PathLike[str]) -> bool:
+        """Write the Chrome/Perfetto trace to `path`; False when there is none."""
+        if not self.trace:
+            return False
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(self.trace)
+        return True
 
     @property
     def chosen_speedup(self) -> Speedup | None:
         return self.speedup_compile if self.baseline == "compile" else self.speedup_eager
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        d.pop("trace", None)  # megabytes of JSON; `write_trace` writes it
+        return d
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict())
@@ -386,6 +408,8 @@ def _verify_and_time(
             "compile": opts.compile_baseline,
             "profile_calls": opts.profile_calls,
             "seed": v.options.seed,
+            "kernelbench": opts.kernelbench,
+            "trace": opts.trace,
         },
         cached_baselines=cached_baselines,
         cached_peaks=cache["peaks"],
@@ -550,6 +574,8 @@ def assemble(
     if r.compiled is not None:
         r.speedup_compile = speedup(r.compiled, r.candidate)
     r.kernels = [KernelTime(**k) for k in data.get("kernels", [])]
+    r.trace = data.get("trace") if isinstance(data.get("trace"), str) else None
+    r.kernelbench = kernelbench_summary(data.get("kernelbench"))
     r.host_ms = {
         k: float(v)
         for k, v in (
@@ -593,6 +619,27 @@ def assemble(
             f"correct but {1 / chosen.value:.2f}x slower than {_baseline_name(opts.baseline)}"
         )
     return r
+
+
+def kernelbench_summary(kb: Any) -> dict[str, Any] | None:
+    """The timing job's KernelBench-method numbers with their speedup (eager mean over the
+    candidate's), or None when absent or malformed."""
+    if not isinstance(kb, dict):
+        return None
+    out: dict[str, Any] = {}
+    for who in ("eager", "candidate"):
+        st = kb.get(who)
+        if isinstance(st, dict) and isinstance(st.get("mean"), (int, float)):
+            out[who] = {k: st[k] for k in st if isinstance(st[k], (int, float))}
+    if not out:
+        return None
+    e, c = out.get("eager", {}).get("mean"), out.get("candidate", {}).get("mean")
+    out["speedup"] = e / c if e and c and c > 0 else None
+    out["method"] = (
+        "KernelBench: 3 synchronised warm-up calls, 100 trials each between two CUDA events "
+        "then a device synchronise, same inputs, no L2 flush; mean and std"
+    )
+    return out
 
 
 def host_bound_note(host_ms: dict[str, float], device_ms: float) -> str | None:

@@ -1,0 +1,333 @@
+"""KernelBench in and out: name a level and problem ids; write a bench run in KernelBench's layout.
+
+In: KernelBench keeps its problems as `KernelBench/level<L>/<id>_<Name>.py` (e.g.
+`level1/19_ReLU.py`). `select_problems(DIR, level, "1-10,19")` finds them under `DIR`, which may
+be the KernelBench checkout, its `KernelBench/` folder or the level folder itself.
+
+Out: KernelBench's `scripts/eval_from_generations.py` reads a run from `runs/<run>/` as
+`level_<L>_problem_<id>_sample_<s>_kernel.py` (sample ids from 0) and keeps its results in
+`runs/<run>/eval_results.json`: `{"<problem id>": [{"sample_id", "compiled", "correctness",
+"metadata", "runtime", "runtime_stats"}, ...]}` (runtime: mean ms, -1.0 when not timed).
+`export_run(BENCH_OUT, RUN_DIR)` writes both from a bench directory's files, so KernelBench's own
+scripts can re-evaluate our generations and its analysis can read our verdicts; with timings of
+the `kernelbench` protocol it also writes `baseline_time_torch.json` in the shape of KernelBench's
+`results/timing/<GPU>/baseline_time_torch.json` (`{"level<L>": {"<file>.py": stats}}`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent.rundir import write_atomic
+from tools.errors import BadInputError
+from tools.results import strict_json
+
+_ID = re.compile(r"^(\d+)_")
+_LEVEL = re.compile(r"level_?(\d+)$")
+
+# Our verdict statuses as the metadata key KernelBench files the failure under.
+_KB_ERROR_KEY = {
+    "syntax_error": "compilation_error",
+    "compile_error": "compilation_error",
+    "bad_input": "compilation_error",
+    "runtime_error": "runtime_error",
+    "crash": "runtime_error",
+    "timeout": "runtime_error",
+    "resource": "runtime_error",
+    "mismatch": "correctness_issue",
+    "shape_mismatch": "correctness_issue",
+    "policy": "correctness_issue",
+    "cheat": "correctness_issue",
+}
+
+
+def parse_ids(text: str) -> list[int]:
+    """`"1-10,19"` -> [1, ..., 10, 19] (sorted, unique). Raises BadInputError on anything else."""
+    ids: set[int] = set()
+    for part in (p.strip() for p in str(text).split(",")):
+        if not part:
+            continue
+        m = re.fullmatch(r"(\d+)(?:\s*-\s*(\d+))?", part)
+        if not m:
+            raise BadInputError(
+                f"--problems takes ids and ranges separated by commas (e.g. 1-10,19), not {part!r}"
+            )
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        if lo < 1 or hi < lo:
+            raise BadInputError(f"--problems: {part!r} is not a range of ids from 1 up")
+        ids.update(range(lo, hi + 1))
+    if not ids:
+        raise BadInputError("--problems names no problem ids")
+    return sorted(ids)
+
+
+def problem_id(path: str | Path) -> int | None:
+    """KernelBench's id of a problem file (`19_ReLU.py` -> 19), None when the name has none."""
+    m = _ID.match(Path(path).name)
+    return int(m.group(1)) if m else None
+
+
+def level_of(path: str | Path) -> int | None:
+    """The level a folder holds by its name (`level1`, `level_2`), None when it does not say."""
+    m = _LEVEL.search(Path(path).name)
+    return int(m.group(1)) if m else None
+
+
+def level_dir(root: str | Path, level: int) -> Path:
+    """The folder of `level` under a KernelBench checkout (or `root` when it is that folder)."""
+    root = Path(root)
+    if level_of(root) == level and root.is_dir():
+        return root
+    for cand in (
+        root / f"level{level}",
+        root / "KernelBench" / f"level{level}",
+        root / f"level_{level}",
+    ):
+        if cand.is_dir():
+            return cand
+    raise BadInputError(
+        f"no level {level} under {root}: expected {root}/level{level} or "
+        f"{root}/KernelBench/level{level} (a KernelBench checkout)"
+    )
+
+
+def level_problems(root: str | Path, level: int) -> dict[int, Path]:
+    """{id: file} of one level."""
+    found: dict[int, Path] = {}
+    for f in sorted(level_dir(root, level).glob("*.py")):
+        pid = problem_id(f)
+        if pid is not None:
+            found[pid] = f
+    return found
+
+
+def select_problems(root: str | Path, level: int, ids: str | None = None) -> list[Path]:
+    """The problem files of `level` with the given ids (all of the level when `ids` is None)."""
+    if level < 1:
+        raise BadInputError(f"--level must be 1 or more, got {level}")
+    available = level_problems(root, level)
+    if not available:
+        raise BadInputError(f"no KernelBench problems (<id>_<Name>.py) in {level_dir(root, level)}")
+    if ids is None:
+        return [available[i] for i in sorted(available)]
+    wanted = parse_ids(ids)
+    missing = [i for i in wanted if i not in available]
+    if missing:
+        shown = ", ".join(str(i) for i in missing[:10]) + (" ..." if len(missing) > 10 else "")
+        raise BadInputError(
+            f"level {level} under {root} has no problem with id {shown} "
+            f"(it has {min(available)}-{max(available)}, {len(available)} problems)"
+        )
+    return [available[i] for i in wanted]
+
+
+# ---------------------------------------------------------------------------------------------
+# Out
+
+
+def kernel_name(level: int, pid: int, sample: int) -> str:
+    """The file name KernelBench's eval_from_generations reads a generation from."""
+    return f"level_{level}_problem_{pid}_sample_{sample}_kernel.py"
+
+
+@dataclass(kw_only=True)
+class Export:
+    """What `export_run` wrote."""
+
+    run_dir: str
+    level: int
+    kernels: int
+    problems: int
+    skipped: list[str]
+    """Problems left out, with why (no KernelBench id in the name)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def export_run(bench_out: str | Path, run_dir: str | Path, level: int | None = None) -> Export:
+    """Write bench directory `bench_out`'s generations and verdicts in KernelBench's layout."""
+    bench_out, run_dir = Path(bench_out), Path(run_dir)
+    settings = _read(bench_out / "bench.json")
+    if not isinstance(settings, dict):
+        raise BadInputError(f"{bench_out} is not a benchmark directory (no bench.json)")
+    if level is None:
+        level = settings.get("kernelbench_level") or level_of(settings.get("problems_path") or "")
+    if level is None:
+        raise BadInputError(
+            f"cannot tell the KernelBench level of {bench_out} (its problems came from "
+            f"{settings.get('problems_path')}): pass --level"
+        )
+    names = settings.get("problems") or sorted(
+        p.name for p in bench_out.iterdir() if p.is_dir() and problem_id(p.name) is not None
+    )
+    results: dict[str, list[dict[str, Any]]] = {}
+    baselines: dict[str, dict[str, Any]] = {}
+    skipped: list[str] = []
+    kernels = 0
+    run_dir.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        pid = problem_id(name)
+        if pid is None:
+            skipped.append(f"{name}: no KernelBench id in its name")
+            continue
+        pdir = bench_out / name
+        samples = (
+            sorted(
+                (d for d in pdir.iterdir() if d.is_dir() and d.name.isdigit()),
+                key=lambda d: int(d.name),
+            )
+            if pdir.is_dir()
+            else []
+        )
+        for sd in samples:
+            sample = int(sd.name)
+            record = _read(sd / "sample.json")
+            if not isinstance(record, dict):
+                continue  # not evaluated yet: KernelBench would not find it either
+            kernel = sd / "kernel.py"
+            if kernel.exists():
+                write_atomic(run_dir / kernel_name(level, pid, sample), kernel.read_text())
+                kernels += 1
+            verdict = _read(sd / "verdict.json") or {}
+            profile = _read(sd / "profile.json") or {}
+            results.setdefault(str(pid), []).append(
+                eval_entry(sample, record, verdict, profile, has_kernel=kernel.exists())
+            )
+            eager = (profile.get("kernelbench") or {}).get("eager")
+            if eager and f"{name}.py" not in baselines:
+                baselines[f"{name}.py"] = _stats(eager, profile)
+    ordered = {k: results[k] for k in sorted(results, key=int)}
+    write_atomic(run_dir / "eval_results.json", strict_json(ordered, indent=4) + "\n")
+    if baselines:
+        write_atomic(
+            run_dir / "baseline_time_torch.json",
+            strict_json({f"level{level}": baselines}, indent=4) + "\n",
+        )
+    return Export(
+        run_dir=str(run_dir),
+        level=int(level),
+        kernels=kernels,
+        problems=len(ordered),
+        skipped=skipped,
+    )
+
+
+def eval_entry(
+    sample: int,
+    record: dict[str, Any],
+    verdict: dict[str, Any],
+    profile: dict[str, Any],
+    *,
+    has_kernel: bool = True,
+) -> dict[str, Any]:
+    """One sample as KernelBench's `add_to_eval_results_file` writes it."""
+    status = str(record.get("status") or verdict.get("status") or "")
+    correct = bool(record.get("correct"))
+    metadata: dict[str, Any] = {
+        "hardware": profile.get("device") or record.get("device") or "cpu",
+        "device": "cuda:0" if record.get("device") == "cuda" else "cpu",
+        "triton_agent_status": status,
+        "triton_agent_summary": record.get("summary") or "",
+    }
+    trials = verdict.get("trials") or (verdict.get("evidence") or {}).get("trials")
+    if isinstance(trials, int) and trials > 0:
+        metadata["correctness_trials"] = f"({trials if correct else 0} / {trials})"
+    if not correct:
+        key = _KB_ERROR_KEY.get(status, "other_error")
+        metadata[key] = (verdict.get("message") or record.get("summary") or status)[:1024]
+    if not has_kernel:
+        metadata["other_error"] = "no code in the generation"
+    runtime, stats = -1.0, {}
+    kb = (profile.get("kernelbench") or {}).get("candidate")
+    if correct and kb:
+        stats = _stats(kb, profile)
+        runtime = stats["mean"]
+        metadata["timing_method"] = "kernelbench"
+    elif correct and isinstance(profile.get("candidate"), dict):
+        cand = profile["candidate"]  # ours (median of padded, L2-flushed events): say so
+        median = cand.get("median_ms")
+        if isinstance(median, (int, float)):
+            runtime = round(float(median), 3)
+            stats = {
+                "median": runtime,
+                "num_trials": cand.get("n"),
+                "hardware": profile.get("device"),
+            }
+            metadata["timing_method"] = "triton-agent median (not KernelBench's mean)"
+    return {
+        "sample_id": sample,
+        "compiled": bool(record.get("compiled")),
+        "correctness": correct,
+        "metadata": metadata,
+        "runtime": runtime,
+        "runtime_stats": stats,
+    }
+
+
+def _stats(kb: dict[str, Any], profile: dict[str, Any]) -> dict[str, Any]:
+    """KernelBench's `get_timing_stats` shape: ms rounded to 3 places."""
+    out = {k: round(float(kb[k]), 3) for k in ("mean", "std", "min", "max") if k in kb}
+    out["num_trials"] = int(kb.get("num_trials") or 0)
+    out["hardware"] = profile.get("device") or "cuda"
+    out["device"] = "cuda:0"
+    return out
+
+
+def _read(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Command-line flags (bench, optimize)
+
+
+def add_cli_options(p: Any, *, export: bool) -> None:
+    """`--kernelbench DIR --level N [--problems IDS]`, and for bench `--export-kernelbench`."""
+    g = p.add_argument_group("KernelBench")
+    g.add_argument(
+        "--kernelbench",
+        default=None,
+        metavar="DIR",
+        help="a KernelBench checkout (or its level folder): take problems by --level and --problems",
+    )
+    g.add_argument("--level", type=int, default=None, help="KernelBench level (1, 2, 3, ...)")
+    g.add_argument(
+        "--problems",
+        dest="kb_problems",
+        default=None,
+        metavar="IDS",
+        help="KernelBench problem ids, e.g. 1-10,19 (default: the whole level)",
+    )
+    if export:
+        g.add_argument(
+            "--export-kernelbench",
+            default=None,
+            metavar="RUN_DIR",
+            help="also write the generations and verdicts in KernelBench's layout "
+            "(RUN_DIR/level_<L>_problem_<id>_sample_<s>_kernel.py, RUN_DIR/eval_results.json)",
+        )
+
+
+def resolve_cli(args: Any, *, one: bool = False) -> list[Path] | None:
+    """The problem files the KernelBench flags name (None without --kernelbench). `one`: the
+    command takes exactly one problem (optimize)."""
+    if not getattr(args, "kernelbench", None):
+        if getattr(args, "kb_problems", None) and not getattr(args, "level", None):
+            raise BadInputError("--problems needs --kernelbench DIR and --level N")
+        return None
+    if args.level is None:
+        raise BadInputError("--kernelbench needs --level N")
+    files = select_problems(args.kernelbench, args.level, args.kb_problems)
+    if one and len(files) != 1:
+        raise BadInputError(
+            f"optimize takes one problem: --problems names {len(files)} (give one id, e.g. 19)"
+        )
+    return files
