@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import os
+import shutil
 import sys
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -202,6 +203,17 @@ def toolchain_dirs() -> tuple[str, ...]:
     spec = importlib.util.find_spec("triton")
     if spec is not None and spec.origin:
         dirs.append(os.path.join(os.path.dirname(spec.origin), "backends"))
+    # Where this machine's PATH (the agent's, as the job starts) finds each toolchain program,
+    # link targets resolved: the H200 machine's gcc is /opt/gcc/bin/gcc, and with the fixed
+    # list above Triton's launcher build was refused as a sandbox violation, so every correct
+    # kernel was judged `cheat` (GPU run, session 5). Relative PATH entries are not followed.
+    path = os.pathsep.join(
+        d for d in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(d)
+    )
+    for name in sorted(TOOLCHAIN):
+        found = shutil.which(name, path=path)
+        if found:
+            dirs += [os.path.dirname(found), os.path.dirname(os.path.realpath(found))]
     resolved = (os.path.realpath(d) for d in dirs)
     return tuple(dict.fromkeys(d for d in resolved if d != "/"))
 
