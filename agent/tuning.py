@@ -1,8 +1,11 @@
 """The tuner node's work: try launch-parameter variants of the best correct kernel (GPU only),
 re-verify and time each, keep the fastest correct one. Spends no LLM budget.
 
-Search: one knob at a time (tools.tune.one_at_a_time), then the best value of each knob combined
-and re-verified. Every variant goes through the full verification before it is timed.
+Search: for this project's GEMM template calls (tools.gemm_template), whole tile configs first,
+then split-K and the `tl.dot` input precision of the best (tools.tune.gemm_variants); for other
+launches one knob at a time (tools.tune.one_at_a_time). Every variant goes through the full
+verification before it is timed, so a less precise variant (plain TF32) survives only where the
+problem's tolerance allows it; the notes name the precision the kept kernel uses.
 """
 
 from __future__ import annotations
@@ -19,37 +22,64 @@ from tools.problem import problem_from_source
 MAX_TRIALS = 16
 
 
+def _stages(code: str, trials: int) -> list[tuple[str, int]]:
+    """(stage, variant budget): GEMM tiles, then GEMM split-K/precision, then other knobs."""
+    if not knobs.gemm_sites(code):
+        return [("knobs", trials)]
+    tiles = max(1, (trials * 2) // 3)
+    split = max(0, trials - tiles)
+    return [("tiles", tiles), ("split_precision", split)]
+
+
+def _variants(code: str, stage: str, limit: int) -> list[tuple[str, str]]:
+    if limit <= 0:
+        return []
+    if stage == "knobs":
+        return knobs.one_at_a_time(code, limit=limit)
+    return knobs.gemm_variants(code, stage=stage, limit=limit)
+
+
 def tune_attempt(ctx: RunContext, state: dict[str, Any], best: Attempt) -> dict[str, Any] | None:
     code = best.get("code")
     if not code or best.get("speedup") is None:
         return None
     problem = problem_from_source(state["problem_source"], state["problem_path"])
-    variants = knobs.one_at_a_time(code, limit=min(MAX_TRIALS, ctx.config.tune_trials))
-    if not variants:
+    trials = min(MAX_TRIALS, ctx.config.tune_trials)
+    stages = _stages(code, trials)
+    if not _variants(code, stages[0][0], stages[0][1]):
         ctx.emit(
             "tune", message="no launch parameters to tune (no literal BLOCK/num_warps/num_stages)"
         )
         return {"notes": ["tuner: no literal launch parameters to vary"]}
-    ctx.emit(
-        "tune",
-        message=f"tuning {len(variants)} launch-parameter variants of attempt {best['index']}",
-    )
     start = len(state.get("attempts") or [])
     tried: list[Attempt] = []
     top = best
-    for i, (desc, variant) in enumerate(variants):
-        cand = Candidate(source=f"tuner:{desc}", prompt=None, response=desc, code=variant)
-        a = evaluate_candidate(ctx, problem, cand, index=start + i, round_=state.get("round", 0))
-        ctx.rundir.write_attempt(a, None, desc)
-        ctx.emit("attempt", attempt=a)
-        tried.append(a)
-        if a["correct"] and improves(a, top):
-            top = a
+    for stage, budget in stages:
+        variants = _variants(top["code"], stage, budget)
+        if not variants:
+            continue
+        ctx.emit(
+            "tune",
+            message=f"tuning {len(variants)} {stage} variants of attempt {top['index']}",
+        )
+        for desc, variant in variants:
+            cand = Candidate(source=f"tuner:{desc}", prompt=None, response=desc, code=variant)
+            a = evaluate_candidate(
+                ctx, problem, cand, index=start + len(tried), round_=state.get("round", 0)
+            )
+            ctx.rundir.write_attempt(a, None, desc)
+            ctx.emit("attempt", attempt=a)
+            tried.append(a)
+            if a["correct"] and improves(a, top):
+                top = a
     note = f"tuner: {len(tried)} variants tried, {sum(a['correct'] for a in tried)} correct; " + (
         f"best {top['speedup']:.2f}x ({top['source']})"
         if top is not best
         else "none beat the original"
     )
+    used = knobs.precisions(top["code"] or "")
+    if used:
+        note += f"; GEMM input precision: {', '.join(dict.fromkeys(used))}"
     if top is not best:
         write_best_kernel(ctx, top)
     return {"attempts": tried, "best": top, "notes": [note]}

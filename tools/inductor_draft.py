@@ -42,6 +42,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from tools.errors import ProblemError, ShimError
+from tools.gemm_template import GEMM_OPS, GEMM_SOURCE
+from tools.gemm_template import call_for as gemm_call_for
 
 __all__ = [
     "DraftResult",
@@ -79,6 +81,14 @@ class DraftResult:
     """Names of the `@triton.jit` kernels launched, in launch order."""
     notes: list[str]
     """What a reader should know: rewrites made for the interpreter, choices made without tuning."""
+    dynamic: bool = False
+    """True when sizes, strides and Python-number attributes are read at run time."""
+    fixed_sizes: list[str] = dataclasses.field(default_factory=list)
+    """What still depends on a size: input dimensions Inductor fixed, its guards on sizes."""
+    precision: str | None = None
+    """`tl.dot` input precision of the GEMMs (`tf32x3`), None when there is no GEMM template."""
+    settings: str = "default"
+    """The Inductor settings drafted with (`SETTINGS`)."""
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -120,7 +130,11 @@ def check_torch_support() -> list[str]:
         ],
         "torch._inductor.graph": ["GraphLowering"],
         "torch._inductor.compile_fx": ["compile_fx"],
-        "torch._inductor.select_algorithm": ["AlgorithmSelectorCache", "TritonTemplateCaller"],
+        "torch._inductor.select_algorithm": [
+            "AlgorithmSelectorCache",
+            "TritonTemplateCaller",
+            "ExternKernelCaller",
+        ],
         "torch._inductor.runtime.triton_heuristics": ["CachingAutotuner", "GridExpr"],
         "torch._inductor.runtime.triton_helpers": ["maximum", "max2"],
     }
@@ -266,6 +280,14 @@ class _Capture:
     wrapper: str
     graph_inputs: list[Any]
     module: Any  # the compiled wrapper module (GPU path only)
+    input_sources: list[str | None] = dataclasses.field(default_factory=list)
+    """Dynamo's source of each graph input (`L['x'].size()[0]`, `L['self'].eps`), or None."""
+    input_shapes: list[tuple[Any, ...] | None] = dataclasses.field(default_factory=list)
+    """Each tensor graph input's traced shape: ints where Inductor fixed a size, else symbols."""
+    guards: list[str] = dataclasses.field(default_factory=list)
+    """What a dynamic draft assumes about sizes (the shape environment's guards)."""
+    symbol_sources: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Size symbols (`s27`) as Python inside `forward` (`x.shape[1]`)."""
 
 
 class _StandInDriver:
@@ -341,8 +363,52 @@ def _existing(config_module: Any, options: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
-def _inductor_options(device: str) -> dict[str, Any]:
+SETTINGS: dict[str, tuple[dict[str, Any], bool, str]] = {
+    "default": ({}, False, "Inductor's defaults"),
+    "no_split_reductions": (
+        {"split_reductions": False},
+        False,
+        "one kernel per reduction, no two-pass split of long reductions",
+    ),
+    "no_persistent_reductions": (
+        {"triton.persistent_reductions": False},
+        False,
+        "looped reductions (R0_BLOCK tiles) instead of one block holding the whole row",
+    ),
+    "coordinate_descent": (
+        {"coordinate_descent_tuning": True},
+        True,
+        "launch configs refined by coordinate descent (benchmarks: GPU only)",
+    ),
+    "max_autotune": (
+        {"max_autotune": True, "max_autotune_pointwise": True, "coordinate_descent_tuning": True},
+        True,
+        "pointwise and reduction configs autotuned over the full config space (GPU only)",
+    ),
+}
+"""Alternative Inductor settings a draft can be made with: name -> (config, benchmarks (so only
+worth drafting on a GPU: on the CPU path nothing is benchmarked and the draft would be the
+default one), what it changes). Where eager beats torch.compile (reductions, pooling, norms),
+another lowering is worth timing; `alternative_settings(device)` lists those worth a draft."""
+
+
+def alternative_settings(device: str) -> list[str]:
+    """The non-default settings worth drafting on this device (CPU: those that change codegen
+    without benchmarking; CUDA: all)."""
+    return [
+        name
+        for name, (_, benchmarks, _) in SETTINGS.items()
+        if name != "default" and (device == "cuda" or not benchmarks)
+    ]
+
+
+def _inductor_options(device: str, settings: str = "default") -> dict[str, Any]:
     import torch._inductor.config as inductor_config
+
+    if settings not in SETTINGS:
+        raise ProblemError(
+            f"unknown Inductor settings {settings!r}; choose one of {', '.join(SETTINGS)}"
+        )
 
     options = {
         # Always generate code: a cache hit skips codegen and so the capture.
@@ -350,9 +416,10 @@ def _inductor_options(device: str) -> dict[str, Any]:
         "fx_graph_cache": False,
         "autotune_local_cache": False,
         "autotune_remote_cache": False,
-        # GEMMs and convolutions as Triton templates, not extern library calls.
+        # Convolutions as Triton templates, not extern library calls; GEMMs as the library
+        # choice, which the rewriter replaces with this project's template (`_choices_kept`).
         "max_autotune_gemm": True,
-        "max_autotune_gemm_backends": "TRITON",
+        "max_autotune_gemm_backends": "ATEN,TRITON",
         "max_autotune_pointwise": False,
         # A plain Python wrapper: no C++ wrapper, no CUDA graphs, no graph partitions.
         "cpp_wrapper": False,
@@ -371,20 +438,32 @@ def _inductor_options(device: str) -> dict[str, Any]:
     if device == "cpu":
         options["cpu_backend"] = "triton"
         options["autotune_in_subproc"] = False
+    options.update(SETTINGS[settings][0])
     return _existing(inductor_config, options)
 
 
-def _first_triton_choice(original: Any) -> Any:
-    """Wrap AlgorithmSelectorCache.__call__ so it keeps one Triton template choice (CPU path).
+def _choices_kept(original: Any, first_only: bool) -> Any:
+    """Wrap AlgorithmSelectorCache.__call__ to choose which implementations Inductor may pick.
 
-    With a single choice Inductor skips benchmarking (which needs a GPU) and emits that template.
-    Falls back to the first choice (an extern library call) when no Triton template applies.
+    GEMMs (`mm`, `addmm`, `bmm`, `baddbmm`) keep only the library choice, so the wrapper calls
+    `extern_kernels.<op>`, which the rewriter replaces with this project's GEMM template
+    (`tools.gemm_template`: tf32x3, split-K, tunable at the call site); Inductor's own fp32 GEMM
+    templates ran at ~0.5x of cuBLAS on the H200 (issue 15). Everything else (convolutions)
+    keeps only Triton template choices: all of them on the GPU (Inductor benchmarks them), the
+    first on the CPU path (with a single choice Inductor skips benchmarking, which needs a GPU).
+    Falls back to the first choice when none of the wanted kind applies.
     """
-    from torch._inductor.select_algorithm import TritonTemplateCaller
+    from torch._inductor.select_algorithm import ExternKernelCaller, TritonTemplateCaller
+
+    from tools.gemm_template import GEMM_OPS
 
     def select(self: Any, name: str, choices: list[Any], *args: Any, **kwargs: Any) -> Any:
-        triton_choices = [c for c in choices if isinstance(c, TritonTemplateCaller)]
-        return original(self, name, triton_choices[:1] or choices[:1], *args, **kwargs)
+        if name in GEMM_OPS:
+            kept = [c for c in choices if isinstance(c, ExternKernelCaller)][:1]
+        else:
+            kept = [c for c in choices if isinstance(c, TritonTemplateCaller)]
+            kept = kept[:1] if first_only else kept
+        return original(self, name, kept or choices[:1], *args, **kwargs)
 
     return select
 
@@ -424,7 +503,9 @@ def _conv_bias_peeled() -> Iterator[None]:
         yield
 
 
-def _capture_inductor(problem: _Problem, device: str) -> _Capture:
+def _capture_inductor(
+    problem: _Problem, device: str, dynamic: bool = False, settings: str = "default"
+) -> _Capture:
     import torch
     import torch._dynamo
     import torch._inductor.config as inductor_config
@@ -449,12 +530,45 @@ def _capture_inductor(problem: _Problem, device: str) -> _Capture:
         modules.append(module)
         return module
 
+    sources: list[str | None] = []
+    shapes: list[tuple[Any, ...] | None] = []
+    shape_envs: list[Any] = []
+
     def backend(gm: Any, example_inputs: list[Any]) -> Any:
         graph_inputs.append(list(example_inputs))
+        for node in (n for n in gm.graph.nodes if n.op == "placeholder"):
+            grapharg = node.meta.get("grapharg")
+            source = getattr(grapharg, "source", None)
+            sources.append(source.name if source is not None else None)
+            value = node.meta.get("example_value")
+            shapes.append(tuple(value.shape) if isinstance(value, torch.Tensor) else None)
+            if isinstance(value, torch.SymInt):
+                shape_envs.append(value.node.shape_env)
+            elif isinstance(value, torch.Tensor):
+                for size in value.shape:
+                    if isinstance(size, torch.SymInt):
+                        shape_envs.append(size.node.shape_env)
         return compile_fx(gm, example_inputs)
 
     with contextlib.ExitStack() as stack:
-        stack.enter_context(inductor_config.patch(_inductor_options(device)))
+        stack.enter_context(inductor_config.patch(_inductor_options(device, settings)))
+        if dynamic:
+            # No duck sizing: two dims that happen to be equal (batch 16, dim 16) stay two sizes.
+            import torch.fx.experimental._config as fx_config
+
+            stack.enter_context(fx_config.patch(use_duck_shape=False))
+            # Parameter shapes symbolic too: they follow the constructor's arguments.
+            stack.enter_context(
+                torch._dynamo.config.patch(
+                    _existing(
+                        torch._dynamo.config,
+                        {
+                            "force_parameter_static_shapes": False,
+                            "force_nn_module_property_static_shapes": False,
+                        },
+                    )
+                )
+            )
         stack.enter_context(
             unittest.mock.patch.object(
                 GraphLowering, "save_output_code", staticmethod(save_output_code)
@@ -463,18 +577,18 @@ def _capture_inductor(problem: _Problem, device: str) -> _Capture:
         stack.enter_context(
             unittest.mock.patch.object(GraphLowering, "compile_to_module", compile_to_module)
         )
+        stack.enter_context(
+            unittest.mock.patch.object(
+                AlgorithmSelectorCache,
+                "__call__",
+                _choices_kept(AlgorithmSelectorCache.__call__, first_only=stop_at_source),
+            )
+        )
         if stop_at_source:
             stack.enter_context(_stand_in_driver_if_needed())
             stack.enter_context(_conv_bias_peeled())
-            stack.enter_context(
-                unittest.mock.patch.object(
-                    AlgorithmSelectorCache,
-                    "__call__",
-                    _first_triton_choice(AlgorithmSelectorCache.__call__),
-                )
-            )
         torch._dynamo.reset()
-        compiled = torch.compile(problem.model, backend=backend, fullgraph=True, dynamic=False)
+        compiled = torch.compile(problem.model, backend=backend, fullgraph=True, dynamic=dynamic)
         try:
             with torch.no_grad():
                 compiled(*problem.inputs)
@@ -489,7 +603,23 @@ def _capture_inductor(problem: _Problem, device: str) -> _Capture:
         raise DraftUnsupportedError(
             f"expected one Inductor graph, got {len(wrappers)} wrappers for {len(graph_inputs)} graphs"
         )
-    return _Capture(wrappers[0], graph_inputs[0], modules[0] if modules else None)
+    guards, symbol_sources = [], {}
+    if shape_envs:
+        env = shape_envs[0]
+        guards = list(dict.fromkeys(str(g.expr) for g in env.guards))
+        for symbol, where in getattr(env, "var_to_sources", {}).items():
+            if where:
+                with contextlib.suppress(Exception):
+                    symbol_sources[str(symbol)] = _source_expr(where[0].name)
+    return _Capture(
+        wrappers[0],
+        graph_inputs[0],
+        modules[0] if modules else None,
+        sources,
+        shapes,
+        guards,
+        symbol_sources,
+    )
 
 
 def _caused_by(exc: BaseException | None, kind: type[BaseException]) -> bool:
@@ -774,9 +904,14 @@ def _dotted(node: ast.AST) -> str:
 
 
 class _HostRewriter(ast.NodeTransformer):
-    def __init__(self, kernels: dict[str, _Kernel], grids: dict[int, tuple[int, ...]]) -> None:
+    def __init__(
+        self, kernels: dict[str, _Kernel], grids: dict[int, ast.expr], scalars: set[str]
+    ) -> None:
         self.kernels = kernels
         self.grids = grids  # id(ast.Call of `.run`) -> grid
+        self.scalars = scalars  # `call`'s names of Python numbers (`arg5_1.item()` -> `arg5_1`)
+        self.items_read = 0
+        self.gemms: list[str] = []  # extern GEMMs replaced by the project's template, in order
         self.library_calls: list[str] = []
         self.launched: list[str] = []
         self.uses_reinterpret = False
@@ -811,6 +946,15 @@ class _HostRewriter(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call) -> Any:
         self.generic_visit(node)
         name = _dotted(node.func)
+        if (
+            isinstance(node.func, ast.Attribute)
+            and node.func.attr == "item"
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id in self.scalars
+            and not node.args
+        ):
+            self.items_read += 1
+            return node.func.value
         if _ALLOCATORS.match(name):
             size, stride, dtype = node.args[:3]
             return ast.Call(
@@ -829,6 +973,12 @@ class _HostRewriter(ast.NodeTransformer):
             kernel = _dotted(node.func.value)
             if kernel in self.kernels:
                 return self._launch(self.kernels[kernel], node)
+        if name.startswith("extern_kernels.") and name.split(".", 1)[1] in GEMM_OPS:
+            op = name.split(".", 1)[1]
+            self.gemms.append(op)
+            args = [ast.unparse(a) for a in node.args]
+            kwargs = {k.arg: ast.unparse(k.value) for k in node.keywords if k.arg}
+            return ast.parse(gemm_call_for(op, args, kwargs), mode="eval").body
         if name.startswith("extern_kernels."):
             op = name.split(".", 1)[1]
             self.library_calls.append(op)
@@ -860,8 +1010,6 @@ class _HostRewriter(ast.NodeTransformer):
         keywords.append(ast.keyword("num_warps", ast.Constant(config.num_warps)))
         keywords.append(ast.keyword("num_stages", ast.Constant(config.num_stages)))
         grid = self.grids[id(node)]
-        if not isinstance(grid, ast.expr):
-            grid = ast.Tuple([ast.Constant(g) for g in grid], ast.Load())
         return ast.Call(
             func=ast.Subscript(ast.Name(kernel.name, ast.Load()), grid, ast.Load()),
             args=args,
@@ -923,66 +1071,98 @@ def _grid_for(kernel: _Kernel, node: ast.Call) -> tuple[int, ...]:
 _BLOCK_GRIDS = ("Grid1D", "Grid2D", "Grid3D")
 
 
-def _grid_following_blocks(
-    kernel: _Kernel, node: ast.Call, constant: tuple[int, ...]
-) -> ast.Lambda | None:
-    """The launch grid as `lambda meta: (...)` of the block sizes, so that changing a block size
-    at the launch (the tuner does) keeps the grid covering the output. With a literal grid, a
-    smaller XBLOCK left the tail unwritten (seen on the H200: 2 of 3 tuner variants of the ReLU
-    draft were mismatches). None when the grid type is not a plain 1-3D block grid or the
-    expression does not reproduce Inductor's constant grid; the caller keeps the constant then.
+def _launch_grid(kernel: _Kernel, node: ast.Call, static: bool) -> ast.expr:
+    """The launch grid, written with the launch's own size arguments.
+
+    Plain 1-3D block grids (`Grid1D/2D/3D`: pointwise and most reductions) become
+    `lambda meta: (...)` of the block sizes, so that changing a block size at the launch (the
+    tuner does) keeps the grid covering the output (with a literal grid, 2 of 3 tuner variants of
+    the ReLU draft were mismatches on the H200: smaller blocks left the tail unwritten). Other
+    grids (templates' `FixedGrid`, precomputed ones) become a tuple. Sizes are whatever the
+    launch passes: literals in a static draft (`triton.cdiv(13000, meta['XBLOCK'])`), names of
+    the host code in a dynamic one (`triton.cdiv(triton_poi_fused_relu_0_xnumel, meta['XBLOCK'])`).
+    A static draft's grid is checked against Inductor's own for the chosen config.
     """
+    import triton
     from torch._inductor.runtime import triton_heuristics
 
     inductor_meta = kernel.autotuner.inductor_meta
-    if inductor_meta.get("grid_type") not in _BLOCK_GRIDS:
-        return None
-    values = {k: v for k, v in _constant_args(kernel, node).items() if isinstance(v, int)}
-    blocks = {
-        k: f"meta[{k!r}]" for k in kernel.config.kwargs if k in ("XBLOCK", "YBLOCK", "ZBLOCK")
-    }
+    grid_type = inductor_meta.get("grid_type")
+    if grid_type in (
+        None,
+        "ComboKernelGrid",
+        "SequentialComboKernelGrid",
+        "RoundRobinComboKernelGrid",
+    ):
+        raise DraftUnsupportedError(f"kernel {kernel.name}: grid type {grid_type} is not supported")
+    runtime_args, _ = _kernel_params(kernel)
+    extra = list(inductor_meta.get("extra_launcher_args", []))
+    launch_args = dict(zip(runtime_args + extra, node.args, strict=False))
+    follows = grid_type in _BLOCK_GRIDS
+    meta = dict(kernel.config.kwargs)
+    if follows:
+        meta.update({k: f"meta[{k!r}]" for k in meta if k in ("XBLOCK", "YBLOCK", "ZBLOCK")})
     try:
-        import triton
-
-        grid = getattr(triton_heuristics, inductor_meta["grid_type"])(
-            inductor_meta=inductor_meta, mode="python"
-        )
+        grid = getattr(triton_heuristics, grid_type)(inductor_meta=inductor_meta, mode="python")
         # readable in the candidate: triton.cdiv(13000, meta['XBLOCK'])
         grid.ceildiv = lambda numel, block: (
-            numel if block in (None, 1) else f"triton.cdiv({numel}, {block})"
+            numel
+            if block in (None, 1)
+            else -(numel // -block)
+            if isinstance(numel, int) and isinstance(block, int)
+            else f"triton.cdiv({numel}, {block})"
         )
-        grid.generate(blocks)
+        grid.generate(meta)
         if grid.prefix:
-            return None
+            raise DraftUnsupportedError(f"kernel {kernel.name}: its grid needs a prefix")
         dims = [
             ast.parse(str(g), mode="eval").body for g in (grid.x_grid, grid.y_grid, grid.z_grid)
         ]
-    except Exception:
-        return None
+    except DraftUnsupportedError:
+        raise
+    except Exception as exc:
+        raise DraftUnsupportedError(
+            f"kernel {kernel.name}: cannot write its {grid_type} grid ({type(exc).__name__}: {exc})"
+        ) from exc
 
-    class _Numels(ast.NodeTransformer):
+    class _Args(ast.NodeTransformer):
         def visit_Name(self, n: ast.Name) -> ast.AST:
-            return ast.Constant(values[n.id]) if n.id in values else n
+            if n.id in launch_args:
+                return ast.parse(ast.unparse(launch_args[n.id]), mode="eval").body
+            return n
 
-    dims = [_Numels().visit(d) for d in dims][: len(constant)]
-    lam = ast.Lambda(
-        args=ast.arguments(
-            posonlyargs=[], args=[ast.arg("meta")], kwonlyargs=[], kw_defaults=[], defaults=[]
-        ),
-        body=ast.Tuple(dims, ast.Load()),
-    )
-    lam = ast.fix_missing_locations(lam)
-    free = {n.id for n in ast.walk(lam.body) if isinstance(n, ast.Name)} - {"meta", "triton"}
-    if free:
-        return None
-    try:
-        scope = {"__builtins__": {}, "triton": triton}
-        fn = eval(compile(ast.Expression(lam), "<grid>", "eval"), scope)
-        if tuple(fn(dict(kernel.config.kwargs))) != tuple(constant):
-            return None
-    except Exception:
-        return None
-    return lam
+    dims = [_Args().visit(d) for d in dims]
+    while len(dims) > 1 and isinstance(dims[-1], ast.Constant) and dims[-1].value == 1:
+        dims.pop()
+    body = ast.Tuple(dims, ast.Load())
+    uses_meta = any(isinstance(n, ast.Name) and n.id == "meta" for n in ast.walk(body))
+    expr: ast.expr = body
+    if uses_meta:
+        expr = ast.Lambda(
+            args=ast.arguments(
+                posonlyargs=[], args=[ast.arg("meta")], kwonlyargs=[], kw_defaults=[], defaults=[]
+            ),
+            body=body,
+        )
+    expr = ast.fix_missing_locations(expr)
+    if static:
+        constant = _grid_for(kernel, node)
+        free = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)} - {"meta", "triton"}
+        try:
+            if free:
+                raise ValueError(f"free names {sorted(free)}")
+            value = eval(
+                compile(ast.Expression(expr), "<grid>", "eval"),
+                {"__builtins__": {}, "triton": triton},
+            )
+            value = value(dict(kernel.config.kwargs)) if uses_meta else value
+            if tuple(value)[: len(constant)] != tuple(constant):
+                raise ValueError(f"{tuple(value)} != Inductor's {constant}")
+        except Exception:
+            return ast.Tuple([ast.Constant(g) for g in constant], ast.Load())
+        if not uses_meta:
+            return ast.Tuple([ast.Constant(g) for g in constant], ast.Load())
+    return expr
 
 
 def _find_call(tree: ast.Module) -> ast.FunctionDef:
@@ -993,8 +1173,15 @@ def _find_call(tree: ast.Module) -> ast.FunctionDef:
 
 
 def _rewrite_host(
-    wrapper: str, kernels: dict[str, _Kernel]
+    wrapper: str,
+    kernels: dict[str, _Kernel],
+    static: bool,
+    scalars: set[int],
+    first_tensor: int = 0,
 ) -> tuple[ast.FunctionDef, _HostRewriter, int]:
+    """`call` as plain torch + Triton launches. `scalars`: positions in `args` of Python numbers
+    Inductor took as 0-d tensors (a float attribute such as `self.eps`, read with `.item()`);
+    `first_tensor`: the position of the first tensor (a dynamic draft's first are sizes)."""
     tree = ast.parse(wrapper)
     call = _find_call(tree)
     # Parameters: `call(args)` (older) or `Runner.call(self, args)`.
@@ -1009,14 +1196,21 @@ def _rewrite_host(
         ):
             kernel = kernels.get(_dotted(node.func.value))
             if kernel is not None:
-                grids[id(node)] = _grid_for(kernel, node)
-                follows = _grid_following_blocks(kernel, node, grids[id(node)])
-                if follows is not None:
-                    grids[id(node)] = follows
-    rewriter = _HostRewriter(kernels, grids)
+                grids[id(node)] = _launch_grid(kernel, node, static)
+    names = _unpacked_names(call)
+    rewriter = _HostRewriter(kernels, grids, {names[i] for i in scalars if i < len(names)})
     call = rewriter.visit(call)
+    leftover = [
+        n.id
+        for n in ast.walk(call)
+        if isinstance(n, ast.Name) and n.id in rewriter.scalars and isinstance(n.ctx, ast.Load)
+    ]
+    if len(leftover) > rewriter.items_read:
+        raise DraftUnsupportedError(
+            "a Python number Inductor took as a tensor is used other than through .item()"
+        )
     n_args = _unpacked_arg_count(call)
-    first_arg = _first_unpacked_arg(call)
+    first_arg = names[first_tensor] if first_tensor < len(names) else None
     if first_arg is not None:
         # Buffers go on the device of the inputs (Inductor wrote `empty_strided_cpu/cuda`).
         unpack_index = next(i for i, s in enumerate(call.body) if _is_args_unpack(s))
@@ -1045,11 +1239,6 @@ def _unpacked_names(call: ast.FunctionDef) -> list[str]:
 
 def _unpacked_arg_count(call: ast.FunctionDef) -> int:
     return len(_unpacked_names(call))
-
-
-def _first_unpacked_arg(call: ast.FunctionDef) -> str | None:
-    names = _unpacked_names(call)
-    return names[0] if names else None
 
 
 def _returned_count(call: ast.FunctionDef) -> int:
@@ -1155,10 +1344,11 @@ def _assemble(
     call: ast.FunctionDef,
     host: _HostRewriter,
     model_new: str,
+    sizes_doc: str,
 ) -> str:
     header = (
         f'"""Drafted by tools.inductor_draft from TorchInductor (torch {torch_version}, '
-        f'{device} codegen).\n\nBlock sizes, grids and tensor sizes are fixed for the problem\'s sizes.\n"""\n'
+        f"{device} codegen).\n\n{sizes_doc}\n" + '"""\n'
     )
     imports = list(_HEADER_IMPORTS)
     if rewriter.libdevice_kept:
@@ -1172,6 +1362,13 @@ def _assemble(
         )
     launched = [k for k in dict.fromkeys(host.launched)]
     sections.extend(kernels[name].source for name in launched)
+    if host.gemms:
+        sections.append(
+            "# This project's GEMM template (tools/gemm_template.py): sizes and strides from the\n"
+            "# tensors, tf32x3 for fp32, split-K from the shapes; launch parameters at each call.\n"
+            + GEMM_SOURCE.strip()
+            + "\n"
+        )
     if host.uses_reinterpret:
         sections.append(_REINTERPRET.strip() + "\n")
     host_source = ast.unparse(call)
@@ -1225,11 +1422,18 @@ def _with_conv_source(source: str, conv_source: str) -> str:
     return source[: at.start()] + conv_source + "\n\n" + source[at.start() :]
 
 
-def draft_candidate(problem_source: str, *, device: str = "cpu") -> DraftResult:
+def draft_candidate(
+    problem_source: str, *, device: str = "cpu", sizes: str = "dynamic", settings: str = "default"
+) -> DraftResult:
     """Draft a candidate for a KernelBench problem by rewriting Inductor's generated Triton.
 
     `device="cpu"` needs no GPU and gives a candidate that runs under `TRITON_INTERPRET=1`;
-    `device="cuda"` runs Inductor's native CUDA path (autotuned block sizes and GEMM templates).
+    `device="cuda"` runs Inductor's native CUDA path (autotuned block sizes and templates).
+    `sizes="dynamic"` (default) drafts with symbolic sizes, so the candidate reads sizes, strides
+    and Python-number attributes (`self.eps`) from what it gets at run time, and falls back to a
+    static draft (a note says why) when that fails; `sizes="static"` bakes the problem's sizes in.
+    `settings`: Inductor settings to draft with (`SETTINGS`: split/persistent reductions,
+    coordinate descent, max-autotune for pointwise and reductions).
     Raises `ProblemError` for a problem that does not load, `ShimError` for a torch whose
     internals do not match, `DraftUnsupportedError` for generated code the rewriter cannot map.
     """
@@ -1237,16 +1441,53 @@ def draft_candidate(problem_source: str, *, device: str = "cpu") -> DraftResult:
 
     if device not in ("cpu", "cuda"):
         raise ProblemError(f"device must be 'cpu' or 'cuda', not {device!r}")
+    if sizes not in ("dynamic", "static"):
+        raise ProblemError(f"sizes must be 'dynamic' or 'static', not {sizes!r}")
+    if settings not in SETTINGS:
+        raise ProblemError(
+            f"unknown Inductor settings {settings!r}; choose one of {', '.join(SETTINGS)}"
+        )
     notes = check_torch_support()
     if device == "cuda" and not torch.cuda.is_available():
         raise ProblemError("device='cuda' asked for, but torch sees no CUDA device")
     problem = _load_problem(problem_source, device)
+    if settings != "default":
+        notes.append(f"Inductor settings {settings!r}: {SETTINGS[settings][2]}")
+    if sizes == "dynamic":
+        try:
+            return _draft(problem, device, True, settings, notes)
+        except DraftUnsupportedError as exc:
+            notes.append(f"sizes fixed at the problem's: the dynamic-shape draft failed ({exc})")
+    return _draft(problem, device, False, settings, notes)
+
+
+def _source_expr(source: str) -> str:
+    """Dynamo's source of a graph input as Python inside `forward`: `L['x'].size()[0]` ->
+    `x.shape[0]`, `L['self'].eps` -> `self.eps`."""
+    expr = re.sub(r"\bL\['(\w+)'\]", r"\1", source).replace(".size()", ".shape")
+    # self._modules['linear']._parameters['weight'] -> self.linear.weight (identifiers only)
+    expr = re.sub(r"\._(?:modules|parameters|buffers)\['([A-Za-z_]\w*)'\]", r".\1", expr)
+    try:
+        ast.parse(expr, mode="eval")
+    except SyntaxError:
+        raise DraftUnsupportedError(f"cannot spell graph input {source!r} in forward") from None
+    if "G[" in expr or "L[" in expr:
+        raise DraftUnsupportedError(f"graph input {source!r} is not an argument or attribute")
+    return expr
+
+
+def _draft(
+    problem: _Problem, device: str, dynamic: bool, settings: str, notes_before: list[str]
+) -> DraftResult:
+    import torch
+
+    notes = list(notes_before)
     forward_args, forward_names = _forward_signature(problem)
     vararg = forward_args.vararg.arg if forward_args.vararg else None
 
     with torch.no_grad():
         reference = problem.model(*problem.inputs)
-    capture = _capture_inductor(problem, device)
+    capture = _capture_inductor(problem, device, dynamic, settings)
 
     with tempfile.TemporaryDirectory(prefix="inductor_draft_") as workdir:
         with _stand_in_driver_if_needed() if device == "cpu" else contextlib.nullcontext():
@@ -1260,7 +1501,29 @@ def draft_candidate(problem_source: str, *, device: str = "cpu") -> DraftResult:
             f"{kernel.name}: {settings or 'no block sizes'}, num_warps={kernel.config.num_warps} ({how})"
         )
 
-    call, host, n_args = _rewrite_host(capture.wrapper, kernels)
+    sources = _tensor_sources(problem, forward_names, vararg)
+    call_args, scalars, symbols = [], set(), {}
+    for i, value in enumerate(capture.graph_inputs):
+        source = capture.input_sources[i] if i < len(capture.input_sources) else None
+        expr = None
+        if isinstance(value, torch.Tensor):
+            expr = next((e for t, e in sources if t is value), None)
+            if expr is None and dynamic and value.dim() == 0 and source:
+                expr = _source_expr(source)  # a Python number (`self.eps`) Inductor took as 0-d
+                scalars.add(i)
+        elif isinstance(value, (int, float, torch.SymInt, torch.SymFloat)) and source:
+            expr = _source_expr(source)
+            symbols[str(value)] = expr
+        if expr is None:
+            raise DraftUnsupportedError(
+                "a graph input is neither a forward argument nor a parameter/buffer/tensor attribute "
+                f"of Model (shape {tuple(getattr(value, 'shape', ()))})"
+            )
+        call_args.append(expr)
+    first_tensor = next(
+        (i for i, v in enumerate(capture.graph_inputs) if isinstance(v, torch.Tensor)), 0
+    )
+    call, host, n_args = _rewrite_host(capture.wrapper, kernels, not dynamic, scalars, first_tensor)
     conv_source = _convolutions_in_triton(call, host)  # issue 15 hook
     if conv_source:
         from tools.triton_conv import PRECISION_NOTE
@@ -1270,16 +1533,14 @@ def draft_candidate(problem_source: str, *, device: str = "cpu") -> DraftResult:
         raise DraftUnsupportedError(
             f"Inductor's call takes {n_args} tensors but the graph had {len(capture.graph_inputs)} inputs"
         )
-    sources = _tensor_sources(problem, forward_names, vararg)
-    call_args = []
-    for tensor in capture.graph_inputs:
-        expr = next((e for t, e in sources if t is tensor), None)
-        if expr is None:
-            raise DraftUnsupportedError(
-                "a graph input is neither a forward argument nor a parameter/buffer/tensor attribute "
-                f"of Model (shape {tuple(getattr(tensor, 'shape', ()))})"
-            )
-        call_args.append(expr)
+    sizes_doc, fixed = _sizes_doc(capture, call_args, forward_names, vararg, symbols, dynamic)
+    notes.append(sizes_doc.replace("\n", " "))
+    if host.gemms:
+        notes.append(
+            f"GEMMs ({', '.join(host.gemms)}) use this project's template (tools/gemm_template.py), "
+            "input_precision tf32x3 for fp32 operands (three TF32 products: about fp32 accuracy); "
+            "launch parameters at each gemm(...) call, for the tuner"
+        )
     counter = [0]
     output_expr = _output_expr(reference, counter)
     if counter[0] != _returned_count(call):
@@ -1318,15 +1579,60 @@ def draft_candidate(problem_source: str, *, device: str = "cpu") -> DraftResult:
         call,
         host,
         _model_new(problem, forward_args, call_args, output_expr),
+        sizes_doc,
     )
     source = _with_conv_source(source, conv_source)  # issue 15 hook
     return DraftResult(
         source=source,
         mixed=bool(library_calls),
         library_calls=library_calls,
-        kernels=list(dict.fromkeys(host.launched)),
+        kernels=list(dict.fromkeys(host.launched)) + (["_gemm_kernel"] if host.gemms else []),
         notes=notes,
+        dynamic=dynamic,
+        fixed_sizes=fixed,
+        precision="tf32x3" if host.gemms else None,
+        settings=settings,
     )
+
+
+def _sizes_doc(
+    capture: _Capture,
+    call_args: list[str],
+    forward_names: list[str],
+    vararg: str | None,
+    symbols: dict[str, str],
+    dynamic: bool,
+) -> tuple[str, list[str]]:
+    """What the candidate's sizes depend on: a sentence for its docstring and the notes, and
+    the list of what stays fixed (input dimensions Inductor specialised, its size guards)."""
+    if not dynamic:
+        return (
+            "Sizes are fixed: block sizes, grids, tensor sizes and the model's Python-number\n"
+            "attributes are the problem's; the candidate is correct at those sizes only.",
+            ["every size (static draft)"],
+        )
+    fixed = []
+    for expr, shape in zip(call_args, capture.input_shapes, strict=False):
+        is_argument = expr in forward_names or (vararg and expr.startswith(f"{vararg}["))
+        if shape is None or not is_argument:
+            continue
+        fixed += [f"{expr}.shape[{d}] == {n}" for d, n in enumerate(shape) if isinstance(n, int)]
+    names = {**capture.symbol_sources, **symbols}
+    for guard in capture.guards:
+        text = re.sub(r"\b[su]\d+\b", lambda m: names.get(m.group(0), m.group(0)), guard)
+        text = re.sub(r"^Eq\((.*), ([^,]+)\)$", r"\1 == \2", text)
+        left, _, right = text.partition(" == ")
+        if left != right:  # a size equal to itself (two symbols for one source) says nothing
+            fixed.append(text.replace("2147483647", "2**31 - 1"))
+    text = "Sizes and strides are read from the inputs at run time."
+    if fixed:
+        text += (
+            "\nFixed or assumed (Inductor specialised them): "
+            + "; ".join(fixed[:12])
+            + (f"; and {len(fixed) - 12} more" if len(fixed) > 12 else "")
+            + "."
+        )
+    return text, fixed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1337,10 +1643,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("problem")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--sizes", default="dynamic", choices=["dynamic", "static"])
+    parser.add_argument("--settings", default="default", choices=sorted(SETTINGS))
     parser.add_argument("--json", action="store_true", help="print the DraftResult as JSON")
     args = parser.parse_args(argv)
     with open(args.problem) as f:
-        result = draft_candidate(f.read(), device=args.device)
+        result = draft_candidate(
+            f.read(), device=args.device, sizes=args.sizes, settings=args.settings
+        )
     if args.json:
         print(json.dumps(result.to_json()))
     else:
@@ -1354,10 +1664,17 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-def draft_job(problem_source: str, problem_path: str, *, device: str = "cpu") -> dict[str, Any]:
+def draft_job(
+    problem_source: str,
+    problem_path: str,
+    *,
+    device: str = "cpu",
+    sizes: str = "dynamic",
+    settings: str = "default",
+) -> dict[str, Any]:
     """Sandbox entry point (`agent.drafters.CompilerDrafter`): plain data back, errors as text."""
     try:
-        result = draft_candidate(problem_source, device=device)
+        result = draft_candidate(problem_source, device=device, sizes=sizes, settings=settings)
     except (ShimError, ProblemError) as exc:
         return {"error": f"{type(exc).__name__}: {exc}"}
     except Exception as exc:  # Inductor failing on an unusual model is a failed draft, not a crash
@@ -1368,4 +1685,8 @@ def draft_job(problem_source: str, problem_path: str, *, device: str = "cpu") ->
         "library_calls": list(result.library_calls),
         "kernels": list(result.kernels),
         "notes": list(result.notes),
+        "dynamic": result.dynamic,
+        "fixed_sizes": list(result.fixed_sizes),
+        "precision": result.precision,
+        "settings": result.settings,
     }

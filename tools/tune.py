@@ -1,16 +1,22 @@
-"""Launch-parameter variants of a candidate: block-size constexprs, `num_warps`, `num_stages`.
+"""Launch-parameter variants of a candidate: block-size constexprs, `num_warps`, `num_stages`,
+and for this project's GEMM template (`tools.gemm_template`) whole tile configs, split-K and the
+`tl.dot` input precision.
 
-Pure source-to-source rewriting (no LLM, no GPU): find the integer constants that set launch
-parameters — keyword arguments of `kernel[grid](...)` calls and UPPER_CASE `*BLOCK*` assignments
-inside launcher functions — and produce variants with other values. The tuner
-(`agent.tuning`) verifies and times each variant on a GPU and keeps the fastest correct one;
-variants that break the kernel are simply rejected by verification.
+Pure source-to-source rewriting (no LLM, no GPU): find the constants that set launch
+parameters — keyword arguments of `kernel[grid](...)` and `gemm(...)` calls and UPPER_CASE
+`*BLOCK*` assignments inside launcher functions — and produce variants with other values. The
+tuner (`agent.tuning`) verifies and times each variant on a GPU and keeps the fastest correct
+one; variants that break the kernel are simply rejected by verification. So a `precision="tf32"`
+variant (one TF32 product, ~10-bit mantissa) is kept only where it passes the problem's
+tolerance, which at fp32's 1e-4 it normally does not.
 """
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+
+from tools.gemm_template import GEMM_FUNCTIONS, PRECISIONS
 
 WARPS = (2, 4, 8, 16)
 STAGES = (1, 2, 3, 4)
@@ -22,10 +28,12 @@ class Knob:
     """One tunable integer literal in the source."""
 
     name: str
-    value: int
+    value: int | str
     lineno: int
     col: int
     end_col: int
+    site: int = -1
+    """For a `gemm(...)` call's keyword: which GEMM call in the source (0, 1...); else -1."""
 
     @property
     def kind(self) -> str:
@@ -33,7 +41,34 @@ class Knob:
             return "warps"
         if self.name == "num_stages":
             return "stages"
+        if self.name == "precision":
+            return "precision"
+        if self.name == "GROUP_M":
+            return "group"
+        if self.name == "SPLIT_K":
+            return "split"
         return "block"
+
+
+GEMM_TILES = (
+    # (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages) for fp32 tf32x3 on Hopper:
+    # Triton's and Inductor's mm configs; shared memory (BM + BN) * BK * 4 B * stages <= 228 KB.
+    (128, 128, 32, 8, 8, 3),
+    (128, 256, 32, 8, 8, 3),
+    (256, 128, 32, 8, 8, 3),
+    (128, 128, 64, 8, 8, 2),
+    (64, 128, 32, 8, 4, 4),
+    (128, 64, 32, 8, 4, 4),
+    (64, 256, 32, 8, 8, 3),
+    (128, 128, 32, 8, 4, 4),
+    (64, 64, 64, 8, 4, 3),
+    (32, 64, 32, 8, 4, 5),
+    (16, 128, 64, 8, 4, 3),
+)
+"""Tile configs the tuner tries for each GEMM call (the first is the drafts' default)."""
+GEMM_TILE_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages")
+SPLITS = (0, 1, 4, 16, 64)
+"""Split-K values tried (0: chosen from the shapes at run time)."""
 
 
 def _is_block_name(name: str) -> bool:
@@ -68,8 +103,18 @@ def find_knobs(source: str) -> list[Knob]:
             knobs.append(
                 Knob(stmt.targets[0].id, v.value, v.lineno, v.col_offset, v.end_col_offset)
             )
+    site = 0
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript):  # kernel[grid](...)
+        if isinstance(node, ast.Call) and _is_gemm_call(node):
+            for kw in node.keywords:
+                v = kw.value
+                if kw.arg and isinstance(v, ast.Constant) and type(v.value) in (int, str):
+                    if kw.arg in GEMM_TILE_KEYS + ("SPLIT_K", "precision"):
+                        knobs.append(
+                            Knob(kw.arg, v.value, v.lineno, v.col_offset, v.end_col_offset, site)
+                        )
+            site += 1
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript):  # kernel[grid]
             for kw in node.keywords:
                 if kw.arg and isinstance(kw.value, ast.Constant) and type(kw.value.value) is int:
                     if kw.arg in ("num_warps", "num_stages") or _is_block_name(kw.arg):
@@ -102,7 +147,19 @@ def find_knobs(source: str) -> list[Knob]:
     return knobs
 
 
-def candidates_for(knob: Knob) -> list[int]:
+def _is_gemm_call(node: ast.Call) -> bool:
+    return isinstance(node.func, ast.Name) and node.func.id in GEMM_FUNCTIONS
+
+
+def candidates_for(knob: Knob) -> list[int | str]:
+    if knob.kind == "precision":
+        return [p for p in PRECISIONS if p != knob.value]
+    if knob.kind == "group":
+        return [g for g in (1, 4, 8, 16) if g != knob.value]
+    if knob.kind == "split":
+        return [k for k in SPLITS if k != knob.value]
+    if not isinstance(knob.value, int):
+        return []
     if knob.kind == "warps":
         return [w for w in WARPS if w != knob.value]
     if knob.kind == "stages":
@@ -118,21 +175,65 @@ def rewrite(source: str, changes: dict[Knob, int]) -> str:
         changes.items(), key=lambda kv: (kv[0].lineno, kv[0].col), reverse=True
     ):
         line = lines[knob.lineno - 1]
-        lines[knob.lineno - 1] = line[: knob.col] + str(value) + line[knob.end_col :]
+        lines[knob.lineno - 1] = line[: knob.col] + repr(value) + line[knob.end_col :]
     return "".join(lines)
 
 
-def describe(changes: dict[Knob, int]) -> str:
+def describe(changes: dict[Knob, int | str]) -> str:
     return (
         ", ".join(f"{k.name}={v} (was {k.value}, line {k.lineno})" for k, v in changes.items())
         or "original"
     )
 
 
-def one_at_a_time(source: str, limit: int = 16) -> list[tuple[str, str]]:
-    """Variants changing one knob at a time (coordinate search's first sweep), at most `limit`."""
-    out: list[tuple[str, str]] = []
+def gemm_sites(source: str) -> dict[int, dict[str, Knob]]:
+    """The GEMM template calls in the source: site -> {keyword: knob}."""
+    sites: dict[int, dict[str, Knob]] = {}
     for knob in find_knobs(source):
+        if knob.site >= 0:
+            sites.setdefault(knob.site, {})[knob.name] = knob
+    return sites
+
+
+def _gemm_variant(source: str, site: int, knobs: dict[str, Knob], values: dict) -> tuple[str, str]:
+    changes = {knobs[k]: v for k, v in values.items() if k in knobs and knobs[k].value != v}
+    shown = ", ".join(f"{k}={v}" for k, v in values.items())
+    return f"gemm#{site}: {shown}", rewrite(source, changes)
+
+
+def gemm_variants(source: str, stage: str = "tiles", limit: int = 16) -> list[tuple[str, str]]:
+    """Variants of the GEMM calls: `stage="tiles"`: each call with each of `GEMM_TILES`;
+    `stage="split_precision"`: each call with other split-K values and input precisions (run
+    it on the best of the tiles stage). Empty when the source has no GEMM template call."""
+    out: list[tuple[str, str]] = []
+    for site, knobs in gemm_sites(source).items():
+        current = {k: knobs[k].value for k in knobs}
+        if stage == "tiles":
+            changes = [dict(zip(GEMM_TILE_KEYS, tile, strict=True)) for tile in GEMM_TILES]
+        elif stage == "split_precision":
+            changes = [{"SPLIT_K": k} for k in SPLITS if k != current.get("SPLIT_K")]
+            changes += [{"precision": p} for p in PRECISIONS if p != current.get("precision")]
+        else:
+            raise ValueError(f"unknown GEMM tuning stage {stage!r}")
+        for values in changes:
+            if all(current.get(k) == v for k, v in values.items()):
+                continue
+            out.append(_gemm_variant(source, site, knobs, values))
+            if len(out) >= limit:
+                return out
+    return out
+
+
+def precisions(source: str) -> list[str]:
+    """The `tl.dot` input precisions a candidate's GEMM template calls use, in call order."""
+    return [str(k.value) for k in find_knobs(source) if k.site >= 0 and k.kind == "precision"]
+
+
+def one_at_a_time(source: str, limit: int = 16) -> list[tuple[str, str]]:
+    """Variants changing one knob at a time (coordinate search's first sweep), at most `limit`.
+    GEMM template calls are left to `gemm_variants` (their tile sizes go together)."""
+    out: list[tuple[str, str]] = []
+    for knob in (k for k in find_knobs(source) if k.site < 0):
         for value in candidates_for(knob):
             change = {knob: value}
             out.append((describe(change), rewrite(source, change)))
