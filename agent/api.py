@@ -199,7 +199,7 @@ def profile(
     problem: PathOrSource,
     kernel: PathOrSource,
     *,
-    baseline: str = "eager",
+    baseline: str = "best",
     verifier: Any = None,
     **options: Any,
 ) -> ProfileResult:

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from agent.cli import COMMANDS, add_verify_options, emit_json, err_console, verify_config_kwargs
 from agent.config import AgentConfig
+from tools.evaluate import BASELINES, DEFAULT_BASELINE
 
 STATUS_STYLE = {"ok": "green", "slower": "yellow"}
 
@@ -63,7 +64,12 @@ def add_loop_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--no-tune", action="store_true", help="skip the launch-parameter tuner (GPU)")
     p.add_argument("--target-speedup", type=float, default=1.0)
-    p.add_argument("--baseline", default="eager", choices=["eager", "compile", "best"])
+    p.add_argument(
+        "--baseline",
+        default=DEFAULT_BASELINE,
+        choices=BASELINES,
+        help="the bar a kernel must beat: best = the faster of eager and torch.compile (default)",
+    )
     p.add_argument("--time-limit", type=float, default=None, help="seconds for the whole run")
     p.add_argument("--runs-dir", default=None, help="where run directories go (default ./runs)")
     p.add_argument("--run-id", default=None)

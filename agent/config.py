@@ -16,9 +16,8 @@ from typing import Any
 from tools.aot import parse_target
 from tools.compare import Tolerance
 from tools.errors import BadInputError
+from tools.evaluate import BASELINES, DEFAULT_BASELINE
 from tools.verify import VerifyOptions
-
-BASELINES = ("eager", "compile", "best")
 
 CUDA_ARCHES = frozenset({70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 110, 120, 121})
 """Compute capabilities Triton's bundled ptxas compiles for (3.x: `ptxas` below sm_90,
@@ -71,7 +70,8 @@ class AgentConfig:
     tune_trials: int = 16
     """Most launch-parameter variants the tuner evaluates."""
     target_speedup: float = 1.0
-    baseline: str = "eager"
+    baseline: str = DEFAULT_BASELINE
+    """The bar: `best` (the faster of eager and torch.compile), `eager` or `compile`."""
     time_limit_s: float | None = None
     runs_dir: str = field(default_factory=lambda: _env("TRITON_AGENT_RUNS", "runs"))
     run_id: str | None = None

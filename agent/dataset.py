@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from tools.errors import BadInputError, TritonAgentError
+from tools.evaluate import evaluate
 from tools.problem import Problem, problem_from_source
 from tools.results import strict_json
 
@@ -919,26 +920,18 @@ def _process(
 
 
 def _check(item: WorkItem, code: str, verifier: Any, profile: bool) -> tuple[Any, dict[str, Any]]:
-    """The fresh verdict, and on a GPU (with `profile`) the measured speedups."""
-    kernel_path = "kernel.py"
-    if not (profile and verifier.device == "cuda"):
-        return verifier.verify(item.problem, code, kernel_path), {}
-    from tools.profile import profile as run_profile
-
-    try:
-        result = run_profile(item.problem, code, verifier=verifier, kernel_path=kernel_path)
-    except Exception as e:  # timing broke, not the kernel: admit on its verdict alone, untimed
-        log.warning("profiling %s failed (%s); verifying without timing", item.origin, e)
-        return verifier.verify(item.problem, code, kernel_path), {}
-    timing: dict[str, Any] = {"device": result.device}
-    if result.status in ("ok", "slower", "noisy"):
-        se, sc = result.speedup_eager, result.speedup_compile
-        timing.update(
-            speedup=round(se.value, 4) if se else None,
-            speedup_compile=round(sc.value, 4) if sc else None,
-            timed_on=result.device,
-        )
-    return result.verdict, timing
+    """The fresh verdict, and on a GPU (with `profile`) the measured speedups
+    (`tools.evaluate`: a profiler failure admits the pair on its verdict alone, untimed)."""
+    ev = evaluate(item.problem, code, verifier=verifier, kernel_path="kernel.py", measure=profile)
+    if not ev.speedups:
+        return ev.verdict, {}
+    device = (ev.profile or {}).get("device")
+    return ev.verdict, {
+        "device": device,
+        "speedup": round(ev.speedups["eager"], 4) if "eager" in ev.speedups else None,
+        "speedup_compile": round(ev.speedups["compile"], 4) if "compile" in ev.speedups else None,
+        "timed_on": device,
+    }
 
 
 # -- stats ---------------------------------------------------------------------------------------

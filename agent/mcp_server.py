@@ -170,7 +170,7 @@ def build_server(runs_dir: str | None = None) -> MCPServer:
     async def profile(
         problem: Problem,
         kernel: Kernel,
-        baseline: Literal["eager", "compile"] = "eager",
+        baseline: Literal["eager", "compile", "best"] = "best",
         trials: Trials = 5,
         timeout_s: Timeout = 180.0,
         aot_target: Target = "sm_90",

@@ -27,9 +27,11 @@ def fake_gpu(monkeypatch):
     from tools.verify import Verifier
 
     calls = []
-    speed = {"value": 0.8}
+    speed = {"value": 0.8, "compile_ratio": 1.25}
+    """`value`: the speedup over eager; `compile_ratio`: the one over compile, relative to it."""
 
-    def fake_profile(problem, code, *, verifier, kernel_path, baseline):
+    def fake_profile(problem, code, *, verifier, kernel_path, options):
+        baseline = options.baseline
         verdict = Verifier.verify(verifier, problem, code, kernel_path)
         calls.append(kernel_path)
         if not verdict.correct:
@@ -44,6 +46,7 @@ def fake_gpu(monkeypatch):
         s = speed["value"] * (
             2.0 if "BLOCK_SIZE=2048" in code or "BLOCK_SIZE = 2048" in code else 1.0
         )
+        c = s * speed["compile_ratio"]
         return prof.ProfileResult(
             status="ok" if s >= 1 else "slower",
             message="",
@@ -52,7 +55,8 @@ def fake_gpu(monkeypatch):
             baseline=baseline,
             verdict=verdict,
             speedup_eager=Speedup(value=s, low=s * 0.98, high=s * 1.02),
-            speedup_compile=Speedup(value=s / 2, low=s / 2, high=s / 2),
+            speedup_compile=Speedup(value=c, low=c, high=c),
+            speedup_best=Speedup(value=min(s, c), low=min(s, c), high=min(s, c)),
         )
 
     monkeypatch.setattr(prof, "profile", fake_profile)
@@ -126,3 +130,29 @@ def test_best_kernel_is_on_disk_before_the_run_finishes(fake_gpu, tmp_path, monk
     best_file = Path(res["run_dir"], "best_kernel.py")
     assert best_file.exists() and "class ModelNew" in best_file.read_text()
     assert not Path(res["run_dir"], "report.json").exists()  # the final node did not write it
+
+
+def test_the_default_bar_is_the_better_of_eager_and_compile(fake_gpu, tmp_path):
+    """1.5x over eager but torch.compile is twice as fast as eager: 0.75x over the better
+    baseline, so `slower` (issue 15 item 4); every speedup is reported."""
+    calls, speed = fake_gpu
+    speed.update(value=1.5, compile_ratio=0.5)
+    backend = ReplayBackend([f"```python\n{GOOD}\n```"])
+    cfg = AgentConfig(
+        budget=1,
+        compiler_seed=False,
+        trials=1,
+        aot_target=None,
+        tune=False,
+        runs_dir=str(tmp_path),
+        timeout_s=30,
+    )
+    assert cfg.baseline == "best"
+    res = run(RELU, cfg, backend=backend)
+    first = res["attempts"][0]
+    assert first["status"] == "slower" and first["speedup"] == pytest.approx(0.75)
+    assert first["speedups"] == pytest.approx({"eager": 1.5, "compile": 0.75, "best": 0.75})
+    assert "0.75x over the better of eager and compile" in first["summary"]
+    assert not res["faster"] and res["status"] != "ok"
+    report = json.loads(Path(res["run_dir"], "report.json").read_text())
+    assert report["baseline"] == "best"
