@@ -110,22 +110,36 @@ class CompilerDrafter:
         self.timeout_s = timeout_s
 
     def draft(
-        self, problem_source: str, problem_path: str, *, gpu_mb: float | None = None
+        self,
+        problem_source: str,
+        problem_path: str,
+        *,
+        gpu_mb: float | None = None,
+        settings: str = "default",
     ) -> Candidate:
         """The compiler's candidate for a problem: from the draft cache when this problem was
         drafted before on this device with these versions, else drafted now and cached.
         Failures are not cached. `gpu_mb`: the device memory the draft is expected to take
-        (the problem's footprint); see `_draft` for what it changes."""
-        key = draft_cache_key(problem_source, self.device)
+        (the problem's footprint); see `_draft` for what it changes. `settings`: other
+        Inductor settings (`tools.inductor_draft.SETTINGS`), for the tuner."""
+        key = draft_cache_key(
+            problem_source, self.device + ("" if settings == "default" else f":{settings}")
+        )
         cached = _read_draft(key)
         if cached is not None:
             return cached
-        cand = self._draft(problem_source, problem_path, gpu_mb)
+        cand = self._draft(problem_source, problem_path, gpu_mb, settings)
         if cand["code"]:
             _write_draft(key, cand)
         return cand
 
-    def _draft(self, problem_source: str, problem_path: str, gpu_mb: float | None) -> Candidate:
+    def _draft(
+        self,
+        problem_source: str,
+        problem_path: str,
+        gpu_mb: float | None,
+        settings: str = "default",
+    ) -> Candidate:
         """One draft job. Inductor's autotuning times kernels on the GPU, so on a GPU with one
         slot (optimize, repair) the draft has it alone. Where several jobs share a GPU (bench's
         `--jobs-per-gpu`) and the caller says how much memory the draft needs, it shares the GPU
@@ -134,14 +148,19 @@ class CompilerDrafter:
         Its autotuner may then pick a config under interference; the candidate's timing is still
         done alone. An out-of-memory in a shared draft is retried alone."""
         shared = self.device == "cuda" and gpu_mb is not None and self.sandbox.slots_per_gpu > 1
-        out = self._run_job(problem_source, problem_path, exclusive=not shared, gpu_mb=gpu_mb)
+        out = self._run_job(
+            problem_source, problem_path, exclusive=not shared, gpu_mb=gpu_mb, settings=settings
+        )
         if shared and _out_of_memory(out):
-            out = self._run_job(problem_source, problem_path, exclusive=True, gpu_mb=None)
+            out = self._run_job(
+                problem_source, problem_path, exclusive=True, gpu_mb=None, settings=settings
+            )
+        source = "compiler" if settings == "default" else f"compiler:{settings}"
         if out.kind == "ok" and isinstance(out.value, dict) and out.value.get("source"):
             notes = out.value.get("notes") or []
             response = "compiler drafter (torch.compile -> Triton)\n" + "\n".join(notes)
             return Candidate(
-                source="compiler", prompt=None, response=response, code=out.value["source"]
+                source=source, prompt=None, response=response, code=out.value["source"]
             )
         reason = (
             (out.value.get("error") if out.kind == "ok" and isinstance(out.value, dict) else None)
@@ -149,20 +168,27 @@ class CompilerDrafter:
             or out.kind
         )
         return Candidate(
-            source="compiler",
+            source=source,
             prompt=None,
             response=f"the compiler drafter failed: {reason}\n{out.stderr_tail}",
             code=None,
         )
 
     def _run_job(
-        self, problem_source: str, problem_path: str, *, exclusive: bool, gpu_mb: float | None
+        self,
+        problem_source: str,
+        problem_path: str,
+        *,
+        exclusive: bool,
+        gpu_mb: float | None,
+        settings: str = "default",
     ) -> Any:
         return self.sandbox.run(
             "tools.inductor_draft:draft_job",
             problem_source,
             problem_path,
             device=self.device,
+            settings=settings,
             limits=Limits(timeout_s=self.timeout_s, memory_mb=None, guard=False),
             exclusive=exclusive and self.device == "cuda",
             gpu_mb=gpu_mb,

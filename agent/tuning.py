@@ -6,6 +6,11 @@ then split-K and the `tl.dot` input precision of the best (tools.tune.gemm_varia
 launches one knob at a time (tools.tune.one_at_a_time). Every variant goes through the full
 verification before it is timed, so a less precise variant (plain TF32) survives only where the
 problem's tolerance allows it; the notes name the precision the kept kernel uses.
+
+Where eager beats the compiler's draft (on a GPU: reductions, pooling, norms), drafts made with
+other Inductor settings (tools.inductor_draft.SETTINGS: no split reductions, looped instead of
+persistent reductions, coordinate descent, max-autotune for pointwise and reductions) are
+evaluated first, each a candidate like any other. On the CPU nothing is timed, so none are made.
 """
 
 from __future__ import annotations
@@ -39,6 +44,29 @@ def _variants(code: str, stage: str, limit: int) -> list[tuple[str, str]]:
     return knobs.gemm_variants(code, stage=stage, limit=limit)
 
 
+def _alternative_drafts(ctx: RunContext, state: dict[str, Any], best: Attempt, limit: int):
+    """(settings, candidate) drafts with other Inductor settings, when the best is the default
+    compiler draft and eager beats it (speedup over eager under 1.0, so GPU only)."""
+    from tools.inductor_draft import alternative_settings
+
+    eager = (best.get("speedups") or {}).get("eager")
+    if (
+        ctx.drafter is None
+        or best.get("source") != "compiler"
+        or ctx.device != "cuda"
+        or eager is None
+        or eager >= 1.0
+    ):
+        return []
+    out = []
+    for name in alternative_settings(ctx.device)[:limit]:
+        ctx.emit("tune", message=f"drafting with Inductor settings {name!r} (eager is faster)")
+        cand = ctx.drafter.draft(state["problem_source"], state["problem_path"], settings=name)
+        if cand["code"]:
+            out.append((name, cand))
+    return out
+
+
 def tune_attempt(ctx: RunContext, state: dict[str, Any], best: Attempt) -> dict[str, Any] | None:
     code = best.get("code")
     if not code or best.get("speedup") is None:
@@ -54,6 +82,16 @@ def tune_attempt(ctx: RunContext, state: dict[str, Any], best: Attempt) -> dict[
     start = len(state.get("attempts") or [])
     tried: list[Attempt] = []
     top = best
+    for name, cand in _alternative_drafts(ctx, state, best, limit=max(0, trials // 4)):
+        a = evaluate_candidate(
+            ctx, problem, cand, index=start + len(tried), round_=state.get("round", 0)
+        )
+        ctx.rundir.write_attempt(a, None, f"Inductor settings {name}")
+        ctx.emit("attempt", attempt=a)
+        tried.append(a)
+        if a["correct"] and improves(a, top):
+            top = a
+    stages = _stages(top["code"], trials - len(tried))
     for stage, budget in stages:
         variants = _variants(top["code"], stage, budget)
         if not variants:
