@@ -123,9 +123,12 @@ def verify_options_from(args: argparse.Namespace):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from agent.version import package_version, prog_name
+
     parser = _Parser(
-        prog="python -m agent", description="Turn PyTorch modules into verified Triton kernels."
+        prog=prog_name(), description="Turn PyTorch modules into verified Triton kernels."
     )
+    parser.add_argument("--version", action="version", version=f"triton-agent {package_version()}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 

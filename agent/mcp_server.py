@@ -289,7 +289,9 @@ def build_server(runs_dir: str | None = None) -> MCPServer:
             runs_dir=runs_dir,
         )
 
-    return mcp
+    from agent.mcp_models import finish_server  # output schemas, hints, version, resources
+
+    return finish_server(mcp, runs_dir)
 
 
 def serve(runs_dir: str | None = None) -> None:
