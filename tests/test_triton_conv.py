@@ -1,0 +1,129 @@
+"""tools/triton_conv.py: this project's Triton convolutions against torch.convolution.
+
+The cases run in ONE subprocess (Triton reads TRITON_INTERPRET when `@triton.jit` runs, so it
+is set before the kernels are defined), from the text `candidate_source()` returns, the text the
+compiler drafter copies into candidates: what is tested is what candidates get. On CPU they run
+under the interpreter (tl.dot is exact there); on a GPU natively, where fp32 products use
+tl.dot's tf32x3 (the `gpu` variant). Tiny shapes: the matrix takes ~15 s on 2 cores.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# name -> (N, C_in, C_out, spatial, kernel, stride, padding, dilation, groups, transposed,
+#          output_padding, bias, channels_last). Which kernel each reaches: C_out / groups < 4
+# -> direct; else implicit GEMM, tap by tap when C_in / groups >= 16, one flat reduction below.
+CASES = {
+    "1d_strided_dilated_bias": (2, 4, 17, (11,), (3,), 2, 1, 2, 1, False, 0, True, False),
+    "2d_asym_kernel_3ch": (2, 3, 20, (7, 6), (3, 2), 1, 1, 1, 1, False, 0, True, False),
+    "2d_strided_32ch_tap_loop": (1, 32, 18, (5, 6), (3, 3), 2, 1, 1, 1, False, 0, False, False),
+    "2d_pointwise": (2, 16, 24, (3, 5), (1, 1), 1, 0, 1, 1, False, 0, False, False),
+    "3d_asym_padding": (1, 4, 16, (4, 5, 3), (2, 3, 2), 1, (1, 0, 1), 1, 1, False, 0, True, False),
+    "2d_grouped": (1, 8, 40, (4, 5), (3, 3), 1, 1, 1, 2, False, 0, True, False),
+    "2d_depthwise": (2, 6, 6, (6, 7), (3, 3), 1, 1, 1, 6, False, 0, True, False),
+    "2d_depthwise_multiplier_dilated": (1, 4, 8, (7, 6), (3, 3), 2, 2, 2, 4, False, 0, False, False),
+    "2d_channels_last": (1, 5, 17, (5, 4), (3, 3), 1, 1, 1, 1, False, 0, True, True),
+    "t1d_strided_dilated_outpad": (2, 5, 17, (6,), (3,), 3, 1, 2, 1, True, 2, False, False),
+    "t2d_grouped_outpad": (1, 4, 6, (4, 5), (3, 3), 2, 1, 1, 2, True, 1, True, False),
+    "t2d_16ch_dilated_tap_loop": (1, 16, 17, (3, 4), (3, 2), 1, (2, 1), 2, 1, True, 0, True, False),
+    "t3d_grouped_asym": (
+        1, 4, 18, (3, 3, 2), (3, 2, 2), (2, 1, 2), (1, 0, 0), 1, 2, True, (1, 0, 1), True, False,
+    ),
+}  # fmt: skip
+
+CHECK_SCRIPT = r"""
+import json, sys
+import torch
+
+cases, device, out = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+from tools.triton_conv import candidate_source
+scope = {"__name__": "conv_candidate"}
+exec(compile(candidate_source(), "<candidate conv>", "exec"), scope)
+conv = scope["triton_convolution"]
+results = {}
+for name, case in cases.items():
+    n, cin, cout, sp, k, s, p, d, g, tr, op, bias, cl = case
+    nd = len(sp)
+    tup = lambda v: tuple(v) if isinstance(v, (list, tuple)) else (v,) * nd
+    torch.manual_seed(0)
+    x = torch.randn(n, cin, *sp, device=device)
+    w = torch.randn(*((cin, cout // g) if tr else (cout, cin // g)), *k, device=device)
+    b = torch.randn(cout, device=device) if bias else None
+    if cl:
+        x, w = x.to(memory_format=torch.channels_last), w.to(memory_format=torch.channels_last)
+    args = (tup(s), tup(p), tup(d), tr, tup(op), g)
+    ref = torch.convolution(x.double(), w.double(), None if b is None else b.double(), *args)
+    got = conv(x, w, b, *args)
+    results[name] = {
+        "shape": list(got.shape), "ref_shape": list(ref.shape),
+        "stride": list(got.stride()), "ref_stride": list(torch.convolution(x, w, b, *args).stride()),
+        "max_err": (got.double() - ref).abs().max().item() if got.shape == ref.shape else None,
+        "scale": ref.abs().max().item(),
+    }
+json.dump(results, open(out, "w"))
+"""
+
+
+def _run_cases(device: str, workdir: Path) -> dict[str, dict]:
+    out = workdir / f"conv_{device}.json"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env.update(PYTHONPATH=str(ROOT), TRITON_CACHE_DIR=str(workdir / "triton-cache"))
+    if device == "cpu":
+        env["TRITON_INTERPRET"] = "1"
+    proc = subprocess.run(
+        [sys.executable, "-c", CHECK_SCRIPT, json.dumps(CASES), device, str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, f"conv cases failed:\n{proc.stderr[-4000:]}"
+    return json.loads(out.read_text())
+
+
+def _has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@pytest.fixture(scope="module", params=["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def results(request, tmp_path_factory) -> dict[str, dict]:
+    device = request.param
+    if device == "cpu" and _has_cuda():
+        # Triton 3.6's interpreter (the GPU machine's) cannot run kernels with loops.
+        pytest.skip("the interpreter variant runs on machines without a GPU")
+    return {"device": device, **_run_cases(device, tmp_path_factory.mktemp(f"conv-{device}"))}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_matches_torch_convolution(results, name):
+    r = results[name]
+    assert r["shape"] == r["ref_shape"], f"{name}: shape {r['shape']}, torch {r['ref_shape']}"
+    # fp32 tolerances of the verifier (atol = rtol = 1e-4), against an fp64 reference
+    assert r["max_err"] <= 1e-4 + 1e-4 * r["scale"], f"{name}: max abs error {r['max_err']}"
+    # Inductor's kernels after a conv index its output with the strides torch's conv gives
+    assert r["stride"] == r["ref_stride"], f"{name}: strides {r['stride']}, torch {r['ref_stride']}"
+
+
+def test_candidate_source_is_standalone():
+    """What the drafter copies into a candidate imports nothing of this project."""
+    from tools.triton_conv import candidate_source
+
+    tree = ast.parse(candidate_source())
+    imported = {
+        alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for alias in (node.names if isinstance(node, ast.Import) else [ast.alias(node.module)])
+    }
+    assert imported <= {"os", "torch", "triton"}, imported
+    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    assert {"triton_convolution", "_conv_gemm_kernel", "_conv_direct_kernel"} <= defined
