@@ -1,0 +1,184 @@
+"""This project's GEMM template (tools/gemm_template.py) and the tuner's GEMM search (tools.tune).
+
+The template runs under the Triton interpreter in ONE subprocess (TRITON_INTERPRET must be set
+before the kernels are defined): mm/addmm/bmm, transposed and non-contiguous operands, split-K,
+each precision, against a float64 reference at fp32 tolerance. The interpreter's `tl.dot` is
+exact, so this checks indexing, masks, split-K sums and the epilogue; tf32x3 must stay within fp32
+tolerance even where the interpreter emulates TF32. Every tuner variant of a drafted-style
+candidate is run too: a tile config, split or precision that broke the kernel would show here.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import ROOT
+from tools import tune
+from tools.gemm_template import DEFAULT_CONFIG, GEMM_SOURCE, call_for
+
+# A candidate the way the compiler drafter writes one for `addmm` (Linear): gemm at the call site.
+CANDIDATE = (
+    "import torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n\n"
+    + GEMM_SOURCE
+    + """
+
+class ModelNew(nn.Module):
+    def __init__(self, k, n):
+        super().__init__()
+        self.linear = nn.Linear(k, n)
+
+    def forward(self, x):
+        out = torch.empty((x.shape[0], self.linear.weight.shape[0]), device=x.device)
+        w = self.linear.weight
+        return """
+    + call_for(
+        "addmm",
+        ["self.linear.bias", "x", "w.t()"],
+        {"alpha": "1", "beta": "1", "out": "out"},
+    )
+    + "\n"
+)
+
+SCRIPT = r"""
+import json, os, sys, types
+import torch, triton, triton.language as tl
+
+def load(name, source, directory):
+    path = os.path.join(directory, name + ".py")  # a real file: @triton.jit reads it back
+    with open(path, "w") as f:
+        f.write(source)
+    m = types.ModuleType(name)
+    exec(compile(source, path, "exec"), m.__dict__)
+    return m
+
+spec = json.load(open(sys.argv[1]))
+out_dir = os.path.dirname(sys.argv[1])
+g = load("gemm_template", spec["template"], out_dir)
+torch.manual_seed(0)
+small = dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=16)
+results = {}
+
+def rel_err(out, ref):
+    ref = ref.double()
+    return ((out.double() - ref).abs().max() / ref.abs().max().clamp_min(1e-30)).item()
+
+for prec in ("tf32x3", "ieee", "tf32"):
+    a, b, bias = torch.randn(129, 75), torch.randn(75, 97), torch.randn(97)
+    results[f"mm_{prec}"] = rel_err(g.gemm(a, b, precision=prec, **small), a.double() @ b.double())
+    results[f"addmm_{prec}"] = rel_err(
+        g.gemm(a, b, bias=bias, alpha=0.5, beta=2.0, precision=prec, **small),
+        0.5 * (a.double() @ b.double()) + 2.0 * bias.double(),
+    )
+a, b = torch.randn(33, 1000), torch.randn(1000, 17)
+for split in (0, 1, 3, 7):
+    results[f"split{split}"] = rel_err(g.gemm(a, b, SPLIT_K=split, **small), a.double() @ b.double())
+bias2d = torch.randn(33, 1)  # broadcast over columns
+results["split4_bias"] = rel_err(
+    g.gemm(a, b, bias=bias2d, SPLIT_K=4, **small), a.double() @ b.double() + bias2d.double()
+)
+at, bt = torch.randn(75, 129), torch.randn(97, 75)  # transposed views: column-major operands
+results["transposed"] = rel_err(g.gemm(at.t(), bt.t(), **small), at.double().t() @ bt.double().t())
+a3, b3 = torch.randn(3, 20, 30), torch.randn(3, 30, 10)
+results["bmm"] = rel_err(g.gemm(a3, b3, BLOCK_M=16, BLOCK_N=16, BLOCK_K=16), a3.double() @ b3.double())
+out = torch.empty(129, 97)
+a, b = torch.randn(129, 75), torch.randn(75, 97)
+results["out_is_written"] = float(g.gemm(a, b, out=out, **small) is out)
+
+cand = load("candidate", spec["candidate"], out_dir)
+variants = {}
+x = torch.randn(19, 70)
+for desc, code in spec["variants"]:
+    m = load("variant", code, out_dir).ModelNew(70, 45)
+    w, bias = m.linear.weight.detach().double(), m.linear.bias.detach().double()
+    variants[desc] = rel_err(m(x), x.double() @ w.t() + bias)
+results["variants"] = variants
+json.dump(results, open(sys.argv[2], "w"))
+"""
+
+
+@pytest.fixture(scope="module")
+def interpreted(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("gemm")
+    variants = tune.gemm_variants(CANDIDATE, "tiles", limit=50)
+    variants += tune.gemm_variants(CANDIDATE, "split_precision", limit=50)
+    spec = tmp / "spec.json"
+    spec.write_text(
+        json.dumps(
+            {
+                "template": "import torch\nimport triton\nimport triton.language as tl\n"
+                + GEMM_SOURCE,
+                "candidate": CANDIDATE,
+                "variants": variants,
+            }
+        )
+    )
+    out = tmp / "out.json"
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(spec), str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["mm_tf32x3", "mm_ieee", "addmm_tf32x3", "addmm_ieee", "split0", "split1", "split3",
+     "split7", "split4_bias", "transposed", "bmm"],
+)  # fmt: skip
+def test_template_matches_float64_at_fp32_tolerance(interpreted, case):
+    assert interpreted[case] < 1e-5, f"{case}: relative error {interpreted[case]:.2e}"
+
+
+def test_template_writes_into_the_given_output(interpreted):
+    assert interpreted["out_is_written"] == 1.0
+
+
+def test_every_tuner_variant_stays_correct(interpreted):
+    variants = interpreted["variants"]
+    assert len(variants) >= len(tune.GEMM_TILES) + 4
+    bad = {d: e for d, e in variants.items() if e > 1e-5}
+    assert not bad, bad
+
+
+def test_tuner_finds_the_gemm_call_and_varies_whole_tiles():
+    sites = tune.gemm_sites(CANDIDATE)
+    assert list(sites) == [0]
+    assert {k: v.value for k, v in sites[0].items()} == DEFAULT_CONFIG
+    tiles = tune.gemm_variants(CANDIDATE, "tiles", limit=50)
+    assert len(tiles) == len(tune.GEMM_TILES) - 1  # the first tile is the default
+    for desc, code in tiles:
+        ast.parse(code)
+        changed = [a for a, b in zip(CANDIDATE.splitlines(), code.splitlines()) if a != b]
+        assert len(changed) == 1 and "gemm(" in changed[0], desc
+    # other launches are left to one_at_a_time, which leaves the GEMM call alone
+    for desc, _ in tune.one_at_a_time(CANDIDATE, limit=50):
+        assert not any(k in desc for k in ("precision", "SPLIT_K", "GROUP_M")), desc
+
+
+def test_precision_variants_are_named():
+    stage = tune.gemm_variants(CANDIDATE, "split_precision", limit=50)
+    descs = [d for d, _ in stage]
+    assert "gemm#0: precision=tf32" in descs and "gemm#0: precision=ieee" in descs
+    assert any("SPLIT_K=16" in d for d in descs)
+    tf32 = dict(stage)["gemm#0: precision=tf32"]
+    assert tune.precisions(tf32) == ["tf32"] and tune.precisions(CANDIDATE) == ["tf32x3"]
+
+
+def test_call_for_maps_inductor_extern_calls():
+    assert call_for("mm", ["a", "b"], {"out": "buf0"}).startswith("gemm(a, b, out=buf0, BLOCK_M=")
+    addmm = call_for("addmm", ["bias", "a", "b"], {"alpha": "1", "beta": "2", "out": "o"})
+    assert addmm.startswith("gemm(a, b, bias=bias, alpha=1, beta=2, out=o,")
+    assert "precision='tf32x3'" in addmm
+    with pytest.raises(ValueError):
+        call_for("convolution", ["x", "w"], {})
