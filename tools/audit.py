@@ -121,18 +121,38 @@ def _op_name(func) -> str:
     return name.split(".")[0]
 
 
+# Operator namespaces whose ops are classified by name; an op of any other namespace (one a
+# candidate or a library registered) is compute unless a Triton launch ran inside it: its
+# name says nothing (a `mylib::clone` with a Python body is not a copy).
+ATEN_NAMESPACES = frozenset({"aten", "prims"})
+SCALAR_READ_LIMIT = 8
+"""Tensor values read into Python in one forward (`.item()`, `float(t)`) beyond which it is
+compute in Python: a kernel reads a scalar parameter or two, not the data."""
+HOST_DATA_LIMIT = 8
+"""Elements of a tensor built from Python values (`torch.tensor(list)`) beyond which it is
+compute in Python written back."""
+
+
 class AuditMode(TorchDispatchMode):
-    def __init__(self, poison: bool = True) -> None:
+    def __init__(self, poison: bool = True, launches: LaunchCounter | None = None) -> None:
         super().__init__()
         self.poison = poison
+        self.launches = launches
         self.compute: Counter[str] = Counter()
         self.library: Counter[str] = Counter()
+        self.scalar_reads = 0
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = _op_name(func)
+        namespace = getattr(func, "namespace", "aten")
+        before = self.launches.count if self.launches is not None else 0
         out = func(*args, **kwargs)
-        if name in LIBRARY_OPS:
+        if namespace not in ATEN_NAMESPACES:
+            launched = self.launches is not None and self.launches.count > before
+            if not launched:
+                self.compute[f"{namespace}.{name} (custom operator, no Triton launch inside)"] += 1
+        elif name in LIBRARY_OPS:
             self.library[f"aten.{name}"] += 1
         elif (
             name == "_to_copy"
@@ -141,6 +161,13 @@ class AuditMode(TorchDispatchMode):
             and kwargs["dtype"] != getattr(args[0], "dtype", None)
         ):
             self.compute["aten._to_copy (dtype conversion)"] += 1
+        elif name in ("_local_scalar_dense", "item"):
+            self.scalar_reads += 1
+            if self.scalar_reads > SCALAR_READ_LIMIT:
+                self.compute["tensor values read into Python (.item()/float()/int())"] += 1
+        elif name in ("lift_fresh", "lift_fresh_copy"):
+            if isinstance(out, torch.Tensor) and out.numel() > HOST_DATA_LIMIT:
+                self.compute["a tensor built from Python values (torch.tensor(data))"] += 1
         elif name in ALLOC_OPS or name in VIEW_OPS:
             if self.poison and name in POISON_OPS and isinstance(out, torch.Tensor):
                 _fill_poison(out)
@@ -166,7 +193,15 @@ def _fill_poison(t: torch.Tensor) -> None:
 
 
 class LaunchCounter:
-    """Counts Triton launches and suspends torch modes while a kernel runs."""
+    """Counts Triton launches and suspends torch modes while a kernel runs.
+
+    Launches are counted where programs actually run, whatever the path that got there:
+    `JITFunction.run`, and below it the GPU driver's launcher (so a `CompiledKernel` launched
+    directly, from `warmup()` or `triton.compile`, counts too); on the CPU the interpreter's
+    `GridExecutor` (so one built directly counts, but only for a function Triton rewrote from a
+    `@triton.jit` kernel: any other Python function run "as a kernel" is compute). Code the
+    candidate hands a launch (a grid callable, pre-run hooks) runs with the audit resumed, as
+    forward does: only Triton's own work inside a launch is out of the audit's sight."""
 
     def __init__(self) -> None:
         self.count = 0
@@ -175,15 +210,54 @@ class LaunchCounter:
         self.names: list[str] = []
         self.depth = 0
         """> 0 while a kernel runs (the interpreter's own tensor handling is not the candidate's)."""
-        self._saved: list[tuple[type, object]] = []
+        self.mode: AuditMode | None = None
+        """The audit mode to resume around the candidate's callbacks inside a launch."""
+        self.not_kernels: list[str] = []
+        """Functions run through the interpreter's GridExecutor that Triton did not rewrite."""
+        self._runs = 0  # completed JITFunction/InterpretedFunction runs
+        self._low = 0  # completed launcher / GridExecutor calls
+        self._saved: list[tuple[type, str, object]] = []
 
-    def _wrap(self, cls: type) -> None:
+    def _note(self, name: str) -> None:
+        if name not in self.names:
+            self.names.append(name)
+
+    def _sync_count(self) -> None:
+        # The larger of the two levels: every run reaches the low level once (where the wrap of
+        # the driver's launcher is in place), and direct low-level launches add to it only.
+        self.count = max(self._runs, self._low)
+
+    def resumed(self, fn):
+        """`fn` run with the audit back on (depth 0, the dispatch mode pushed again)."""
+        if not callable(fn) or getattr(fn, "_ta_resumed", False):
+            return fn
+        counter = self
+
+        def call(*args, **kwargs):
+            depth, counter.depth = counter.depth, 0
+            try:
+                if counter.mode is not None:
+                    with counter.mode:
+                        return fn(*args, **kwargs)
+                return fn(*args, **kwargs)
+            finally:
+                counter.depth = depth
+
+        call._ta_resumed = True  # type: ignore[attr-defined]
+        return call
+
+    def _wrap_run(self, cls: type) -> None:
         original = cls.run
         counter = self
 
         def run(self_fn, *args, **kwargs):
             fn = getattr(self_fn, "fn", None)
             name = getattr(fn, "__name__", None) or getattr(self_fn, "__name__", "kernel")
+            if callable(kwargs.get("grid")):
+                kwargs["grid"] = counter.resumed(kwargs["grid"])
+            hooks = getattr(self_fn, "pre_run_hooks", None)
+            if isinstance(hooks, list) and hooks:
+                self_fn.pre_run_hooks = [counter.resumed(h) for h in hooks]
             counter.depth += 1
             try:
                 with _disable_current_modes():
@@ -193,52 +267,146 @@ class LaunchCounter:
                 raise
             finally:
                 counter.depth -= 1
+                if isinstance(hooks, list) and hooks:
+                    self_fn.pre_run_hooks = hooks
             # Only a launch that completed counts: a kernel that raises (and a `try/except` that
             # falls back to PyTorch) must not satisfy "at least one Triton launch".
-            counter.count += 1
-            if name not in counter.names:
-                counter.names.append(name)
+            if not kwargs.get("warmup"):
+                counter._runs += 1
+                counter._sync_count()
+                counter._note(name)
             return result
 
-        self._saved.append((cls, original))
+        self._saved.append((cls, "run", original))
         cls.run = run
 
+    def _wrap_grid_executor(self) -> None:
+        from triton.runtime.interpreter import GridExecutor, InterpretedFunction
+
+        original = GridExecutor.__call__
+        counter = self
+
+        def call(self_gx, *args, **kwargs):
+            fn = self_gx.fn
+            rewritten = InterpretedFunction.rewritten_fn.values()
+            if not any(fn is r for r in rewritten):
+                what = getattr(fn, "__name__", type(fn).__name__)
+                if what not in counter.not_kernels:
+                    counter.not_kernels.append(what)
+                if counter.mode is not None:
+                    counter.mode.compute[
+                        f"{what} run through the interpreter's GridExecutor (not a Triton kernel)"
+                    ] += 1
+            grid, hooks = self_gx.grid, self_gx.pre_run_hooks
+            self_gx.grid = counter.resumed(grid) if callable(grid) else grid
+            self_gx.pre_run_hooks = [counter.resumed(h) for h in hooks]
+            counter.depth += 1
+            try:
+                with _disable_current_modes():
+                    result = original(self_gx, *args, **kwargs)
+            except BaseException:
+                counter.failed = True
+                raise
+            finally:
+                counter.depth -= 1
+                self_gx.grid, self_gx.pre_run_hooks = grid, hooks
+            counter._low += 1
+            counter._sync_count()
+            counter._note(getattr(fn, "__name__", "kernel"))
+            return result
+
+        self._saved.append((GridExecutor, "__call__", original))
+        GridExecutor.__call__ = call
+
+    def _wrap_launchers(self) -> None:
+        """The GPU drivers' launcher classes (what `CompiledKernel.run` calls)."""
+        import importlib
+
+        counter = self
+        for modname, clsname in (
+            ("triton.backends.nvidia.driver", "CudaLauncher"),
+            ("triton.backends.amd.driver", "HIPLauncher"),
+        ):
+            try:
+                cls = getattr(importlib.import_module(modname), clsname)
+            except Exception:  # noqa: BLE001 - a backend this build lacks
+                continue
+            original = cls.__call__
+
+            def call(self_l, *args, __original=original, **kwargs):
+                result = __original(self_l, *args, **kwargs)
+                counter._low += 1
+                counter._sync_count()
+                return result
+
+            self._saved.append((cls, "__call__", original))
+            cls.__call__ = call
+
     def __enter__(self) -> LaunchCounter:
+        import os
+
         from triton.runtime.interpreter import InterpretedFunction
         from triton.runtime.jit import JITFunction
 
-        self._wrap(JITFunction)
-        self._wrap(InterpretedFunction)
+        self._wrap_run(JITFunction)
+        self._wrap_run(InterpretedFunction)
+        self._wrap_grid_executor()
+        if os.environ.get("TA_DEVICE") == "cuda":
+            self._wrap_launchers()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for cls, original in reversed(self._saved):
-            cls.run = original
+        for cls, attr, original in reversed(self._saved):
+            setattr(cls, attr, original)
         self._saved.clear()
 
 
 # Ways out of torch that the dispatch mode cannot see: compute in numpy or plain Python on the
 # tensor's values, then wrap the result as a tensor again.
-_ESCAPES = (
-    (torch.Tensor, "numpy"),
-    (torch.Tensor, "__array__"),
-    (torch.Tensor, "tolist"),
-    (torch, "from_numpy"),
-    (torch, "frombuffer"),
-)
+def _escapes() -> list[tuple[object, str]]:
+    import torch.utils.dlpack
+
+    return [
+        (torch.Tensor, "numpy"),
+        (torch.Tensor, "__array__"),
+        (torch.Tensor, "tolist"),
+        (torch.Tensor, "__dlpack__"),
+        (torch.Tensor, "__cuda_array_interface__"),
+        (torch.UntypedStorage, "tolist"),
+        (torch, "from_numpy"),
+        (torch, "frombuffer"),
+        (torch, "from_dlpack"),
+        (torch.utils.dlpack, "from_dlpack"),
+        (torch.utils.dlpack, "to_dlpack"),
+        (torch, "save"),
+        (torch, "load"),
+    ]
 
 
 @contextlib.contextmanager
 def _watch_escapes(mode: AuditMode, launches: LaunchCounter):
     saved = []
-    for owner, name in _ESCAPES:
+    for owner, name in _escapes():
+        if not hasattr(owner, name) and name not in vars(owner):
+            continue
         own = name in vars(owner)
-        original = getattr(owner, name)
+        original = vars(owner)[name] if own else getattr(owner, name)
+        label = f"{name} (numpy/DLPack/Python round-trip outside Triton)"
 
-        def wrapper(*args, __original=original, __name=name, **kwargs):
-            if launches.depth == 0:
-                mode.compute[f"{__name} (numpy/Python round-trip outside Triton)"] += 1
-            return __original(*args, **kwargs)
+        if isinstance(original, property):
+
+            def getter(self, __get=original.fget, __label=label):
+                if launches.depth == 0:
+                    mode.compute[__label] += 1
+                return __get(self)
+
+            wrapper: object = property(getter)
+        else:
+
+            def wrapper(*args, __original=original, __label=label, **kwargs):
+                if launches.depth == 0:
+                    mode.compute[__label] += 1
+                return __original(*args, **kwargs)
 
         saved.append((owner, name, own, vars(owner).get(name)))
         setattr(owner, name, wrapper)
@@ -255,12 +423,11 @@ def _watch_escapes(mode: AuditMode, launches: LaunchCounter):
 @contextlib.contextmanager
 def audited(poison: bool = True):
     """Context for running one forward: yields (AuditMode, LaunchCounter)."""
-    with (
-        LaunchCounter() as launches,
-        AuditMode(poison=poison) as mode,
-        _watch_escapes(mode, launches),
-    ):
-        yield mode, launches
+    with LaunchCounter() as launches:
+        mode = AuditMode(poison=poison, launches=launches)
+        launches.mode = mode
+        with mode, _watch_escapes(mode, launches):
+            yield mode, launches
 
 
 # ------------------------------------------------------------------------------------------
@@ -502,6 +669,16 @@ def _integrity_targets() -> list[tuple[str, object, str]]:
 
     add("triton.JITFunction", JITFunction, "run", "__getitem__")
     add("triton.InterpretedFunction", InterpretedFunction, "run", "__getitem__")
+    from triton.runtime import interpreter
+
+    add("triton.GridExecutor", interpreter.GridExecutor, "__call__")
+    add("triton.interpreter_builder", interpreter.interpreter_builder, *_BUILDER_METHODS)
+    import _thread
+    import threading
+
+    add("_thread", _thread, "start_new_thread", "start_new")
+    add("threading", threading, "_start_new_thread", "_start_joinable_thread")
+    add("torch._C", torch._C, "_dispatch_library")
     add("triton", triton, "jit", "cdiv")
     from multiprocessing import connection
 
@@ -547,6 +724,17 @@ def _integrity_targets() -> list[tuple[str, object, str]]:
     return targets
 
 
+_BUILDER_METHODS = (
+    "set_grid_idx",
+    "set_grid_dim",
+    "create_dot",
+    "create_load",
+    "create_store",
+    "create_masked_load",
+    "create_masked_store",
+)
+
+
 def _get(owner: object, name: str) -> object:
     if isinstance(owner, type):
         return owner.__dict__.get(name, getattr(owner, name, None))
@@ -556,6 +744,8 @@ def _get(owner: object, name: str) -> object:
 def _fingerprint(value: object) -> tuple:
     """Identity of a value plus the mutable insides that would change its behaviour: a function's
     code and defaults (`f.__code__ = ...` keeps the object), a set's or dict's contents."""
+    if isinstance(value, types.MethodType):  # a fresh object on every attribute access
+        return ("method", id(value.__self__)) + _fingerprint(value.__func__)
     fn = value.__func__ if isinstance(value, (staticmethod, classmethod)) else value
     parts: tuple = (id(value),)
     if isinstance(fn, types.FunctionType):

@@ -13,6 +13,7 @@ Messages (parent -> judge): `{"trial", "seed", "scale"}` -> `{"expected": [...]}
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import time
 from typing import Any
@@ -34,7 +35,18 @@ from tools.worker import (
     normalise_outputs,
     out_of_memory,
     peak_memory,
+    tensor_bytes,
 )
+
+PRECISION_FACTOR = 64.0
+"""How far (against an fp64 reference) a candidate's fp32 outputs may err beyond PyTorch's own
+fp32 outputs, or beyond `PRECISION_FACTOR` fp32 ulps of the output's scale, before they count
+as computed in lower precision. The honest examples err at most 1.5x PyTorch's own error
+(measured on the CPU, 3 seeds each); fp16/bf16 arithmetic or a TF32 dot is 2^-11 or coarser,
+thousands of fp32 ulps."""
+PRECISION_MAX_BYTES = 256 << 20
+"""The check runs for problems whose first trial's outputs take at most this (it holds fp64
+copies)."""
 
 
 def judge_job(
@@ -60,6 +72,7 @@ def judge_job(
         timings["load"] = time.perf_counter() - t0
         channel.send({"ready": True})
         expected: list = []
+        reference64: list | None = None
         trial = -1
         while True:
             msg = channel.recv()
@@ -76,6 +89,8 @@ def judge_job(
                         expected = normalise_outputs(model(*inputs))
                         _sync()
                     del inputs
+                    if trial == 0 and tol.preset == "default":
+                        reference64 = _fp64_reference(model, mod, msg, device, expected)
                 except ContractError as exc:
                     channel.send({"error": str(exc)})
                     continue
@@ -98,12 +113,72 @@ def judge_job(
                     }
                 )
             elif "compare" in msg:
-                channel.send({"diff": _compare(msg, expected, tol, trial)})
+                first = trial == 0 and msg.get("run") == "first"
+                channel.send(
+                    {"diff": _compare(msg, expected, tol, trial, reference64 if first else None)}
+                )
     timings["total"] = time.perf_counter() - t0
     return {"timings": timings, "memory": peak_memory()}
 
 
-def _compare(msg: dict, expected: list, tol: Tolerance, trial: int) -> dict[str, Any]:
+def _fp64_reference(model, mod, msg: dict, device: str, expected: list) -> list | None:
+    """The first trial's outputs computed in float64 (a copy of the model, inputs promoted), for
+    an fp32 problem small enough to hold them; None where that does not apply or fails."""
+    if not expected or any(
+        not isinstance(e, torch.Tensor) or e.dtype != torch.float32 for e in expected
+    ):
+        return None
+    if 2 * tensor_bytes(expected) > PRECISION_MAX_BYTES:
+        return None
+    try:
+        inputs = make_inputs(mod, int(msg["seed"]), device, float(msg.get("scale", 1)))
+        inputs = [
+            x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+            for x in inputs
+        ]
+        with torch.no_grad():
+            out = normalise_outputs(copy.deepcopy(model).double()(*inputs))
+            _sync()
+    except Exception:  # noqa: BLE001 - a problem that cannot run in fp64: no check
+        return None
+    if len(out) != len(expected) or any(
+        not isinstance(o, torch.Tensor) or o.dtype != torch.float64 or o.shape != e.shape
+        for o, e in zip(out, expected)
+    ):
+        return None  # the problem forces its own dtype: fp64 says nothing more
+    return out
+
+
+def precision_finding(got: list, expected: list, reference64: list) -> str | None:
+    """Whether fp32 outputs were computed in lower precision: their error against the fp64
+    reference beyond `PRECISION_FACTOR` times PyTorch's own fp32 error (or fp32 ulps of the
+    output's scale, where PyTorch's is exact). A message, or None."""
+    eps = torch.finfo(torch.float32).eps
+    for j, (g, e, r) in enumerate(zip(got, expected, reference64)):
+        if not isinstance(g, torch.Tensor) or g.dtype != torch.float32 or g.shape != r.shape:
+            continue
+        finite = torch.isfinite(r) & torch.isfinite(e) & torch.isfinite(g)
+        if not bool(finite.any()):
+            continue
+        r_f = r[finite]
+        err_cand = float((g[finite].double() - r_f).abs().max())
+        err_ref = float((e[finite].double() - r_f).abs().max())
+        scale = float(r_f.abs().max())
+        bound = PRECISION_FACTOR * max(err_ref, eps * scale)
+        if err_cand > bound:
+            return (
+                f"output {j} was computed in lower precision than its fp32 problem: its largest "
+                f"error against an fp64 reference is {err_cand:.3g}, {err_cand / max(err_ref, eps * scale):.0f}x "
+                f"PyTorch's own fp32 error ({err_ref:.3g}); within the tolerance here, but it is "
+                "fp16/bf16 arithmetic or a TF32 tl.dot (the default input_precision on fp32 "
+                'data: pass input_precision="ieee") and its error grows with the problem'
+            )
+    return None
+
+
+def _compare(
+    msg: dict, expected: list, tol: Tolerance, trial: int, reference64: list | None = None
+) -> dict[str, Any]:
     descs = msg.get("compare")
     run = str(msg.get("run", "first"))
     if not isinstance(descs, list) or len(descs) > MAX_OUTPUTS:
@@ -122,6 +197,10 @@ def _compare(msg: dict, expected: list, tol: Tolerance, trial: int) -> dict[str,
     try:
         diff = compare_outputs(got, expected, tol, trial=trial, run=run)
         _sync()
+        if diff.kind == "ok" and reference64 is not None:
+            finding = precision_finding(got, expected, reference64)
+            if finding:
+                return {"kind": "value", "message": finding}
     except Exception as exc:  # noqa: BLE001 - a view the harness did not make
         return {
             "kind": "handover",

@@ -266,7 +266,10 @@ def check_candidate_source(source: str, path: str = "candidate.py") -> Candidate
             "for Model, with the same constructor arguments)",
             kernels=kernels,
         )
-    if not kernels:
+    if not kernels and not _imports_other_packages(tree):
+        # (A candidate that imports another package may launch that package's kernels, as a
+        # ModelNew around a Liger-Kernel op does: the runtime audit decides, and refuses it
+        # when no Triton launch is seen.)
         return CandidateCheck(
             ok=False,
             status="bad_input",
@@ -338,6 +341,29 @@ def _introspection_use(tree: ast.Module, source: str) -> tuple[ast.AST, str] | N
         ):
             return node, f"`{node.func.id}()`"
     return None
+
+
+# Modules whose import says nothing about where kernels come from.
+_NOT_KERNEL_SOURCES = frozenset({"torch", "triton", "numpy", "__future__", "typing_extensions"})
+
+
+def _imports_other_packages(tree: ast.Module) -> bool:
+    """Whether the candidate imports a package outside the standard library, torch, Triton and
+    numpy (one that may define the @triton.jit kernels it launches)."""
+    import sys
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names = [node.module]
+        else:
+            continue
+        for name in names:
+            top = name.split(".")[0]
+            if top not in sys.stdlib_module_names and top not in _NOT_KERNEL_SOURCES:
+                return True
+    return False
 
 
 def _is_triton_decorator(d: ast.expr) -> bool:

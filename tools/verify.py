@@ -367,13 +367,16 @@ class Verifier:
         # a trial (the problem, a fixed seed, torch.initial_seed()) gives that trial's inputs.
         scales = [1.0] * self.options.trials + [float(x) for x in self.options.input_scales]
         trials = [(secrets.randbits(31), scale) for scale in scales]
+        runs = None
+        if ref.footprint_mb <= UNANNOUNCED_MAX_MB:  # (a large problem: seconds a trial)
+            trials, runs = with_unannounced_trials(trials, self.options.trials)
         run = self._run_trials(
-            problem, kernel_source, kernel_path, ref, trials, False, triton_cache_out
+            problem, kernel_source, kernel_path, ref, trials, False, triton_cache_out, runs
         )
         if run.out_of_memory and self.device == "cuda" and self.sandbox.slots > 1:
             # Out of GPU memory beside other jobs: once more, alone on the GPU.
             run = self._run_trials(
-                problem, kernel_source, kernel_path, ref, trials, True, triton_cache_out
+                problem, kernel_source, kernel_path, ref, trials, True, triton_cache_out, runs
             )
             run.notes.append(
                 "retried alone on its GPU after running out of memory beside other jobs"
@@ -390,11 +393,14 @@ class Verifier:
         trials: list[tuple[int, float]],
         exclusive: bool,
         triton_cache_out: str | None,
+        runs: list[list[str]] | None = None,
     ) -> TrialRun:
         """Run the judge's job and the candidate's job side by side on one device, trial by
         trial, relaying seeds, output descriptors and the judge's findings."""
         lim = self.job_limits(ref)
-        run = TrialRun(limits_mb=lim.memory_mb, expected_trials=len(trials))
+        run = TrialRun(limits_mb=lim.memory_mb)
+        run.runs = runs or [["first", "second"] for _ in trials]
+        run.expected_trials = sum(len(r) > 1 for r in run.runs)  # the unannounced ones aside
         path = os.path.abspath(problem.path)
         tol = self.options.tolerance
         with self.sandbox.slot(exclusive=exclusive, gpu_mb=self.gpu_mb(ref)) as slot:
@@ -469,7 +475,7 @@ class Verifier:
             run.outcome = exc.outcome
             return
         for t, (seed, scale) in enumerate(trials):
-            msg = {"trial": t, "seed": seed, "scale": scale}
+            msg = {"trial": t, "seed": seed, "scale": scale, "runs": run.runs[t]}
             try:
                 judge_job.send(msg)
                 exp = judge_job.recv()
@@ -491,7 +497,7 @@ class Verifier:
             except JobEnded as exc:
                 run.outcome = exc.outcome
                 return
-            for expected_run in ("first", "second"):
+            for expected_run in run.runs[t]:
                 try:
                     got = cand.recv()
                 except JobEnded as exc:
@@ -548,6 +554,9 @@ class TrialRun:
     """How the candidate's job ended (its evidence in `value`)."""
     comparisons: list[tuple[int, str, Any]] = field(default_factory=list)
     """(trial, run, the judge's finding) for every run the judge compared."""
+    runs: list[list[str]] = field(default_factory=list)
+    """The runs of each trial the parent sends: two for a trial, one for an unannounced one
+    (empty: two a trial)."""
     expected_trials: int = 0
     expected: list[dict[str, Any]] = field(default_factory=list)
     got_shapes: list[Any] = field(default_factory=list)
@@ -676,6 +685,27 @@ def generalization_plan(problem: Problem) -> GeneralizationPlan:
             kept.append(f"{k}={v!r} ({'a float input setting' if use == 'input' else 'not used'})")
     input_sizes = {k: v for k, v in sizes.items() if uses.get(k) == "input" and isinstance(v, int)}
     return GeneralizationPlan(sizes=sizes, input_sizes=input_sizes, kept=", ".join(kept))
+
+
+UNANNOUNCED_MAX_MB = 256.0
+"""Problems whose tensors take more than this a trial get no unannounced trials."""
+
+
+def with_unannounced_trials(
+    trials: list[tuple[int, float]], plain: int
+) -> tuple[list[tuple[int, float]], list[list[str]]]:
+    """`trials` with one or two unannounced trials (fresh seed, one run) inserted at random
+    places among the first `plain` ones, and the runs each trial gets. The candidate cannot know
+    how many calls a verification makes nor which input set comes next, so a kernel correct
+    for exactly the documented number of calls (and stale afterwards) fails; the verdict still
+    counts the trials asked for."""
+    out = list(trials)
+    runs = [["first", "second"] for _ in trials]
+    for _ in range(1 + secrets.randbelow(2)):
+        at = secrets.randbelow(min(plain, len(out)) + 1)
+        out.insert(at, (secrets.randbits(31), 1.0))
+        runs.insert(at, ["first"])
+    return out, runs
 
 
 def generalization_sizes(problem: Problem) -> dict[str, Any]:
@@ -940,14 +970,15 @@ def _judge_reply(
             trials=trial + 1,
         )
     done = {(t, w) for t, w, d in run.comparisons if isinstance(d, dict) and d.get("kind") == "ok"}
-    if len(done) != 2 * run.expected_trials:
+    expected_runs = sum(map(len, run.runs)) or 2 * run.expected_trials
+    if len(done) != expected_runs:
         # Every trial's two runs must have been compared; fewer means the job stopped early
         # without an error the harness reported (a forged end, a swallowed exit).
         return Verdict(
             status="cheat",
             compiled=True,
             correct=False,
-            message=f"only {len(done)} of {2 * run.expected_trials} runs reached the comparison, "
+            message=f"only {len(done)} of {expected_runs} runs reached the comparison, "
             "with no error reported: the job's protocol was cut short",
             evidence=evidence,
         )

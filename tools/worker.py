@@ -415,6 +415,15 @@ def candidate_job(
         # harness set-up in this fresh process: problem, model, dynamo, CUDA and Triton's driver
         result["timings"]["setup"] = time.perf_counter() - t0
 
+        # From here on the job refuses threads, native code and aten registrations (a
+        # candidate's), and the snapshot below covers the guard's replacements.
+        local_path = os.path.join(os.getcwd(), os.path.basename(kernel_path) or "candidate.py")
+        guard.lock_down(local_path)
+        races = None
+        if device == "cpu":
+            from tools import interp_checks
+
+            races = interp_checks.install()  # TF32 dots; cross-program races (armed below)
         integrity = Integrity()
         threads_before = set(threading.enumerate())
         tamper: list[str] = []
@@ -434,7 +443,6 @@ def candidate_job(
                     tamper.append(msg)
 
         # Write the candidate where its tracebacks point: the job's private directory.
-        local_path = os.path.join(os.getcwd(), os.path.basename(kernel_path) or "candidate.py")
         with open(local_path, "w") as f:
             f.write(kernel_source)
         try:
@@ -454,9 +462,15 @@ def candidate_job(
                 error_class="bad_input",
             )
             return result
+        # The constructor runs under the same audit as forward: it runs before any trial's
+        # seed exists, but work it does (a Triton launch on inputs it regenerated, PyTorch
+        # compute beyond initialising parameters) is the candidate's, not free.
         try:
             torch.manual_seed(seed)
-            model_new = model_new_cls(*init)
+            with torch.no_grad(), audited(poison=False) as (ctor_mode, _ctor_launches):
+                model_new = model_new_cls(*init)
+            ctor_compute = [op for op in ctor_mode.compute if not _is_init_op(op)]
+            ctor_library = list(ctor_mode.library)
             if isinstance(model_new, torch.nn.Module):
                 model_new = model_new.to(device)
                 _copy_matching_weights(model, model_new)
@@ -476,6 +490,9 @@ def candidate_job(
             "mutated_inputs": [],
             "aliased_outputs": [],
         }
+        # Compute in the constructor is judged like compute in forward.
+        audit["torch_compute_ops"] += [f"{op} (in the constructor)" for op in ctor_compute]
+        audit["library_ops"] += [f"{op} (in the constructor)" for op in ctor_library]
         if aot_target:
             try:
                 from tools.aot import record_launches
@@ -500,7 +517,10 @@ def candidate_job(
             except ContractError as exc:
                 result.update(stage="problem", error={"kind": "ProblemError", "message": str(exc)})
                 return result
-            for run in ("first", "second"):
+            # The parent draws how many runs each trial gets (2 or more; unannounced), so a
+            # kernel correct for exactly the documented number of calls is caught.
+            runs = msg.get("runs") or ("first", "second")
+            for run in runs:
                 if run == "first":
                     # The previous run's buffers with this trial's values: a result cached by
                     # data pointer is now stale.
@@ -517,6 +537,8 @@ def candidate_job(
                 # finalizer of its garbage could rewrite an output after the audit closed), and
                 # forward's return value lives until then (freeing it could run a __del__).
                 gc.disable()
+                if races is not None:  # one forward a verification: the check costs a sort
+                    races.armed = trial == 0 and run == "first"
                 try:
                     with (
                         torch.no_grad(),
@@ -552,6 +574,20 @@ def candidate_job(
                     result["memory"] = peak_memory()
                     return result
                 check_integrity("in forward", during)
+                if races is not None and races.armed:
+                    races.check()
+                    races.armed = False
+                    if races.findings:
+                        gc.enable()
+                        result.update(
+                            error=_race_error(races.findings[0], launches.names),
+                            error_class="runtime_error",
+                            trial=trial,
+                        )
+                        result["violations"] = _violations(tamper + observer.tampered)
+                        audit["triton_launches"] += launches.count
+                        result["audit"] = audit
+                        return result
                 if gc.isenabled():
                     msg = "switching the garbage collector back on (in forward)"
                     if msg not in tamper:
@@ -640,6 +676,22 @@ def candidate_job(
     return result
 
 
+def _race_error(finding: dict[str, Any], kernels: list[str]) -> dict[str, Any]:
+    return {
+        "kind": "DataRace",
+        "message": (
+            f"data race in launch {finding['launch']} of forward ({', '.join(kernels)}): "
+            f"program {finding['reader']} loaded {finding['addresses']} address(es) that program "
+            f"{finding['writer']} stored in the same launch without an atomic. A GPU runs a "
+            "launch's programs concurrently, so what it reads depends on scheduling (the "
+            "interpreter runs them in order and hides it). Accumulate across programs with "
+            "tl.atomic_add, or reduce in a second kernel"
+        ),
+        "line": None,
+        "code": None,
+    }
+
+
 def _hooks() -> list[str]:
     """Ways to run code after `forward` returns, while the harness reads and exports its outputs:
     profile and trace functions (per process and for new threads), sys.monitoring tools, and
@@ -666,6 +718,27 @@ def _hooks() -> list[str]:
                     found.append(f"a sys.monitoring tool ({tool})")
             except Exception:  # noqa: BLE001
                 pass
+    try:
+        from triton import knobs
+
+        for name in (
+            "launch_enter_hook",
+            "launch_exit_hook",
+            "kernel_load_start_hook",
+            "kernel_load_end_hook",
+            "jit_cache_hook",
+            "jit_post_compile_hook",
+            "add_stages_inspection_hook",
+        ):
+            hook = getattr(knobs.runtime, name, None)
+            if hook is not None:
+                # Triton's default is an empty HookChain: the object and its calls identify it.
+                calls = [id(c) for c in getattr(hook, "calls", ())]
+                found.append(
+                    f"a Triton runtime hook (triton.knobs.runtime.{name}: {id(hook):x} {calls})"
+                )
+    except Exception:  # noqa: BLE001 - an older Triton without knobs
+        pass
     # Counts, not presence: the CPU device shim keeps a function mode of the harness's own on
     # the stack, so a change of the count (a mode added, or the harness's popped) is the sign.
     try:
@@ -677,6 +750,49 @@ def _hooks() -> list[str]:
     except Exception:  # noqa: BLE001
         pass
     return found
+
+
+# What parameter initialisation runs (torch.nn.init and the layers' reset_parameters): random
+# fills and the arithmetic that scales or truncates them. Anything else in a constructor is
+# compute (the problem's own Model run on regenerated inputs, an answer table).
+INIT_OPS = frozenset(
+    {
+        "uniform_",
+        "normal_",
+        "bernoulli_",
+        "random_",
+        "exponential_",
+        "cauchy_",
+        "log_normal_",
+        "geometric_",
+        "randn",
+        "rand",
+        "randint",
+        "randperm",
+        "normal",
+        "erfinv_",
+        "mul_",
+        "add_",
+        "sub_",
+        "div_",
+        "clamp_",
+        "mul",
+        "add",
+        "sub",
+        "div",
+        "sqrt",
+        "neg",
+        "abs",
+        "sign",
+        "linalg_qr",
+        "diag",
+        "eye",
+    }
+)
+
+
+def _is_init_op(label: str) -> bool:
+    return label.startswith("aten.") and label[len("aten.") :] in INIT_OPS
 
 
 def _mutated(args: list, base: list) -> list[int]:

@@ -1,0 +1,28 @@
+"""expected: runtime_error
+Each program adds its partial sum into the one output with a plain load + store. The
+interpreter runs programs in order, so the sum comes out right on the CPU; a GPU runs them
+concurrently and loses updates. The interpreter's race check (one forward a verification)
+sees program 1 load what program 0 stored in the same launch.
+"""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _mse_partial(a_ptr, b_ptr, out_ptr, n, inv_n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    d = tl.load(a_ptr + offs, mask=mask, other=0.0) - tl.load(b_ptr + offs, mask=mask, other=0.0)
+    part = tl.sum(d * d, axis=0) * inv_n
+    tl.store(out_ptr, tl.load(out_ptr) + part)  # not atomic: a race on a GPU
+
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        out = torch.zeros((), dtype=a.dtype, device=a.device)
+        n = a.numel()
+        _mse_partial[(triton.cdiv(n, 256),)](a, b, out, n, 1.0 / n, BLOCK=256)
+        return out

@@ -1,0 +1,43 @@
+"""expected: cheat
+Reads elements with `float(t)` and writes them one by one (`y[i] = v`, a fill of a view): every
+op it uses is a read, a view or a fill (the first 64 elements; Triton does the rest, so the
+output is correct). The reads are what count.
+"""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _relu_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    tl.store(y_ptr + offsets, tl.maximum(tl.load(x_ptr + offsets, mask=mask), 0.0), mask=mask)
+
+
+@triton.jit
+def _touch_kernel(src_ptr, dst_ptr):
+    # a token launch: copies one element so that "a Triton kernel ran" is true
+    tl.store(dst_ptr, tl.load(src_ptr))
+
+
+def relu(x):
+    y = torch.empty_like(x)
+    _relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK_SIZE=1024)
+    return y
+
+
+def touch(x):
+    scratch = torch.empty(1, dtype=x.dtype, device=x.device)
+    _touch_kernel[(1,)](x, scratch)
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = relu(x).reshape(-1)
+        flat = x.reshape(-1)
+        for i in range(64):
+            v = float(flat[i])
+            y[i] = v if v > 0 else 0.0
+        return y.reshape(x.shape)

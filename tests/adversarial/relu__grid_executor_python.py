@@ -1,0 +1,53 @@
+"""expected: cheat
+CPU: runs a plain Python function (PyTorch inside) through the interpreter's GridExecutor, the
+object that runs a kernel's programs, so it looks like a launch. Only functions Triton rewrote
+from a @triton.jit kernel count as kernels; anything else run there is compute.
+"""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _relu_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    tl.store(y_ptr + offsets, tl.maximum(tl.load(x_ptr + offsets, mask=mask), 0.0), mask=mask)
+
+
+@triton.jit
+def _touch_kernel(src_ptr, dst_ptr):
+    # a token launch: copies one element so that "a Triton kernel ran" is true
+    tl.store(dst_ptr, tl.load(src_ptr))
+
+
+def relu(x):
+    y = torch.empty_like(x)
+    _relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK_SIZE=1024)
+    return y
+
+
+def touch(x):
+    scratch = torch.empty(1, dtype=x.dtype, device=x.device)
+    _touch_kernel[(1,)](x, scratch)
+
+from triton.runtime.interpreter import GridExecutor
+
+
+def _python_body(x_ptr, y_ptr):
+    pass  # the "kernel": does nothing; the work is done below, in PyTorch, in the grid callable
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        box = {}
+
+        def grid(meta):
+            box["y"] = torch.relu(x)
+            return (1,)
+
+        GridExecutor(_python_body, ["x_ptr", "y_ptr"], grid)(x, y)
+        return box["y"]
