@@ -214,17 +214,20 @@ DRAFT_CACHE_VERSION = "1"
 
 def draft_cache_key(problem_source: str, device: str) -> str:
     """What a compiler draft depends on: the problem's text, the device kind, torch and Triton
-    (Inductor's code generation), and the drafter's own code."""
+    (Inductor's code generation), and the drafter's own code (tools/triton_conv.py included)."""
     import hashlib
 
     import torch
     import triton
 
-    from tools import inductor_draft
+    from tools import inductor_draft, triton_conv
 
-    try:
-        with open(inductor_draft.__file__, "rb") as f:
-            drafter = hashlib.sha256(f.read()).hexdigest()[:16]
+    try:  # the drafter, and the Triton convolutions it copies into candidates
+        digest = hashlib.sha256()
+        for module in (inductor_draft, triton_conv):
+            with open(module.__file__, "rb") as f:
+                digest.update(f.read())
+        drafter = digest.hexdigest()[:16]
     except OSError:
         drafter = "unknown"
     parts = (DRAFT_CACHE_VERSION, device, torch.__version__, triton.__version__, drafter)
