@@ -170,10 +170,13 @@ class BenchConfig:
 
     @property
     def compiler_only(self) -> bool:
+        from agent.llm import resolve_kind
+
         a = self.agent
-        return a.backend == "compiler" or (
-            a.backend == "auto" and not (a.replies or a.base_url or a.model)
+        kind = resolve_kind(
+            a.backend, model=a.model, base_url=a.base_url, replies=a.replies, compiler=True
         )
+        return kind == "compiler"
 
     @property
     def per_problem(self) -> int:
@@ -623,17 +626,9 @@ def _check_resume(bdir: BenchDir, cfg: BenchConfig) -> None:
 
 
 def _make_backend(cfg: BenchConfig) -> Any:
-    if cfg.compiler_only:
-        return None
-    from agent.llm import make_backend
+    from agent.llm import backend_for
 
-    a = cfg.agent
-    kw: dict[str, Any] = {}
-    if a.prompt_format != "auto":
-        kw["prompt_kind"] = a.prompt_format
-    return make_backend(
-        a.backend, model=a.model, base_url=a.base_url, replies=a.replies, api_key=a.api_key, **kw
-    )
+    return backend_for(cfg.agent)
 
 
 def _run_sample_mode(

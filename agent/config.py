@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.llm import env_base_url
 from tools.aot import parse_target
 from tools.compare import Tolerance
 from tools.errors import BadInputError
@@ -53,7 +54,8 @@ class AgentConfig:
     backend: str = "auto"
     """auto | compiler | openai | vllm | hf | replay | langchain."""
     model: str | None = field(default_factory=lambda: _env("TRITON_AGENT_MODEL"))
-    base_url: str | None = field(default_factory=lambda: _env("TRITON_AGENT_BASE_URL"))
+    base_url: str | None = field(default_factory=lambda: env_base_url())
+    """Default: $TRITON_AGENT_BASE_URL, else $OPENAI_BASE_URL (`agent.llm.BASE_URL_ENV_VARS`)."""
     api_key: str | None = None
     replies: str | None = None
     """JSONL reply script for the replay backend."""

@@ -116,12 +116,13 @@ def repl(
     """The read-draft-verify loop; returns the exit code (0 when the user leaves with Ctrl-D)."""
     from agent.api import materialize
     from agent.cmd_optimize import config_from
-    from agent.runner import make_llm_backend, run
+    from agent.llm import backend_for
+    from agent.runner import run
 
     console = console or Console(highlight=False, soft_wrap=True)
     stream = stdin or sys.stdin
     config = config_from(args)
-    llm = make_llm_backend(config)  # one backend for the session: a replay script goes on in order
+    llm = backend_for(config)  # one backend for the session: a replay script goes on in order
     # With a model, show the model's draft (the compiler seed would be attempt 0 otherwise).
     config = dataclasses.replace(config, compiler_seed=llm is None, run_id=None)
     source = (

@@ -15,33 +15,12 @@ from agent.config import AgentConfig, check_run_id
 from agent.context import RunContext
 from agent.drafters import CompilerDrafter
 from agent.graph import build_graph
+from agent.llm import backend_for
 from agent.report import result_object
 from agent.rundir import RunDir, new_run_id
 from tools.errors import BackendConfigError, BadInputError, TritonAgentError
 from tools.problem import read_kernel, read_problem
 from tools.verify import Verifier
-
-
-def make_llm_backend(config: AgentConfig) -> Any:
-    """The LLM backend the config names; None for the compiler-only mode."""
-    kind = config.backend
-    if kind == "compiler":
-        return None
-    if kind == "auto" and not (config.replies or config.base_url or config.model):
-        return None  # no model configured: the compiler drafter alone (said plainly by the CLI)
-    from agent.llm import make_backend
-
-    kw: dict[str, Any] = {}
-    if config.prompt_format != "auto":
-        kw["prompt_kind"] = config.prompt_format
-    return make_backend(
-        kind,
-        model=config.model,
-        base_url=config.base_url,
-        replies=config.replies,
-        api_key=config.api_key,
-        **kw,
-    )
 
 
 def new_rundir(problem_path: str, config: AgentConfig) -> RunDir:
@@ -101,7 +80,7 @@ def make_context(
     on_event: Callable[[dict[str, Any]], None] | None = None,
 ) -> RunContext:
     """The live objects of a run: LLM backend, verifier (and its sandbox), compiler drafter."""
-    llm = backend if backend is not None else make_llm_backend(config)
+    llm = backend if backend is not None else backend_for(config)
     verifier = Verifier(config.verify_options())
     drafter = None
     if mode == "optimize" and (llm is None or config.compiler_seed):

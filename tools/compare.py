@@ -450,17 +450,7 @@ def pattern_hint(g: torch.Tensor, e: torch.Tensor, bad: torch.Tensor) -> str:
 
 
 def summarise(r: MismatchReport) -> str:
-    where = ", ".join(
-        f"{b['index']}: got {b['got']}, expected {b['expected']}" for b in r.first_bad[:3]
-    )
-    nan = f", {r.nan_count} NaN" if r.nan_count else ""
-    inf = f", {r.inf_count} Inf" if r.inf_count else ""
-    return (
-        f"output {r.output_index} (trial {r.trial}, {r.run} run): {r.bad_count} of {r.numel} "
-        f"elements outside atol={r.atol:g}/rtol={r.rtol:g}{nan}{inf}; max abs err "
-        f"{r.max_abs_err:.3g}, mean abs err {r.mean_abs_err:.3g}, max rel err {r.max_rel_err:.3g}. "
-        f"First bad: {where}. Hint: {r.hint}"
-    )
+    return r.summary()
 
 
 def normalise_outputs(out) -> list:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tools.compare import summarise
-
 if TYPE_CHECKING:
     from tools.results import Verdict
 
@@ -29,8 +27,8 @@ def render_feedback(v: Verdict) -> str:
         if e.code:
             lines.append(f"    {e.code.strip()}")
         lines.append(_trim(e.message, 1500))
-    if ev.mismatch is not None and summarise(ev.mismatch) not in v.message:
-        lines.append(summarise(ev.mismatch))
+    if ev.mismatch is not None and ev.mismatch.summary() not in v.message:
+        lines.append(ev.mismatch.summary())
     if ev.expected_shapes and v.status == "shape_mismatch":
         lines.append(f"Expected output shapes: {ev.expected_shapes}; got: {ev.got_shapes}")
     if ev.audit is not None:

@@ -73,6 +73,20 @@ class MismatchReport:
     """Which candidate run was wrong: `first` (on the previous trial's buffers refilled with
     this trial's values) or `second` (on fresh copies)."""
 
+    def summary(self) -> str:
+        """The mismatch in one paragraph (a verdict's message, the feedback's evidence)."""
+        where = ", ".join(
+            f"{b['index']}: got {b['got']}, expected {b['expected']}" for b in self.first_bad[:3]
+        )
+        nan = f", {self.nan_count} NaN" if self.nan_count else ""
+        inf = f", {self.inf_count} Inf" if self.inf_count else ""
+        return (
+            f"output {self.output_index} (trial {self.trial}, {self.run} run): {self.bad_count} "
+            f"of {self.numel} elements outside atol={self.atol:g}/rtol={self.rtol:g}{nan}{inf}; "
+            f"max abs err {self.max_abs_err:.3g}, mean abs err {self.mean_abs_err:.3g}, max rel "
+            f"err {self.max_rel_err:.3g}. First bad: {where}. Hint: {self.hint}"
+        )
+
 
 @dataclass(kw_only=True)
 class KernelResources:

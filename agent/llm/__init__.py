@@ -32,8 +32,11 @@ __all__ = [
     "OpenAIBackend",
     "ReplayBackend",
     "SamplingParams",
+    "backend_for",
+    "env_base_url",
     "make_backend",
     "messages_to_text",
+    "resolve_kind",
 ]
 
 KINDS = ("auto", "openai", "vllm", "hf", "langchain", "replay")
@@ -88,20 +91,12 @@ def make_backend(
     Extra keywords go to the backend's constructor (e.g. `max_attempts`, `timeout_s`, `kind`
     "completion"/"chat" via `prompt_kind`, `chat_model` for langchain).
     """
-    if kind not in KINDS:
-        raise BackendConfigError(f"unknown backend {kind!r}; choose one of {', '.join(KINDS)}")
     if "prompt_kind" in kw:  # `kind` is taken by the backend's name here
         kw["kind"] = kw.pop("prompt_kind")
-    base_url = base_url or _env_base_url()
-    if kind == "auto":
-        if replies is not None:
-            kind = "replay"
-        elif base_url:
-            kind = "openai"
-        elif model and Path(model).is_dir():
-            kind = "hf"
-        else:
-            raise BackendConfigError(NO_BACKEND_HELP)
+    base_url = base_url or env_base_url()
+    kind = resolve_kind(kind, model=model, base_url=base_url, replies=replies)
+    if kind == "compiler":
+        raise BackendConfigError(NO_BACKEND_HELP)
 
     if kind == "replay":
         if replies is None:
@@ -128,7 +123,62 @@ def make_backend(
     return LangChainBackend(chat_model, **kw)
 
 
-def _env_base_url() -> str | None:
+def resolve_kind(
+    kind: str = "auto",
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+    replies: Any = None,
+    compiler: bool = False,
+) -> str:
+    """The one place "auto" becomes a backend: `replay` when replies are given, `openai` when a
+    base URL is (or is set in BASE_URL_ENV_VARS), `hf` when `model` is a local directory,
+    `compiler` (no model: the compiler drafter alone) when nothing is configured. A model name
+    that is not a directory, with no server, is refused (nothing is downloaded implicitly).
+    `compiler=True` allows the name `compiler` itself (the commands' choice, not the API's)."""
+    known = KINDS + (("compiler",) if compiler else ())
+    if kind not in known:
+        raise BackendConfigError(f"unknown backend {kind!r}; choose one of {', '.join(known)}")
+    if kind != "auto":
+        return kind
+    base_url = base_url or env_base_url()
+    if replies is not None:
+        return "replay"
+    if base_url:
+        return "openai"
+    if model and Path(model).is_dir():
+        return "hf"
+    if model:
+        raise BackendConfigError(NO_BACKEND_HELP)
+    return "compiler"
+
+
+def backend_for(config: Any) -> LLMBackend | None:
+    """The backend a run configuration (`AgentConfig`) names; None for the compiler drafter
+    alone. optimize, repair, the REPL and bench all build their backend here."""
+    kind = resolve_kind(
+        config.backend,
+        model=config.model,
+        base_url=config.base_url,
+        replies=config.replies,
+        compiler=True,
+    )
+    if kind == "compiler":
+        return None
+    kw: dict[str, Any] = {}
+    if config.prompt_format != "auto":
+        kw["prompt_kind"] = config.prompt_format
+    return make_backend(
+        kind,
+        model=config.model,
+        base_url=config.base_url,
+        replies=config.replies,
+        api_key=config.api_key,
+        **kw,
+    )
+
+
+def env_base_url() -> str | None:
     for var in BASE_URL_ENV_VARS:
         if os.environ.get(var):
             return os.environ[var]
