@@ -44,3 +44,21 @@ def test_a_compiler_outside_the_system_directories_on_path_runs_the_jobs_own_doe
     assert marker.exists(), "the machine's gcc (on PATH when the job started) must run"
     assert own == "refused" and not own_marker.exists(), violations
     assert len(violations) == 1 and "not an installed toolchain program" in violations[0]
+
+
+def test_the_compiler_named_by_cc_runs_though_not_on_path(tmp_path, monkeypatch):
+    machine_bin = tmp_path / "opt" / "gcc" / "bin"
+    machine_bin.mkdir(parents=True)
+    marker, own_marker = tmp_path / "machine_gcc_ran", tmp_path / "own_gcc_ran"
+    gcc = machine_bin / "gcc"
+    gcc.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    gcc.chmod(0o755)
+    monkeypatch.setenv("CC", str(gcc))
+    sb = Sandbox(device="cpu", max_workers=1)
+    source = f"GCC = {str(gcc)!r}\nOWN_MARKER = {str(own_marker)!r}\n" + _RUN_MACHINE_GCC
+    expr = f"(lambda g: (exec({source!r}, g), g.get('result'))[1])({{}})"
+    out = sb.run("builtins:eval", expr, timeout=60)
+    assert out.kind == "ok", out.error
+    own, violations = out.value
+    assert marker.exists(), "the compiler $CC names must run (Triton builds its launcher with it)"
+    assert own == "refused" and not own_marker.exists(), violations
