@@ -35,7 +35,7 @@ def test_a_compiler_outside_the_system_directories_on_path_runs_the_jobs_own_doe
     gcc.write_text(f"#!/bin/sh\ntouch {marker}\n")
     gcc.chmod(0o755)
     monkeypatch.setenv("PATH", f"{machine_bin}{os.pathsep}{os.environ.get('PATH', '')}")
-    sb = Sandbox(device="cpu", max_workers=1)
+    sb = Sandbox(device="cpu", max_workers=1, start_method="spawn")  # this env, not a forkserver's
     source = f"GCC = {str(gcc)!r}\nOWN_MARKER = {str(own_marker)!r}\n" + _RUN_MACHINE_GCC
     expr = f"(lambda g: (exec({source!r}, g), g.get('result'))[1])({{}})"
     out = sb.run("builtins:eval", expr, timeout=60)
@@ -54,7 +54,7 @@ def test_the_compiler_named_by_cc_runs_though_not_on_path(tmp_path, monkeypatch)
     gcc.write_text(f"#!/bin/sh\ntouch {marker}\n")
     gcc.chmod(0o755)
     monkeypatch.setenv("CC", str(gcc))
-    sb = Sandbox(device="cpu", max_workers=1)
+    sb = Sandbox(device="cpu", max_workers=1, start_method="spawn")  # this env, not a forkserver's
     source = f"GCC = {str(gcc)!r}\nOWN_MARKER = {str(own_marker)!r}\n" + _RUN_MACHINE_GCC
     expr = f"(lambda g: (exec({source!r}, g), g.get('result'))[1])({{}})"
     out = sb.run("builtins:eval", expr, timeout=60)
