@@ -104,6 +104,17 @@ progress() {
       find "$KB_DIR/$level" -maxdepth 1 -name '*.py' | wc -l) "
   done
   log "done: $line"
+  jobs_now
+}
+
+jobs_now() { # the job processes alive (age, job dir, function): what a stalled bench waits on
+  local p cwd
+  for p in /proc/[0-9]*; do
+    cwd=$(readlink "$p/cwd" 2>/dev/null) || continue
+    case "$cwd" in /tmp/kb-tmp/*)
+      echo "    job ${p#/proc/} $(ps -o etimes= -p "${p#/proc/}" 2>/dev/null | tr -d ' ')s ${cwd#/tmp/kb-tmp/} $(tr '\0' ' ' <"$p/cmdline" 2>/dev/null | cut -c1-80)" ;;
+    esac
+  done | head -20 | tee -a "$LOG"
 }
 
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')

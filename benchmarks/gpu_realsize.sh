@@ -18,6 +18,7 @@ log() { echo "[$((SECONDS - START)) s] $*" | tee -a "$LOG"; }
 git log -1 --format='commit %H' >>"$LOG" 2>/dev/null
 nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv >>"$LOG" 2>&1
 python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)' >>"$LOG" 2>&1
+echo "CC=${CC:-} PATH=$PATH gcc=$(command -v gcc) -> $(readlink -f "$(command -v gcc)" 2>/dev/null)" >>"$LOG"
 
 if [ -z "${SKIP_EXAMPLES:-}" ]; then
 log "examples through agent verify on cuda"
@@ -51,7 +52,7 @@ timeout 150 python3 benchmarks/adversarial_figures.py --device cuda --no-write -
 log "adversarial rc=$?"; cut -c1-600 "$OUT/adversarial_cuda.json" >>"$LOG"
 fi # SKIP_ADVERSARIAL
 
-left=$((570 - (SECONDS - START)))
+left=$((${TOTAL_S:-570} - (SECONDS - START)))
 log "kernelbench compiler bench for the remaining ${left} s"
 if [ "$left" -gt 120 ]; then
   DEADLINE_S=$left OUT=$FINAL_OUT RESUME_TGZ=${RESUME_TGZ:-} JOBS_PER_GPU=${JOBS_PER_GPU:-4} bash benchmarks/gpu_kernelbench.sh >>"$LOG" 2>&1
