@@ -14,6 +14,7 @@ import importlib.util
 import os
 import shutil
 import sys
+import sysconfig
 from collections.abc import Mapping
 from types import MappingProxyType
 
@@ -161,24 +162,7 @@ _FS_EVENTS: Mapping[str, tuple[tuple[int, int | None, bool], ...]] = MappingProx
 )
 # (Read-only, and bound as a default argument of the functions that read it: the integrity
 # snapshot compares the guard's functions with their defaults, so the table cannot be emptied.)
-_state: dict[str, object] = {
-    "root": None,
-    "installed": False,
-    "bin_dirs": (),
-    "locked": False,
-    "lib_dirs": (),
-    "candidate_file": None,
-}
-# Shared libraries a locked-down job may still load through ctypes: the CUDA driver and its
-# relatives by name (Triton's and torch's own lookups), anything else only from the installed
-# torch / Triton / NVIDIA packages. A library the candidate built (or libc/libm, whose
-# functions compute outside Triton) is refused.
-TRUSTED_LIB_NAMES = ("libcuda.so", "libnvidia-ml.so", "libcudart.so", "libnvrtc", "libcupti")
-# Namespaces whose operators a candidate must not (re)implement: an `aten` kernel registered
-# with a Python body runs below the dispatch audit, under the name of an op it treats as free.
-PROTECTED_OP_NAMESPACES = frozenset({"aten", "prims", "prim", "_", "quantized", "rngprims"})
-# Modules that load native code outside ctypes' audit events.
-REFUSED_IMPORTS = frozenset({"cffi", "_cffi_backend", "cppyy", "numba", "cupy", "pycuda"})
+_state: dict[str, object] = {"root": None, "installed": False, "bin_dirs": ()}
 CLONE_NEWNET = 0x40000000
 
 
@@ -190,61 +174,6 @@ def isolate_network() -> bool:
         return libc.unshare(CLONE_NEWNET) == 0
     except Exception:
         return False
-
-
-def lock_down(candidate_file: str | None = None) -> None:
-    """From now on (for the rest of this job), refuse what only a candidate would do: start a
-    Python thread (the dispatch audit and the hooks are per thread; work in another thread is
-    unseen), load native code through ctypes other than the CUDA driver and the installed
-    packages' libraries, read raw memory through ctypes, import cffi-style loaders, and register
-    `aten` operator implementations through torch.library. Called by the candidate's job after
-    the harness's own set-up (CUDA, Triton's driver) and before the candidate is imported."""
-    import _thread
-    import threading
-
-    import torch
-
-    if _state["locked"]:
-        return
-    dirs = [os.path.dirname(torch.__file__)]
-    for name in ("triton", "nvidia"):
-        spec = importlib.util.find_spec(name)
-        if spec is not None and spec.submodule_search_locations:
-            dirs += list(spec.submodule_search_locations)
-    _state["lib_dirs"] = tuple(os.path.realpath(d) for d in dirs)
-    _state["candidate_file"] = candidate_file
-    _state["locked"] = True
-
-    def refuse_thread(*args: object, **kwargs: object) -> None:
-        _deny("starting a thread (work in another thread is outside the audit)")
-
-    _thread.start_new_thread = refuse_thread
-    if hasattr(_thread, "start_new"):
-        _thread.start_new = refuse_thread
-    threading._start_new_thread = refuse_thread  # type: ignore[attr-defined]
-    if hasattr(threading, "_start_joinable_thread"):
-        threading._start_joinable_thread = refuse_thread  # type: ignore[attr-defined]
-    register = torch._C._dispatch_library
-
-    def dispatch_library(kind, ns, *args, __register=register, **kwargs):
-        if str(ns) in PROTECTED_OP_NAMESPACES:
-            _deny(f"registering {ns} operator implementations (torch.library)")
-        return __register(kind, ns, *args, **kwargs)
-
-    torch._C._dispatch_library = dispatch_library
-
-
-def _trusted_library(name: object) -> bool:
-    if name is None:
-        return False  # the process itself: libc, libm and Python's C API
-    n = os.fsdecode(name) if isinstance(name, (str, bytes, os.PathLike)) else str(name)
-    if os.sep not in n:
-        return n.startswith(TRUSTED_LIB_NAMES)
-    full = os.path.realpath(n)
-    root = _state["root"]
-    if root and _under(full, root):  # type: ignore[arg-type]
-        return False
-    return any(_under(full, d) for d in _state["lib_dirs"])  # type: ignore[union-attr]
 
 
 def install(workdir: str) -> None:
@@ -284,8 +213,10 @@ def toolchain_dirs() -> tuple[str, ...]:
     )
     found = [shutil.which(name, path=path) for name in sorted(TOOLCHAIN)]
     # and the compilers the environment names (Triton builds its launcher with $CC first)
-    for var in ("CC", "CXX"):
-        value = os.environ.get(var, "")
+    # and the compiler Python itself was built with (sysconfig), which build tools fall back on
+    named = [os.environ.get("CC", ""), os.environ.get("CXX", "")]
+    named += [(sysconfig.get_config_var(v) or "").split(" ")[0] for v in ("CC", "CXX")]
+    for value in filter(None, named):
         found.append(value if os.path.isabs(value) else shutil.which(value, path=path))
     for exe in found:
         if exe:
@@ -450,8 +381,6 @@ def _hook(event: str, args: tuple, fs_events: Mapping = _FS_EVENTS) -> None:
         _deny(f"process creation ({event})")
     elif event == "pty.spawn":
         _deny("process creation (pty.spawn)")
-    elif _state["locked"] and event in _LOCKED_EVENTS:
-        _check_locked(event, args)
     elif event == "ctypes.dlsym":
         # ctypes reaches libc directly, past every Python-level check above. Kernels have no
         # use for these symbols; neither torch nor triton look them up through ctypes.
@@ -462,69 +391,3 @@ def _hook(event: str, args: tuple, fs_events: Mapping = _FS_EVENTS) -> None:
             name in NATIVE_DENY or name.startswith(("PySys_", "_PyRuntime"))
         ):
             _deny(f"calling the native function {name}() through ctypes")
-
-
-# Audit events refused (or checked) once the candidate's job is locked down.
-_LOCKED_EVENTS = frozenset(
-    {
-        "ctypes.dlopen",
-        "ctypes.string_at",
-        "ctypes.wstring_at",
-        "ctypes.cdata",
-        "import",
-        "sys._getframe",
-        "sys._current_frames",
-    }
-)
-# Modules whose purpose is walking the stack: a frame request from them on behalf of the
-# candidate's code is the candidate's.
-_STACK_MODULES = ("inspect.py", "traceback.py")
-
-
-def _check_locked(event: str, args: tuple) -> None:
-    if event == "ctypes.dlopen":
-        name = args[0] if args else None
-        if not _trusted_library(name):
-            _deny(f"loading native code through ctypes ({name or 'the process itself'})")
-    elif event in ("sys._getframe", "sys._current_frames"):
-        _check_stack_walk(event)
-    elif event == "import":
-        name = str(args[0]) if args else ""
-        if name.split(".")[0] in REFUSED_IMPORTS:
-            _deny(f"importing {name} (native code outside Triton)")
-    else:  # reading memory by address: tensor values to the host past every audit
-        _deny(f"reading raw memory through ctypes ({event})")
-
-
-def _check_stack_walk(event: str, busy: list = [False]) -> None:  # noqa: B006 - a reentry flag
-    """A kernel has no use for the call stack; a candidate walking it can behave differently
-    under the verifier than in production (honest only while `candidate_job` is on the stack).
-    Refused when the frame request comes from the candidate's file, directly or through
-    inspect/traceback; requests by other modules (namedtuple, typing, warnings) are theirs."""
-    target = _state["candidate_file"]
-    if not target or busy[0]:
-        return
-    busy[0] = True  # sys._getframe below raises this event again
-    try:
-        frame = sys._getframe(3)  # _check_stack_walk <- _check_locked <- _hook <- the caller
-        name = frame.f_code.co_filename
-        if name == target:
-            found = True
-        elif os.path.basename(name) in _STACK_MODULES:
-            found = False
-            back = frame.f_back
-            for _ in range(3):
-                if back is None:
-                    break
-                if back.f_code.co_filename == target:
-                    found = True
-                    break
-                if os.path.basename(back.f_code.co_filename) not in _STACK_MODULES:
-                    break
-                back = back.f_back
-        else:
-            found = False
-    finally:
-        busy[0] = False
-    if found:
-        _deny(f"walking the call stack ({event}) from the candidate's code")
