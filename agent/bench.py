@@ -1141,6 +1141,9 @@ def rebuild_report(
     notes.extend(plots)
     bdir.write_json("report.json", report)
     write_atomic(bdir.path / "report.md", render_markdown(report))
+    from agent.html_report import write_bench_html
+
+    write_bench_html(bdir.path, report)  # report.html: one self-contained file
     return report
 
 

@@ -77,6 +77,9 @@ def write_final_files(ctx: RunContext, state: dict[str, Any]) -> dict[str, Any]:
     ctx.rundir.write_json("report.json", result)
     ctx.rundir.write_text("report.md", render_markdown(result))
     _plot(ctx, state)
+    from agent.html_report import write_run_html
+
+    write_run_html(ctx.rundir.path)  # report.html: one self-contained file
     return result
 
 
