@@ -62,3 +62,17 @@ def test_the_compiler_named_by_cc_runs_though_not_on_path(tmp_path, monkeypatch)
     own, violations = out.value
     assert marker.exists(), "the compiler $CC names must run (Triton builds its launcher with it)"
     assert own == "refused" and not own_marker.exists(), violations
+
+
+def test_torch_and_triton_bundled_toolchains_are_trusted_the_jobs_dir_is_not(tmp_path):
+    """Inductor compiles with torch/bin/ptxas and Triton with its backends' ptxas: refused on
+    the H200 machine, the torch.compile baseline was missing from every profile (session 5)."""
+    import torch
+    import triton
+
+    from tools import guard
+
+    dirs = guard.toolchain_dirs()
+    assert os.path.realpath(os.path.join(os.path.dirname(torch.__file__), "bin")) in dirs
+    assert os.path.realpath(os.path.join(os.path.dirname(triton.__file__), "backends")) in dirs
+    assert not any(d.startswith(str(tmp_path)) for d in dirs)

@@ -204,6 +204,15 @@ def toolchain_dirs() -> tuple[str, ...]:
     spec = importlib.util.find_spec("triton")
     if spec is not None and spec.origin:
         dirs.append(os.path.join(os.path.dirname(spec.origin), "backends"))
+    # torch's bundled ptxas (Inductor compiles with torch/bin/ptxas: the torch.compile baseline
+    # failed without it on the H200 machine, session 5) and the CUDA wheels' (nvidia/*/bin)
+    spec = importlib.util.find_spec("torch")
+    if spec is not None and spec.origin:
+        torch_dir = os.path.dirname(spec.origin)
+        dirs.append(os.path.join(torch_dir, "bin"))
+        nvidia = os.path.join(os.path.dirname(torch_dir), "nvidia")
+        if os.path.isdir(nvidia):
+            dirs += [os.path.join(nvidia, d, "bin") for d in sorted(os.listdir(nvidia))]
     # Where this machine's PATH (the agent's, as the job starts) finds each toolchain program,
     # link targets resolved: the H200 machine's gcc is /opt/gcc/bin/gcc, and with the fixed
     # list above Triton's launcher build was refused as a sandbox violation, so every correct
