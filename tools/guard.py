@@ -162,7 +162,24 @@ _FS_EVENTS: Mapping[str, tuple[tuple[int, int | None, bool], ...]] = MappingProx
 )
 # (Read-only, and bound as a default argument of the functions that read it: the integrity
 # snapshot compares the guard's functions with their defaults, so the table cannot be emptied.)
-_state: dict[str, object] = {"root": None, "installed": False, "bin_dirs": ()}
+_state: dict[str, object] = {
+    "root": None,
+    "installed": False,
+    "bin_dirs": (),
+    "locked": False,
+    "lib_dirs": (),
+    "candidate_file": None,
+}
+# Where a library a locked-down job loads through ctypes must not live: places the candidate can
+# write (its job directory, temporary directories), i.e. native code it built itself. Installed
+# libraries load (third-party packages look up libpthread and the like as they import); calling
+# a native function from the candidate's own code is refused separately (ctypes.call_function).
+UNTRUSTED_LIB_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
+# Namespaces whose operators a candidate must not (re)implement: an `aten` kernel registered
+# with a Python body runs below the dispatch audit, under the name of an op it treats as free.
+PROTECTED_OP_NAMESPACES = frozenset({"aten", "prims", "prim", "_", "quantized", "rngprims"})
+# Modules that load native code outside ctypes' audit events.
+REFUSED_IMPORTS = frozenset({"cffi", "_cffi_backend", "cppyy", "numba", "cupy", "pycuda"})
 CLONE_NEWNET = 0x40000000
 
 
@@ -174,6 +191,63 @@ def isolate_network() -> bool:
         return libc.unshare(CLONE_NEWNET) == 0
     except Exception:
         return False
+
+
+def lock_down(candidate_file: str | None = None) -> None:
+    """From now on (for the rest of this job), refuse what only a candidate would do: start a
+    Python thread (the dispatch audit and the hooks are per thread; work in another thread is
+    unseen), load native code through ctypes other than the CUDA driver and the installed
+    packages' libraries, read raw memory through ctypes, import cffi-style loaders, and register
+    `aten` operator implementations through torch.library. Called by the candidate's job after
+    the harness's own set-up (CUDA, Triton's driver) and before the candidate is imported."""
+    import _thread
+    import threading
+
+    import torch
+
+    if _state["locked"]:
+        return
+    dirs = [os.path.dirname(torch.__file__)]
+    for name in ("triton", "nvidia"):
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.submodule_search_locations:
+            dirs += list(spec.submodule_search_locations)
+    _state["lib_dirs"] = tuple(os.path.realpath(d) for d in dirs)
+    _state["candidate_file"] = candidate_file
+    _state["locked"] = True
+
+    def refuse_thread(*args: object, **kwargs: object) -> None:
+        _deny("starting a thread (work in another thread is outside the audit)")
+
+    _thread.start_new_thread = refuse_thread
+    if hasattr(_thread, "start_new"):
+        _thread.start_new = refuse_thread
+    threading._start_new_thread = refuse_thread  # type: ignore[attr-defined]
+    if hasattr(threading, "_start_joinable_thread"):
+        threading._start_joinable_thread = refuse_thread  # type: ignore[attr-defined]
+    register = torch._C._dispatch_library
+
+    def dispatch_library(kind, ns, *args, __register=register, **kwargs):
+        if str(ns) in PROTECTED_OP_NAMESPACES:
+            _deny(f"registering {ns} operator implementations (torch.library)")
+        return __register(kind, ns, *args, **kwargs)
+
+    torch._C._dispatch_library = dispatch_library
+
+
+def _trusted_library(name: object) -> bool:
+    if name is None:
+        return True  # the process itself (ctypes.CDLL(None)); its symbols pass ctypes.dlsym
+    n = os.fsdecode(name) if isinstance(name, (str, bytes, os.PathLike)) else str(name)
+    if os.sep not in n:
+        return True  # by name: the dynamic loader's search path, installed libraries only
+    full = os.path.realpath(n if os.path.isabs(n) else os.path.join(os.getcwd(), n))
+    root = _state["root"]
+    if root and (full == root or _under(full, root)):  # type: ignore[arg-type]
+        return False
+    if any(_under(full, d) for d in _state["lib_dirs"]):  # type: ignore[union-attr]
+        return True
+    return not any(full == d or _under(full, d) for d in UNTRUSTED_LIB_DIRS)
 
 
 def install(workdir: str) -> None:
@@ -390,6 +464,8 @@ def _hook(event: str, args: tuple, fs_events: Mapping = _FS_EVENTS) -> None:
         _deny(f"process creation ({event})")
     elif event == "pty.spawn":
         _deny("process creation (pty.spawn)")
+    elif _state["locked"] and event in _LOCKED_EVENTS:
+        _check_locked(event, args)
     elif event == "ctypes.dlsym":
         # ctypes reaches libc directly, past every Python-level check above. Kernels have no
         # use for these symbols; neither torch nor triton look them up through ctypes.
@@ -400,3 +476,89 @@ def _hook(event: str, args: tuple, fs_events: Mapping = _FS_EVENTS) -> None:
             name in NATIVE_DENY or name.startswith(("PySys_", "_PyRuntime"))
         ):
             _deny(f"calling the native function {name}() through ctypes")
+
+
+# Audit events refused (or checked) once the candidate's job is locked down.
+_LOCKED_EVENTS = frozenset(
+    {
+        "ctypes.dlopen",
+        "ctypes.string_at",
+        "ctypes.wstring_at",
+        "ctypes.cdata",
+        "import",
+        "sys._getframe",
+        "sys._current_frames",
+        "ctypes.call_function",
+    }
+)
+_BUSY = [False]
+"""Set while the guard itself looks at frames (which raises the events it is handling)."""
+# Modules whose purpose is walking the stack: a frame request from them on behalf of the
+# candidate's code is the candidate's.
+_STACK_MODULES = ("inspect.py", "traceback.py")
+
+
+def _check_locked(event: str, args: tuple) -> None:
+    if event == "ctypes.dlopen":
+        name = args[0] if args else None
+        if not _trusted_library(name):
+            _deny(f"loading native code built in the job through ctypes ({name})")
+    elif event == "ctypes.call_function":
+        if _caller_is_candidate(4):  # _caller_is_candidate <- _check_locked <- _hook <- caller
+            _deny("calling a native function through ctypes from the candidate's code")
+    elif event in ("sys._getframe", "sys._current_frames"):
+        _check_stack_walk(event)
+    elif event == "import":
+        name = str(args[0]) if args else ""
+        if name.split(".")[0] in REFUSED_IMPORTS:
+            _deny(f"importing {name} (native code outside Triton)")
+    else:  # reading memory by address: tensor values to the host past every audit
+        _deny(f"reading raw memory through ctypes ({event})")
+
+
+def _caller_is_candidate(depth: int, busy: list = _BUSY) -> bool:
+    """Whether the Python frame `depth` levels up is the candidate's file's."""
+    target = _state["candidate_file"]
+    if not target or busy[0]:
+        return False
+    busy[0] = True  # sys._getframe raises an audit event of its own
+    try:
+        return sys._getframe(depth).f_code.co_filename == target
+    except ValueError:
+        return False
+    finally:
+        busy[0] = False
+
+
+def _check_stack_walk(event: str, busy: list = _BUSY) -> None:
+    """A kernel has no use for the call stack; a candidate walking it can behave differently
+    under the verifier than in production (honest only while `candidate_job` is on the stack).
+    Refused when the frame request comes from the candidate's file, directly or through
+    inspect/traceback; requests by other modules (namedtuple, typing, warnings) are theirs."""
+    target = _state["candidate_file"]
+    if not target or busy[0]:
+        return
+    busy[0] = True  # sys._getframe below raises this event again
+    try:
+        frame = sys._getframe(3)  # _check_stack_walk <- _check_locked <- _hook <- the caller
+        name = frame.f_code.co_filename
+        if name == target:
+            found = True
+        elif os.path.basename(name) in _STACK_MODULES:
+            found = False
+            back = frame.f_back
+            for _ in range(3):
+                if back is None:
+                    break
+                if back.f_code.co_filename == target:
+                    found = True
+                    break
+                if os.path.basename(back.f_code.co_filename) not in _STACK_MODULES:
+                    break
+                back = back.f_back
+        else:
+            found = False
+    finally:
+        busy[0] = False
+    if found:
+        _deny(f"walking the call stack ({event}) from the candidate's code")
