@@ -158,7 +158,9 @@ for name, source in problems.items():
     try:
         r = draft_candidate(source, device=device)
         results[name] = {"ok": True, "source": r.source, "mixed": r.mixed, "kernels": r.kernels,
-                         "library_calls": r.library_calls, "notes": r.notes}
+                         "library_calls": r.library_calls, "notes": r.notes,
+                         "dynamic": r.dynamic, "fixed_sizes": r.fixed_sizes,
+                         "precision": r.precision}
     except Exception as exc:
         results[name] = {"ok": False, "error": f"{type(exc).__name__}: {exc}",
                          "traceback": traceback.format_exc()}
@@ -329,6 +331,26 @@ def test_parameters_are_read_from_the_module(drafted):
     assert 'self.get_parameter("net.0.weight")' in drafted["sequential_mlp"]["draft"]["source"] or (
         "self.get_parameter('net.0.weight')" in drafted["sequential_mlp"]["draft"]["source"]
     )
+
+
+def test_drafts_read_sizes_from_their_inputs(drafted):
+    """No size baked in: every inline problem drafts with symbolic sizes (issue 15 item 5)."""
+    for name in INLINE_PROBLEMS:
+        draft = drafted[name]["draft"]
+        assert draft["dynamic"], f"{name}: static draft: {draft['notes']}"
+        host = draft["source"][draft["source"].index("def call(") :]
+        # `xnumel = 4329` was what a static draft of relu (13 x 333) wrote
+        assert not re.search(r"_xnumel = \d+$", host, re.M), f"{name}: a size is baked in"
+    relu = drafted["relu"]["draft"]["source"]
+    assert "4329" not in relu and "x.shape[0]" in relu
+
+
+def test_gemms_use_the_project_template_with_tf32x3(drafted):
+    for name in ("matmul", "linear_gelu_tanh", "sequential_mlp"):
+        draft = drafted[name]["draft"]
+        assert "gemm(" in draft["source"] and "triton_tem_" not in draft["source"], name
+        assert draft["precision"] == "tf32x3", name
+        assert any("tf32x3" in n for n in draft["notes"]), name
 
 
 def test_unsupported_torch_version_is_a_clear_shim_error(monkeypatch):

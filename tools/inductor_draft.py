@@ -535,6 +535,10 @@ def _capture_inductor(
     shape_envs: list[Any] = []
 
     def backend(gm: Any, example_inputs: list[Any]) -> Any:
+        # A restarted analysis (dynamo retracing after tensorifying a Python float failed)
+        # calls the backend again for the same graph: only the last call counts.
+        for seen in (graph_inputs, sources, shapes, shape_envs):
+            seen.clear()
         graph_inputs.append(list(example_inputs))
         for node in (n for n in gm.graph.nodes if n.op == "placeholder"):
             grapharg = node.meta.get("grapharg")
@@ -557,7 +561,8 @@ def _capture_inductor(
             import torch.fx.experimental._config as fx_config
 
             stack.enter_context(fx_config.patch(use_duck_shape=False))
-            # Parameter shapes symbolic too: they follow the constructor's arguments.
+            # Parameter shapes and modules' int attributes (LayerNorm's normalized_shape)
+            # symbolic too: they follow the constructor's arguments.
             stack.enter_context(
                 torch._dynamo.config.patch(
                     _existing(
@@ -565,6 +570,7 @@ def _capture_inductor(
                         {
                             "force_parameter_static_shapes": False,
                             "force_nn_module_property_static_shapes": False,
+                            "allow_unspec_int_on_nn_module": True,
                         },
                     )
                 )
@@ -1619,7 +1625,7 @@ def _sizes_doc(
         fixed += [f"{expr}.shape[{d}] == {n}" for d, n in enumerate(shape) if isinstance(n, int)]
     names = {**capture.symbol_sources, **symbols}
     for guard in capture.guards:
-        text = re.sub(r"\b[su]\d+\b", lambda m: names.get(m.group(0), m.group(0)), guard)
+        text = re.sub(r"\b[a-z]+\d+\b", lambda m: names.get(m.group(0), m.group(0)), guard)
         text = re.sub(r"^Eq\((.*), ([^,]+)\)$", r"\1 == \2", text)
         left, _, right = text.partition(" == ")
         if left != right:  # a size equal to itself (two symbols for one source) says nothing
