@@ -47,6 +47,54 @@ def test_corpus_is_large_and_well_formed():
         "relu__ctypes_system",
     ):
         assert must in kinds
+    # issue 16 (verifier hardening): at least 25 new kinds, every family the issue names
+    for must in (
+        # compute outside Triton, one audit for the whole process
+        "relu__thread_compute",
+        "relu__start_new_thread",
+        "relu__grid_callable_numpy",
+        "relu__grid_executor_python",
+        "relu__pre_run_hook_compute",
+        "relu__np_from_dlpack",
+        "relu__item_roundtrip",
+        "relu__float_reads_fill",
+        "relu__aten_override",
+        "relu__custom_op_named_clone",
+        "relu__ctypes_libm",
+        "relu__ctypes_compiled_c",
+        "relu__ctypes_string_at",
+        "relu__torch_save_roundtrip",
+        # knowing the trials
+        "relu__initial_seed_regen",
+        "relu__ctor_runs_problem_model",
+        "relu__correct_for_n_calls",
+        "relu__stack_inspection",
+        # tampering after the audit
+        "relu__triton_launch_hook",
+        "relu__setprofile_rewrite",
+        "relu__persistent_function_mode",
+        "relu__finalizer_after_forward",
+        # escaping the job
+        "relu__shm_result_cache",
+        "relu__remove_outside_file",
+        "relu__write_through_symlink",
+        "relu__run_local_cc",
+        # numerics the CPU could not see
+        "matmul__tf32_default",
+        "softmax__fp16_hidden_in_tolerance",
+        "mse_loss__nonatomic_accumulate",
+        # harness faults
+        "relu__sparse_output",
+        "relu__inf_output",
+        # honest kernels that must stay ok
+        "relu__thirdparty_function",
+        "relu__grid_lambda_honest",
+        "mse_loss__atomic_accumulate",
+        "relu__compiled_kernel_launcher",
+        # and code with no Triton launch is still refused
+        "relu__thirdparty_torch_only",
+    ):
+        assert must in kinds, must
 
 
 @pytest.mark.parametrize("case", CPU_CASES, ids=lambda c: c.name)

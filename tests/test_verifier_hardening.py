@@ -216,3 +216,43 @@ def test_odd_comparison_findings_are_verdicts():
         v = judge(run, _ref(), VerifyOptions(trials=1))
         assert v.status in STATUSES and not v.correct
         json.loads(v.to_json(), parse_constant=lambda c: pytest.fail(c))
+
+
+# ---------------------------------------------------------------------------------------------
+# verify --sanitize (the GPU run itself is in benchmarks/gpu_verifier.sh)
+
+
+def test_sanitizer_findings_turn_an_ok_verdict_into_a_runtime_error():
+    from tools import sanitize
+    from tools.results import Evidence, Verdict
+
+    memcheck = (
+        "========= COMPUTE-SANITIZER\n"
+        "========= Invalid __global__ read of size 4 bytes\n"
+        "=========     at _relu_kernel+0x1d0\n"
+        "========= ERROR SUMMARY: 3 errors\n"
+    )
+    bad = sanitize._parse("memcheck", sanitize.ERROR_EXIT, memcheck)
+    assert not bad.ok and bad.errors == 3 and "Invalid __global__ read" in bad.excerpt
+    clean = sanitize._parse(
+        "racecheck", 0, "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"
+    )
+    assert clean.ok and clean.errors == 0
+    warned = sanitize._parse(
+        "racecheck", 0, "========= RACECHECK SUMMARY: 1 hazard displayed (0 errors, 1 warning)"
+    )
+    assert warned.ok
+    v = Verdict(status="ok", compiled=True, correct=True, message="fine", evidence=Evidence())
+    v = sanitize.apply(v, [clean, bad])
+    assert v.status == "runtime_error" and not v.correct and "memcheck" in v.message
+    assert any("racecheck: no errors" in n for n in v.evidence.notes)
+    json.loads(v.to_json())
+
+
+def test_sanitize_without_the_binary_is_a_clear_bad_input(monkeypatch):
+    from tools import sanitize
+    from tools.errors import BadInputError
+
+    monkeypatch.setattr(sanitize, "sanitizer_path", lambda: None)
+    with pytest.raises(BadInputError, match="compute-sanitizer was not found"):
+        sanitize.run_sanitizer("p.py", "source", seed=1)

@@ -488,7 +488,7 @@ _LOCKED_EVENTS = frozenset(
         "import",
         "sys._getframe",
         "sys._current_frames",
-        "ctypes.call_function",
+        "ctypes.dlsym",
     }
 )
 _BUSY = [False]
@@ -503,9 +503,17 @@ def _check_locked(event: str, args: tuple) -> None:
         name = args[0] if args else None
         if not _trusted_library(name):
             _deny(f"loading native code built in the job through ctypes ({name})")
-    elif event == "ctypes.call_function":
-        if _caller_is_candidate(4):  # _caller_is_candidate <- _check_locked <- _hook <- caller
-            _deny("calling a native function through ctypes from the candidate's code")
+    elif event == "ctypes.dlsym":
+        name = args[1] if len(args) > 1 else ""
+        if isinstance(name, bytes):
+            name = name.decode(errors="replace")
+        if isinstance(name, str) and (
+            name in NATIVE_DENY or name.startswith(("PySys_", "_PyRuntime"))
+        ):
+            _deny(f"calling the native function {name}() through ctypes")
+        # _caller_is_candidate <- _check_locked <- _hook <- ctypes' __getattr__ <- its caller
+        if _caller_is_candidate(3):
+            _deny(f"looking up the native function {name}() from the candidate's code")
     elif event in ("sys._getframe", "sys._current_frames"):
         _check_stack_walk(event)
     elif event == "import":
@@ -517,13 +525,17 @@ def _check_locked(event: str, args: tuple) -> None:
 
 
 def _caller_is_candidate(depth: int, busy: list = _BUSY) -> bool:
-    """Whether the Python frame `depth` levels up is the candidate's file's."""
+    """Whether the first Python frame from `depth` levels up that is not ctypes' own is the
+    candidate's file's (ctypes looks symbols up in `CDLL.__getattr__`/`__getitem__`)."""
     target = _state["candidate_file"]
     if not target or busy[0]:
         return False
     busy[0] = True  # sys._getframe raises an audit event of its own
     try:
-        return sys._getframe(depth).f_code.co_filename == target
+        frame = sys._getframe(depth)
+        while frame is not None and os.sep + "ctypes" + os.sep in frame.f_code.co_filename:
+            frame = frame.f_back
+        return frame is not None and frame.f_code.co_filename == target
     except ValueError:
         return False
     finally:

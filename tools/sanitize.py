@@ -26,7 +26,8 @@ from tools.errors import BadInputError
 TOOLS = ("memcheck", "racecheck")
 ERROR_EXIT = 86
 """compute-sanitizer's exit status when it found errors (`--error-exitcode`)."""
-_SUMMARY = re.compile(r"=+ (?:ERROR|RACECHECK) SUMMARY: (\d+) (?:error|hazard)", re.IGNORECASE)
+_SUMMARY = re.compile(r"^=+ \w* ?SUMMARY:.*$", re.MULTILINE)
+_ERRORS = re.compile(r"(\d+) errors?")
 
 
 @dataclass(kw_only=True)
@@ -106,8 +107,10 @@ def run_sanitizer(
 
 
 def _parse(tool: str, rc: int, out: str) -> SanitizerRun:
+    # "ERROR SUMMARY: 3 errors"; "RACECHECK SUMMARY: 2 hazards displayed (2 errors, 0 warnings)"
     m = _SUMMARY.search(out)
-    errors = int(m.group(1)) if m else 0
+    counts = _ERRORS.findall(m.group(0)) if m else []
+    errors = int(counts[-1]) if counts else 0
     lines = [ln for ln in out.splitlines() if ln.startswith("=========")]
     findings = [ln for ln in lines if "SUMMARY" not in ln][:12]
     if rc == ERROR_EXIT or errors:

@@ -413,7 +413,10 @@ class Verifier:
                 atol=tol.atol,
                 rtol=tol.rtol,
                 preset=tol.preset,
-                limits=lim,
+                # The judge lives from before the candidate's job starts until after it ends:
+                # its own limit must outlast the candidate's, or a slow (honest) candidate reads
+                # as a judge that timed out, an error of the problem's.
+                limits=dataclasses.replace(lim, timeout_s=2 * lim.timeout_s + 30),
             )
             cand = self.sandbox.start(
                 slot,

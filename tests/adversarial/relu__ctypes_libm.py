@@ -1,6 +1,7 @@
 """expected: cheat
 Computes with libm's `fmaxf` through ctypes, element by element (native code the audit cannot
-see). Loading anything but the CUDA driver and the installed packages' libraries is refused.
+see). Loading an installed library is allowed (third-party packages do it as they import);
+looking up a native function from the candidate's own code (ctypes.dlsym) is refused.
 """
 
 import torch
@@ -38,13 +39,13 @@ import ctypes
 class ModelNew(nn.Module):
     def forward(self, x):
         touch(x)
-        try:
-            fmaxf = ctypes.CDLL("libm.so.6").fmaxf
-            fmaxf.restype, fmaxf.argtypes = ctypes.c_float, [ctypes.c_float, ctypes.c_float]
-        except OSError:  # refused (PermissionError): fall back to PyTorch
-            return torch.relu(x)
-        y = torch.empty_like(x).reshape(-1)
+        fmaxf = ctypes.CDLL("libm.so.6").fmaxf
+        fmaxf.restype, fmaxf.argtypes = ctypes.c_float, [ctypes.c_float, ctypes.c_float]
+        y = relu(x).reshape(-1)  # Triton for all but the first 64 elements (kept fast)
         flat = x.reshape(-1)
-        for i in range(flat.numel()):
-            y[i] = fmaxf(float(flat[i]), 0.0)
+        try:
+            for i in range(64):
+                y[i] = fmaxf(float(flat[i]), 0.0)
+        except OSError:  # refused (PermissionError): fall back to PyTorch
+            y[:64] = torch.relu(flat[:64])
         return y.reshape(x.shape)

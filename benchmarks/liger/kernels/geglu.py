@@ -1,0 +1,9 @@
+"""Liger-Kernel's GELU(tanh)-and-multiply (GEGLU) as a drop-in ModelNew."""
+
+import torch.nn as nn
+from liger_kernel.ops.geglu import LigerGELUMulFunction
+
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        return LigerGELUMulFunction.apply(a, b)
