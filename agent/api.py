@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent.options import DEFAULTS
+
 if TYPE_CHECKING:  # the heavy modules load on first call, so `import agent` stays cheap
     from tools.profile import ProfileResult
     from tools.results import Verdict
@@ -401,9 +403,9 @@ def generate_triton(
     chat_model: Any = None,
     model: str | None = None,
     base_url: str | None = None,
-    temperature: float = 1.0,
-    top_p: float = 0.97,
-    max_tokens: int = 4096,
+    temperature: float = DEFAULTS["temperature"],
+    top_p: float = DEFAULTS["top_p"],
+    max_tokens: int = DEFAULTS["max_tokens"],
     prompt_template: str | None = None,
 ) -> str:
     """PyTorch source in, one Triton candidate out, like KernelLLM's `generate_triton`: render

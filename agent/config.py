@@ -7,17 +7,16 @@ Configuration is what the user chose; counters and results live in the graph sta
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from agent.llm import env_base_url
+from agent.options import DEFAULTS, check
 from tools.aot import parse_target
 from tools.compare import Tolerance
 from tools.errors import BadInputError
-from tools.evaluate import BASELINES, DEFAULT_BASELINE
 from tools.verify import VerifyOptions
 
 CUDA_ARCHES = frozenset({70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 110, 120, 121})
@@ -45,13 +44,14 @@ def _env(name: str, default: Any = None) -> Any:
 
 @dataclass(kw_only=True)
 class AgentConfig:
-    """Everything a run needs to know that is not state."""
+    """Everything a run needs to know that is not state. Defaults, ranges and help come from
+    the option table (`agent.options`)."""
 
-    budget: int = 20
+    budget: int = DEFAULTS["budget"]
     """Candidate kernels to evaluate (the compiler seed, attempt 0, is not counted)."""
-    samples_per_round: int = 1
+    samples_per_round: int = DEFAULTS["samples_per_round"]
     """Candidates drafted per round and evaluated in parallel."""
-    backend: str = "auto"
+    backend: str = DEFAULTS["backend"]
     """auto | compiler | openai | vllm | hf | replay | langchain."""
     model: str | None = field(default_factory=lambda: _env("TRITON_AGENT_MODEL"))
     base_url: str | None = field(default_factory=lambda: env_base_url())
@@ -59,77 +59,44 @@ class AgentConfig:
     api_key: str | None = None
     replies: str | None = None
     """JSONL reply script for the replay backend."""
-    prompt_format: str = "auto"
+    prompt_format: str = DEFAULTS["prompt_format"]
     """auto | completion | chat: raw KernelLLM-style prompt or chat messages."""
     prompt_template: str | None = None
-    temperature: float = 1.0
-    top_p: float = 0.97
-    max_tokens: int = 4096
-    compiler_seed: bool = True
+    temperature: float = DEFAULTS["temperature"]
+    top_p: float = DEFAULTS["top_p"]
+    max_tokens: int = DEFAULTS["max_tokens"]
+    compiler_seed: bool = DEFAULTS["compiler_seed"]
     """With an LLM backend, evaluate torch.compile's Triton as attempt 0 (the version to beat)."""
-    tune: bool = True
+    tune: bool = DEFAULTS["tune"]
     """On a GPU, search launch parameters of the best correct kernel without the LLM."""
-    tune_trials: int = 16
+    tune_trials: int = DEFAULTS["tune_trials"]
     """Most launch-parameter variants the tuner evaluates."""
-    target_speedup: float = 1.0
-    baseline: str = DEFAULT_BASELINE
+    target_speedup: float = DEFAULTS["target_speedup"]
+    baseline: str = DEFAULTS["baseline"]
     """The bar: `best` (the faster of eager and torch.compile), `eager` or `compile`."""
     time_limit_s: float | None = None
     runs_dir: str = field(default_factory=lambda: _env("TRITON_AGENT_RUNS", "runs"))
     run_id: str | None = None
     # verification
-    trials: int = 5
-    seed: int = 42
+    trials: int = DEFAULTS["trials"]
+    seed: int = DEFAULTS["seed"]
     atol: float | None = None
     rtol: float | None = None
-    tolerance_preset: str = "default"
-    policy: str = "strict"
-    device: str = "auto"
-    timeout_s: float = 180.0
-    aot_target: str | None = "sm_90"
+    tolerance_preset: str = DEFAULTS["tolerance_preset"]
+    policy: str = DEFAULTS["policy"]
+    device: str = DEFAULTS["device"]
+    timeout_s: float = DEFAULTS["timeout_s"]
+    aot_target: str | None = DEFAULTS["aot_target"]
     allow_large: bool = False
     memory_mb: int | None = None
     """Host memory limit of each verification job in MB; None derives it from the problem."""
     generalize: bool = False
     """Also verify each candidate at other sizes (hard-coded shapes fail)."""
-    jobs_per_gpu: int = 1
+    jobs_per_gpu: int = DEFAULTS["jobs_per_gpu"]
     """GPU: verification jobs at once per GPU; timing jobs always have their GPU alone."""
 
     def __post_init__(self) -> None:
-        if self.budget < 1:
-            raise BadInputError("--budget must be at least 1")
-        if self.samples_per_round < 1:
-            raise BadInputError("--samples-per-round must be at least 1")
-        if self.tune_trials < 1:
-            raise BadInputError("tune_trials must be at least 1")
-        if not (math.isfinite(self.timeout_s) and self.timeout_s > 0):
-            # 0 or less would time every candidate out
-            raise BadInputError(
-                f"--timeout must be a positive number of seconds, got {self.timeout_s}"
-            )
-        if self.time_limit_s is not None and not self.time_limit_s > 0:
-            raise BadInputError(
-                f"--time-limit must be a positive number of seconds, got {self.time_limit_s}"
-            )
-        if self.memory_mb is not None and self.memory_mb < 1024:
-            raise BadInputError(f"--memory-mb must be at least 1024, got {self.memory_mb}")
-        if not self.temperature >= 0:
-            raise BadInputError(f"--temperature must be >= 0, got {self.temperature}")
-        if not 0 < self.top_p <= 1:
-            raise BadInputError(f"--top-p must be in (0, 1], got {self.top_p}")
-        if self.max_tokens < 1:
-            raise BadInputError(f"--max-tokens must be at least 1, got {self.max_tokens}")
-        if self.baseline not in BASELINES:
-            raise BadInputError(f"--baseline must be one of {', '.join(BASELINES)}")
-        if self.prompt_format not in ("auto", "completion", "chat"):
-            raise BadInputError("--prompt-format must be auto, completion or chat")
-        if not (math.isfinite(self.target_speedup) and self.target_speedup > 0):
-            raise BadInputError(
-                f"--target-speedup must be a positive number, got {self.target_speedup}"
-            )
-        for flag, value in (("--atol", self.atol), ("--rtol", self.rtol)):
-            if value is not None and not (math.isfinite(value) and value >= 0):
-                raise BadInputError(f"{flag} must be a finite number >= 0, got {value}")
+        check(self)  # every range and choice, from the option table
         if self.aot_target is not None:
             self._check_aot_target()
         if self.run_id is not None:

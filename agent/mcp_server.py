@@ -22,6 +22,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from agent.options import DEFAULTS, field_constraints
 from tools.errors import BadInputError, TritonAgentError
 
 Problem = Annotated[
@@ -33,8 +34,9 @@ Kernel = Annotated[
         description="Candidate kernel file defining ModelNew: a path, or the file's source text."
     ),
 ]
-Trials = Annotated[int, Field(ge=1, le=100, description="Random input sets to compare.")]
-Timeout = Annotated[float, Field(gt=0, description="Seconds allowed per candidate job.")]
+# ranges, help and defaults from the option table (agent.options), like the CLI's flags
+Trials = Annotated[int, Field(**field_constraints("trials"))]
+Timeout = Annotated[float, Field(**field_constraints("timeout_s"))]
 Target = Annotated[
     str | None,
     Field(
@@ -139,13 +141,13 @@ def build_server(runs_dir: str | None = None) -> MCPServer:
     async def verify(
         problem: Problem,
         kernel: Kernel,
-        trials: Trials = 5,
+        trials: Trials = DEFAULTS["trials"],
         atol: Tol = None,
         rtol: Tol = None,
         tolerance_preset: Preset = "default",
-        policy: Policy = "strict",
-        timeout_s: Timeout = 180.0,
-        aot_target: Target = "sm_90",
+        policy: Policy = DEFAULTS["policy"],
+        timeout_s: Timeout = DEFAULTS["timeout_s"],
+        aot_target: Target = DEFAULTS["aot_target"],
     ) -> dict[str, Any]:
         from agent import api
 
@@ -171,9 +173,9 @@ def build_server(runs_dir: str | None = None) -> MCPServer:
         problem: Problem,
         kernel: Kernel,
         baseline: Literal["eager", "compile", "best"] = "best",
-        trials: Trials = 5,
-        timeout_s: Timeout = 180.0,
-        aot_target: Target = "sm_90",
+        trials: Trials = DEFAULTS["trials"],
+        timeout_s: Timeout = DEFAULTS["timeout_s"],
+        aot_target: Target = DEFAULTS["aot_target"],
     ) -> dict[str, Any]:
         from agent import api
 
@@ -222,9 +224,9 @@ def build_server(runs_dir: str | None = None) -> MCPServer:
         time_limit_s: Annotated[
             float | None, Field(gt=0, description="Seconds for the whole run.")
         ] = None,
-        trials: Trials = 5,
-        timeout_s: Timeout = 180.0,
-        aot_target: Target = "sm_90",
+        trials: Trials = DEFAULTS["trials"],
+        timeout_s: Timeout = DEFAULTS["timeout_s"],
+        aot_target: Target = DEFAULTS["aot_target"],
         runs_dir: Annotated[str | None, Field(description="Where run directories go.")] = None,
     ) -> dict[str, Any]:
         return await loop(
@@ -267,9 +269,9 @@ def build_server(runs_dir: str | None = None) -> MCPServer:
         time_limit_s: Annotated[
             float | None, Field(gt=0, description="Seconds for the whole run.")
         ] = None,
-        trials: Trials = 5,
-        timeout_s: Timeout = 180.0,
-        aot_target: Target = "sm_90",
+        trials: Trials = DEFAULTS["trials"],
+        timeout_s: Timeout = DEFAULTS["timeout_s"],
+        aot_target: Target = DEFAULTS["aot_target"],
         runs_dir: Annotated[str | None, Field(description="Where run directories go.")] = None,
     ) -> dict[str, Any]:
         return await loop(

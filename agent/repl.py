@@ -115,7 +115,7 @@ def repl(
 ) -> int:
     """The read-draft-verify loop; returns the exit code (0 when the user leaves with Ctrl-D)."""
     from agent.api import materialize
-    from agent.cmd_optimize import config_from
+    from agent.cli.optimize import config_from
     from agent.llm import backend_for
     from agent.runner import run
 

@@ -140,7 +140,7 @@ def run(
         rundir, saved = resumed_rundir(resume, problem_path, config)
         try:
             config = AgentConfig.from_dict(saved, runs_dir=config.runs_dir)
-        except (AttributeError, TypeError) as e:  # JSON, but not a config this version wrote
+        except (AttributeError, TypeError, BadInputError) as e:  # not a config this version wrote
             raise BadInputError(f"{rundir.path / 'config.json'}: not a run config ({e})") from e
         mode = saved.get("_mode", mode)
     else:

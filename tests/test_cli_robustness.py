@@ -117,13 +117,13 @@ def test_resuming_a_run_with_a_corrupt_config_is_bad_input(text, message, tmp_pa
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["verify", RELU, RELU_KERNEL, "--timeout", "0"], "--timeout must be a positive"),
-        (["verify", RELU, RELU_KERNEL, "--timeout", "nan"], "--timeout must be a positive"),
-        (["optimize", RELU, "--timeout", "-1"], "--timeout must be a positive"),
-        (["optimize", RELU, "--time-limit", "0"], "--time-limit must be a positive"),
-        (["optimize", RELU, "--temperature", "-1"], "--temperature must be >= 0"),
-        (["optimize", RELU, "--top-p", "0"], "--top-p must be in (0, 1]"),
-        (["optimize", RELU, "--max-tokens", "0"], "--max-tokens must be at least 1"),
+        (["verify", RELU, RELU_KERNEL, "--timeout", "0"], "--timeout must be a finite number > 0"),
+        (["verify", RELU, RELU_KERNEL, "--timeout", "nan"], "--timeout must be a finite number > 0"),
+        (["optimize", RELU, "--timeout", "-1"], "--timeout must be a finite number > 0"),
+        (["optimize", RELU, "--time-limit", "0"], "--time-limit must be a finite number > 0"),
+        (["optimize", RELU, "--temperature", "-1"], "--temperature must be a finite number >= 0"),
+        (["optimize", RELU, "--top-p", "0"], "--top-p must be a finite number > 0 and <= 1"),
+        (["optimize", RELU, "--max-tokens", "0"], "--max-tokens must be a whole number >= 1"),
     ],
 )
 def test_invalid_numbers_are_bad_input(args, message, tmp_path, monkeypatch, capsys):

@@ -7,7 +7,8 @@ from typing import Any
 
 from rich.markup import escape
 
-from agent.cli import COMMANDS, add_verify_options, emit_json, err_console
+from agent.cli.common import emit_json, err_console
+from agent.options import add_options, config_kwargs
 from tools.errors import BadInputError
 
 
@@ -80,9 +81,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="on SIGINT: seconds the running candidates may take to finish before their jobs "
         "are killed and the report of what is done is written (default 20)",
     )
-    from agent.cmd_optimize import add_backend_options
-
-    add_backend_options(p)
+    add_options(p, "backend", "bar")
     p.add_argument(
         "--samples-per-round", type=int, default=1, help="loop mode: candidates per round"
     )
@@ -97,17 +96,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--json", action="store_true", help="print the report as JSON (last line of stdout)"
     )
-    add_verify_options(p)
+    add_options(p, "verify")
     from agent.kernelbench_io import add_cli_options
 
     add_cli_options(p, export=True)
-    COMMANDS["bench"] = cmd_bench
+    p.set_defaults(handler=cmd_bench)
 
 
 def config_from(args: argparse.Namespace) -> Any:
     from agent.bench import BenchConfig, default_out
-    from agent.cli import verify_config_kwargs
-    from agent.cmd_optimize import backend_config_kwargs
     from agent.config import AgentConfig
 
     kw: dict[str, Any] = dict(
@@ -115,8 +112,7 @@ def config_from(args: argparse.Namespace) -> Any:
         samples_per_round=args.samples_per_round,
         compiler_seed=args.compiler_seed,
         tune=not args.no_tune,
-        **backend_config_kwargs(args),
-        **verify_config_kwargs(args),
+        **config_kwargs(args, "backend", "bar", "verify"),
     )
     if args.samples < 1:
         raise BadInputError("--samples must be at least 1")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from agent.cli import COMMANDS, add_verify_options, emit_json, err_console, verify_options_from
+from agent.cli.common import emit_json, err_console, verify_options_from
+from agent.options import add_options
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -51,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument(
         "--json", action="store_true", help="print the summary as JSON (last line of stdout)"
     )
-    add_verify_options(b)
+    add_options(b, "verify")
 
     s = dsub.add_parser("stats", help="count the pairs by source, op family and outcome")
     s.add_argument("pairs", help="pairs JSONL file")
@@ -61,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
 
     p.set_defaults(dataset_parser=p)
-    COMMANDS["dataset"] = cmd_dataset
+    p.set_defaults(handler=cmd_dataset)
 
     t = sub.add_parser(
         "train", help="supervised fine-tuning on verified pairs (KernelLLM's recipe)"
@@ -130,7 +131,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument(
         "--json", action="store_true", help="print the result as JSON (last line of stdout)"
     )
-    COMMANDS["train"] = cmd_train
+    t.set_defaults(handler=cmd_train)
 
 
 def cmd_dataset(args: argparse.Namespace) -> int:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import argparse
 
-from agent.cli import COMMANDS, add_verify_options, emit_json, err_console, verify_options_from
+from agent.cli.common import emit_json, err_console, verify_options_from
+from agent.options import add_options
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -43,8 +44,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="kernelbench: also time eager and the candidate with KernelBench's method "
         "(3 warm-up calls, 100 CUDA-event trials, mean and std), beside ours",
     )
-    add_verify_options(p)
-    COMMANDS["profile"] = cmd_profile
+    add_options(p, "verify")
+    p.set_defaults(handler=cmd_profile)
 
 
 def cmd_profile(args: argparse.Namespace) -> int:

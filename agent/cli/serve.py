@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from agent.cli import COMMANDS, add_verify_options
+from agent.cli.optimize import add_loop_options
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
@@ -28,13 +28,11 @@ def cmd_repl(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from agent.cmd_optimize import add_loop_options
-
     p = sub.add_parser("mcp", help="serve verify/profile/optimize/repair as MCP tools over stdio")
     p.add_argument(
         "--runs-dir", default=None, help="where optimize/repair run directories go (default ./runs)"
     )
-    COMMANDS["mcp"] = cmd_mcp
+    p.set_defaults(handler=cmd_mcp)
 
     p = sub.add_parser(
         "repl",
@@ -44,7 +42,5 @@ def register(sub: argparse._SubParsersAction) -> None:
         "backend (the compiler when no model is configured) and verified; --budget N > 1 refines failing "
         "drafts. Ctrl-D on an empty buffer exits.",
     )
-    add_loop_options(p)
-    add_verify_options(p)
-    p.set_defaults(budget=1)
-    COMMANDS["repl"] = cmd_repl
+    add_loop_options(p, budget=1)
+    p.set_defaults(handler=cmd_repl)

@@ -1,0 +1,87 @@
+"""`python -m agent <command>`: the command-line boundary.
+
+Conventions (DESIGN.md): with `--json` the last line of stdout is one JSON object; progress and
+logs go to stderr. One exit-code rule for every command: 0 = it achieved its aim, 1 = the
+candidate or run failed (incorrect, slower, budget spent, a server that cannot be reached),
+2 = the input or configuration is wrong. Domain errors (`tools.errors`) become a message and
+their exit code here, and only here; `--debug` (before or after the command) shows the
+traceback.
+
+Each command is a module of this package with `register(sub)`, which adds its parser and sets
+its `handler`; this module imports them, they never import it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from rich.markup import escape
+
+from agent.cli import bench, dataset, optimize, profile, serve, verify
+from agent.cli.common import Parser, emit_json, err_console
+from tools.errors import BadInputError, TritonAgentError
+
+COMMAND_MODULES = (verify, optimize, profile, bench, serve, dataset)
+"""In the order `--help` lists them."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from agent.version import package_version, prog_name
+
+    parser = Parser(
+        prog=prog_name(), description="Turn PyTorch modules into verified Triton kernels."
+    )
+    parser.add_argument("--version", action="version", version=f"triton-agent {package_version()}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    for module in COMMAND_MODULES:
+        module.register(sub)
+    for name, p in sub.choices.items():
+        p.prog = f"{parser.prog} {name}"
+        # `--debug` after the command too; SUPPRESS keeps one given before it
+        p.add_argument(
+            "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+        )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    # Job processes are SIGKILLed once their result is in; the resource tracker then reports the
+    # semaphores they never released. Nothing leaks past the run: silence that noise.
+    if "ignore::UserWarning:multiprocessing.resource_tracker" not in sys.warnoptions:
+        sys.warnoptions.append("ignore::UserWarning:multiprocessing.resource_tracker")
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # usage errors, --help
+        return int(exc.code or 0)
+    logging.basicConfig(
+        level=logging.DEBUG if args.debug else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    if not args.command:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return args.handler(args)
+    except TritonAgentError as exc:
+        if args.debug:
+            err_console.print_exception()
+        kind = "bad input" if isinstance(exc, BadInputError) else "error"
+        err_console.print(f"[bold red]{kind}:[/bold red] " + escape(str(exc)))
+        if getattr(args, "json", False):
+            emit_json(
+                {
+                    "status": "bad_input" if isinstance(exc, BadInputError) else "error",
+                    "message": str(exc),
+                    "exit_code": exc.exit_code,
+                }
+            )
+        return exc.exit_code
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        return 130

@@ -1,0 +1,242 @@
+"""The options a run takes, declared once: name, type, default, range or choices, help.
+
+This table generates the command-line flags (`add_options`), reads them back as `AgentConfig`
+keywords (`config_kwargs`), gives the MCP tools and the API their defaults (`DEFAULTS`), and
+checks every value once (`check`, called by `AgentConfig`): a value out of range is a
+`BadInputError` naming the flag (exit 2), before any work.
+
+Verification defaults are `tools.verify.VerifyOptions`'s own (tools/ owns them) and sampling
+defaults `agent.llm.SamplingParams`'s (KernelLLM's published settings), read from there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from agent.llm.base import SamplingParams
+from tools.errors import BadInputError
+from tools.evaluate import BASELINES, DEFAULT_BASELINE
+from tools.verify import POLICIES, VerifyOptions
+
+_VERIFY = {f.name: f.default for f in dataclasses.fields(VerifyOptions)}
+_SAMPLING = {f.name: f.default for f in dataclasses.fields(SamplingParams)}
+
+BACKENDS = ("auto", "compiler", "openai", "vllm", "hf", "replay", "langchain")
+"""What `backend` accepts (`langchain` needs a chat model object: the API)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Option:
+    """One option. `name` is the `AgentConfig` field; `flag` the command-line spelling."""
+
+    name: str
+    group: str
+    """`loop` (optimize, repair, REPL), `backend` (and bench), `verify` (every command that
+    verifies)."""
+    type: type
+    default: Any
+    help: str
+    flag: str = ""
+    """Default: `--` + the name with dashes."""
+    choices: tuple[str, ...] | None = None
+    low: float | None = None
+    """Smallest value allowed (inclusive unless `low_open`)."""
+    low_open: bool = False
+    high: float | None = None
+    nullable: bool = False
+    """None is a value (the default is derived elsewhere)."""
+    negate: str = ""
+    """For a True-by-default switch: the flag that turns it off (`--no-tune`)."""
+
+    @property
+    def cli_flag(self) -> str:
+        return self.flag or "--" + self.name.replace("_", "-")
+
+    def check(self, value: Any) -> None:
+        """Raise BadInputError naming the flag when `value` is not allowed."""
+        if value is None:
+            if self.nullable:
+                return
+            raise BadInputError(f"{self.cli_flag} needs a value")
+        if self.choices is not None:
+            if value not in self.choices:
+                raise BadInputError(
+                    f"{self.cli_flag} must be one of {', '.join(self.choices)}, got {value!r}"
+                )
+            return
+        if self.type in (int, float):
+            kind = "a whole number" if self.type is int else "a finite number"
+            wanted = f"{self.cli_flag} must be {kind} {self.range_text()}"
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise BadInputError(f"{wanted}, got {value!r}")
+            low_bad = self.low is not None and (
+                value <= self.low if self.low_open else value < self.low
+            )
+            high_bad = self.high is not None and value > self.high
+            whole = self.type is not int or value == int(value)
+            if not math.isfinite(value) or low_bad or high_bad or not whole:
+                raise BadInputError(f"{wanted}, got {value}")
+
+    def range_text(self) -> str:
+        parts = []
+        if self.low is not None:
+            parts.append(f"{'>' if self.low_open else '>='} {self.low:g}")
+        if self.high is not None:
+            parts.append(f"<= {self.high:g}")
+        return " and ".join(parts) or "any number"
+
+
+OPTIONS: tuple[Option, ...] = (
+    # -- the loop ---------------------------------------------------------------------------
+    Option(name="budget", group="loop", type=int, default=20, low=1,
+           help="candidate kernels to evaluate (the compiler seed, attempt 0, is free)"),
+    Option(name="samples_per_round", group="loop", type=int, default=1, low=1, high=64,
+           help="candidates drafted and evaluated in parallel per round"),
+    Option(name="compiler_seed", group="loop", type=bool, default=True,
+           negate="--no-compiler-seed",
+           help="do not evaluate torch.compile's Triton as attempt 0"),
+    Option(name="tune", group="loop", type=bool, default=True, negate="--no-tune",
+           help="skip the launch-parameter tuner (GPU)"),
+    Option(name="tune_trials", group="loop", type=int, default=16, low=1, flag="--tune-trials",
+           help="most launch-parameter variants the tuner evaluates"),
+    Option(name="target_speedup", group="loop", type=float, default=1.0, low=0, low_open=True,
+           help="stop once a correct kernel is this much faster than the bar"),
+    Option(name="baseline", group="bar", type=str, default=DEFAULT_BASELINE, choices=BASELINES,
+           help="the bar a kernel must beat: best = the faster of eager and torch.compile"),
+    Option(name="time_limit_s", group="loop", type=float, default=None, nullable=True, low=0,
+           low_open=True, flag="--time-limit", help="seconds for the whole run"),
+    # -- the backend and sampling -----------------------------------------------------------
+    Option(name="backend", group="backend", type=str, default="auto", choices=BACKENDS,
+           help="auto: replay if --replies, openai if --base-url (or $TRITON_AGENT_BASE_URL / "
+           "$OPENAI_BASE_URL), hf if --model is a local dir, else the compiler drafter"),
+    Option(name="model", group="backend", type=str, default=None, nullable=True,
+           help="model name or local path (default facebook/KernelLLM for LLM backends; "
+           "$TRITON_AGENT_MODEL)"),
+    Option(name="base_url", group="backend", type=str, default=None, nullable=True,
+           help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1"),
+    Option(name="api_key", group="backend", type=str, default=None, nullable=True,
+           help="API key (default: $OPENAI_API_KEY or EMPTY)"),
+    Option(name="replies", group="backend", type=str, default=None, nullable=True,
+           help='replay backend: JSONL file, one {"text": ...} per line'),
+    Option(name="prompt_format", group="backend", type=str, default="auto",
+           choices=("auto", "completion", "chat"),
+           help="completion: KernelLLM's raw prompt; chat: chat messages"),
+    Option(name="prompt_template", group="backend", type=str, default=None, nullable=True,
+           help="custom first-round template file ($problem placeholder)"),
+    Option(name="temperature", group="backend", type=float, default=_SAMPLING["temperature"],
+           low=0, high=10, help="sampling temperature"),
+    Option(name="top_p", group="backend", type=float, default=_SAMPLING["top_p"], low=0,
+           low_open=True, high=1, help="nucleus sampling mass"),
+    Option(name="max_tokens", group="backend", type=int, default=_SAMPLING["max_tokens"], low=1,
+           help="most tokens of one reply"),
+    # -- verification -----------------------------------------------------------------------
+    Option(name="trials", group="verify", type=int, default=_VERIFY["trials"], low=1, high=1000,
+           help="random input sets to compare"),
+    Option(name="atol", group="verify", type=float, default=None, nullable=True, low=0,
+           help="absolute tolerance (default per dtype)"),
+    Option(name="rtol", group="verify", type=float, default=None, nullable=True, low=0,
+           help="relative tolerance (default per dtype)"),
+    Option(name="tolerance_preset", group="verify", type=str, default="default",
+           choices=("default", "kernelbench-v0"),
+           help="default: fp32 1e-4, fp16/bf16 1e-2; kernelbench-v0: 1e-2 for everything"),
+    Option(name="policy", group="verify", type=str, default=_VERIFY["policy"], choices=POLICIES,
+           help="strict: all compute in Triton; allow-library: library matmul/conv calls "
+           "allowed (mixed)"),
+    Option(name="device", group="verify", type=str, default=_VERIFY["device"],
+           choices=("auto", "cpu", "cuda"), help="where candidates run"),
+    Option(name="timeout_s", group="verify", type=float, default=_VERIFY["timeout_s"], low=0,
+           low_open=True, flag="--timeout", help="seconds per candidate job"),
+    Option(name="aot_target", group="verify", type=str, default=_VERIFY["aot_target"],
+           nullable=True, flag="--target",
+           help="on CPU, also compile kernels ahead of time for this CUDA target ('none' to skip)"),
+    Option(name="seed", group="verify", type=int, default=_VERIFY["seed"], low=0,
+           help="seed of the first trial's inputs"),
+    Option(name="allow_large", group="verify", type=bool, default=False,
+           help="run problems the CPU interpreter would take very long on, instead of "
+           "refusing them"),
+    Option(name="memory_mb", group="verify", type=int, default=None, nullable=True, low=1024,
+           help="host memory limit of each verification job in MB (default: derived from the "
+           "problem's measured footprint, at least 8192)"),
+    Option(name="generalize", group="verify", type=bool, default=False,
+           help="also verify with the problem's size constants changed (catches hard-coded "
+           "shapes)"),
+    Option(name="jobs_per_gpu", group="verify", type=int, default=_VERIFY["jobs_per_gpu"], low=1,
+           high=64, help="GPU: verification jobs at once per GPU; timing always has its GPU "
+           "alone"),
+)  # fmt: skip
+
+BY_NAME = {o.name: o for o in OPTIONS}
+DEFAULTS: dict[str, Any] = {o.name: o.default for o in OPTIONS}
+"""Every option's default: the MCP tools' and the API's keyword defaults."""
+NO_TARGET = ("none", "off", "")
+
+
+def group(*names: str) -> tuple[Option, ...]:
+    return tuple(o for o in OPTIONS if o.group in names)
+
+
+def add_options(
+    parser: argparse.ArgumentParser, *groups: str, defaults: dict[str, Any] | None = None
+) -> None:
+    """Add the flags of `groups` to `parser`; `defaults` overrides a default for this command
+    (the REPL's budget of 1)."""
+    for o in group(*groups):
+        default = (defaults or {}).get(o.name, o.default)
+        if o.type is bool:
+            if o.negate:
+                parser.add_argument(o.negate, dest=o.name, action="store_false", help=o.help)
+            else:
+                parser.add_argument(o.cli_flag, dest=o.name, action="store_true", help=o.help)
+            parser.set_defaults(**{o.name: default})
+            continue
+        shown = "none" if default is None and o.name == "aot_target" else default
+        help_text = o.help + (f" (default {shown})" if default is not None else "")
+        parser.add_argument(
+            o.cli_flag,
+            dest=o.name,
+            type=o.type,
+            default=default,
+            choices=o.choices,
+            metavar=None if o.choices else o.cli_flag.lstrip("-").split("-")[0].upper(),
+            help=help_text,
+        )
+
+
+def config_kwargs(args: argparse.Namespace, *groups: str) -> dict[str, Any]:
+    """The flags of `groups` as `AgentConfig` keywords. A flag left unset where the config has
+    an environment fallback (`--model`, `--base-url`) is left out, so the fallback applies."""
+    kw: dict[str, Any] = {}
+    for o in group(*groups):
+        if not hasattr(args, o.name):
+            continue
+        value = getattr(args, o.name)
+        if o.name in ("model", "base_url") and not value:
+            continue
+        if o.name == "aot_target" and isinstance(value, str) and value.lower() in NO_TARGET:
+            value = None
+        kw[o.name] = value
+    return kw
+
+
+def check(values: Any, names: Iterable[str] | None = None) -> None:
+    """Check the options of `values` (an object with the options as attributes) against the
+    table: the one range and choice check (AgentConfig calls it)."""
+    for name in names if names is not None else BY_NAME:
+        if hasattr(values, name):
+            BY_NAME[name].check(getattr(values, name))
+
+
+def field_constraints(name: str) -> dict[str, Any]:
+    """An option's range and help as pydantic `Field` keywords (the MCP tools' schemas)."""
+    o = BY_NAME[name]
+    kw: dict[str, Any] = {"description": o.help[:1].upper() + o.help[1:] + "."}
+    if o.low is not None:
+        kw["gt" if o.low_open else "ge"] = o.low
+    if o.high is not None:
+        kw["le"] = o.high
+    return kw
