@@ -218,7 +218,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
             raise BadInputError("a problem directory is required (or --rebuild OUTDIR)")
         cfg = config_from(args)
         err_console.print(f"bench -> {cfg.out}")
-        report = run_bench(args.problems, cfg, on_event=Progress())
+        from agent.progress import live_progress
+
+        kind = "bench" if cfg.mode == "sample" else "bench-loop"
+        with live_progress(Progress(), kind, console=err_console) as on_event:
+            report = run_bench(args.problems, cfg, on_event=on_event)
     print_summary(report)
     if args.export_kernelbench:
         done = kernelbench_io.export_run(report["out"], args.export_kernelbench, args.level)

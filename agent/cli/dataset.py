@@ -173,17 +173,20 @@ def _build(args: argparse.Namespace) -> int:
 
     verifier = Verifier(verify_options_from(args))
     profile = {"auto": None, "on": True, "off": False}[args.profile]
-    summary = build(
-        args.sources,
-        args.out,
-        verifier=verifier,
-        problems_dir=args.problems,
-        repo_name=args.repo_name,
-        license=args.license,
-        jobs=args.jobs,
-        profile=profile,
-        on_event=BuildProgress(),
-    )
+    from agent.progress import live_progress
+
+    with live_progress(BuildProgress(), "dataset", console=err_console) as on_event:
+        summary = build(
+            args.sources,
+            args.out,
+            verifier=verifier,
+            problems_dir=args.problems,
+            repo_name=args.repo_name,
+            license=args.license,
+            jobs=args.jobs,
+            profile=profile,
+            on_event=on_event,
+        )
     rejected = ", ".join(f"{k} {v}" for k, v in sorted(summary.rejected.items())) or "none"
     err_console.print(
         f"admitted {summary.admitted}, duplicates {summary.duplicates}, rejected: {rejected}, "

@@ -106,14 +106,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     if picked is not None:
         args.problem = str(picked[0])
     config = config_from(args)
-    result = run(
-        args.problem,
-        config,
-        resume=args.resume,
-        on_event=Progress(),
-        start_kernel=args.kernel,
-        mode=args.mode,
-    )
+    from agent.progress import live_progress
+
+    with live_progress(Progress(), "optimize", console=err_console, total=config.budget) as ev:
+        result = run(
+            args.problem,
+            config,
+            resume=args.resume,
+            on_event=ev,
+            start_kernel=args.kernel,
+            mode=args.mode,
+        )
     print_table(result)
     if args.json:
         emit_json(result)
