@@ -630,9 +630,11 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         try:
             out.append(json.loads(line))
         except ValueError:
-            if n == len(lines):
+            if n == len(lines) and out:  # a torn last line after good ones: a killed writer
                 continue
             raise BadInputError(f"{path}: line {n} is not JSON") from None
+        if not isinstance(out[-1], dict):
+            raise BadInputError(f"{path}: line {n} is not a JSON object")
     return out
 
 

@@ -125,7 +125,13 @@ def describe_event(e: dict[str, Any]) -> str:
         return f"stopped: {e.get('stop_reason')}"
     if kind == "resume":
         return f"resuming ({e.get('attempts', 0)} attempts done)"
-    return f"{kind}: {e.get('message', '')}"
+    if kind == "baseline":
+        b = e.get("baselines") or {}
+        if not b.get("available"):
+            return f"baselines not timed: {b.get('reason') or 'no GPU'}"
+        return "baselines timed"
+    message = str(e.get("message") or "").strip()
+    return f"{kind}: {message}" if message else str(kind)
 
 
 def build_server(runs_dir: str | None = None) -> MCPServer:

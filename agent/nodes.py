@@ -64,6 +64,8 @@ def draft(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         try:
             pending.extend(draft_llm(ctx.backend, prompt, k, cfg))
         except BackendError as exc:
+            if not state.get("attempts") and not pending:
+                raise  # nothing evaluated yet: the run fails now and leaves no directory
             update["stop_reason"] = f"LLM backend failed: {exc}"
             ctx.emit("error", message=str(exc))
         update["llm_samples_used"] = state.get("llm_samples_used", 0) + len(pending)

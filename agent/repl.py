@@ -77,7 +77,9 @@ def as_problem(text: str) -> tuple[str | None, str]:
             None,
             "no `class Model(nn.Module)`, and not exactly one nn.Module class to use instead",
         )
-    return text.rstrip("\n") + f"\n\n\nModel = {modules[0]}\n", f"using `{modules[0]}` as Model"
+    # a class statement, not `Model = Net`: the problem contract asks for a top-level class
+    alias = f"\n\n\nclass Model({modules[0]}):\n    pass\n"
+    return text.rstrip("\n") + alias, f"using `{modules[0]}` as Model"
 
 
 class Printer:

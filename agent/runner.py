@@ -86,6 +86,12 @@ def make_context(
     if mode == "optimize" and (llm is None or config.compiler_seed):
         drafter = CompilerDrafter(verifier.sandbox, verifier.device)
     if llm is None and drafter is None:
+        if mode == "repair":  # the compiler drafts from the problem, it does not repair
+            raise BackendConfigError(
+                "repair needs an LLM backend to revise the kernel: pass --base-url URL (an "
+                "OpenAI-compatible server), --model DIR (local weights) or --replies FILE; "
+                "without a model, `optimize` drafts with the compiler instead"
+            )
         raise BackendConfigError(
             "nothing can draft candidates: configure an LLM backend or enable the compiler"
         )
@@ -165,7 +171,12 @@ def run(
                 snapshot = graph.get_state(thread)
                 values = snapshot.values or {}
                 if not snapshot.next:
-                    ctx.emit("resume", message="the run had already finished")
+                    ctx.emit(
+                        "resume",
+                        finished=True,
+                        attempts=len(values.get("attempts") or []),
+                        message="the run had already finished: nothing to do",
+                    )
                     return result_object(ctx, values)
                 used = values.get("llm_samples_used", 0)
                 if used and hasattr(llm, "skip"):

@@ -192,10 +192,12 @@ def test_unreachable_backend_ends_cleanly_with_a_hint(tmp_path, capsys):
     )
     captured = capsys.readouterr()
     res = last_json_line(captured.out)
-    assert rc == 1 and not res["correct"]
-    assert "LLM backend failed" in res["stop_reason"]
-    assert "vllm serve" in captured.err
-    assert Path(res["run_dir"], "report.json").exists()
+    # nothing was evaluated: exit 1, the error said once, no empty run directory (issue 17)
+    assert rc == 1 and res["status"] == "error" and res["exit_code"] == 1
+    assert "no usable reply" in res["message"]
+    assert captured.err.count("vllm serve") == 1
+    runs = tmp_path / "runs"
+    assert not runs.exists() or not any(runs.iterdir())
 
 
 def test_hf_backend_with_a_tiny_local_llama(tmp_path, capsys, tiny_llama_dir):

@@ -47,10 +47,11 @@ class Progress:
                 f" -> {e['run_dir']}"
             )
         elif kind == "resume":
-            err_console.print(
-                f"resuming: {e.get('attempts', 0)} attempts already evaluated"
-                + (f"; {e['message']}" if e.get("message") else "")
-            )
+            n = e.get("attempts", 0)
+            if e.get("finished"):
+                err_console.print(f"run already finished ({n} attempts): nothing to do")
+            else:
+                err_console.print(f"resuming: {n} attempts already evaluated")
         elif kind == "drafting":
             what = (
                 "compiler (torch.compile -> Triton)"
@@ -92,9 +93,12 @@ def print_table(result: dict[str, Any]) -> None:
         )
         err_console.print(f"[bold green]best kernel:[/bold green] {result['best_kernel']}{timing}")
     else:
-        err_console.print(
-            f"[bold red]no correct kernel[/bold red]; every attempt is under {result['run_dir']}/attempts"
+        where = (
+            f"; every attempt is under {result['run_dir']}/attempts"
+            if result["attempts"]
+            else "; no attempt was evaluated"
         )
+        err_console.print(f"[bold red]no correct kernel[/bold red]{where}")
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -75,7 +75,10 @@ def cmd_profile(args: argparse.Namespace) -> int:
             err_console.print("[yellow]no trace:[/yellow] the candidate was not profiled on a GPU")
     if args.json:
         emit_json(result.to_dict())
-    return 0 if result.status == "ok" else 1
+    if result.status == "ok":
+        return 0
+    bad = result.verdict is not None and result.verdict.status == "bad_input"
+    return 2 if bad else 1
 
 
 def print_profile(r) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from agent.cli.common import emit_json, err_console, print_verdict, verify_options_from
 from agent.options import add_options
@@ -49,4 +50,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
     print_verdict(verdict)
     if args.json:
         emit_json(verdict.to_dict())
-    return 0 if verdict.correct else 1
+    return exit_code(verdict)
+
+
+def exit_code(verdict: Any) -> int:
+    """0 correct; 2 when the input itself is unusable (`bad_input`: an empty kernel, no
+    `ModelNew`); 1 for any other failure of the candidate."""
+    if verdict.correct:
+        return 0
+    return 2 if verdict.status == "bad_input" else 1
