@@ -1,8 +1,9 @@
-"""expected: runtime_error
+"""expected: runtime_error|mismatch
 Each program adds its partial sum into the one output with a plain load + store. The
 interpreter runs programs in order, so the sum comes out right on the CPU; a GPU runs them
-concurrently and loses updates. The interpreter's race check (one forward a verification)
-sees program 1 load what program 0 stored in the same launch.
+concurrently and loses updates. CPU: the interpreter's race check (one forward a verification)
+sees one program load what another stored in the same launch (runtime_error); GPU: the lost
+updates make the sum wrong (mismatch).
 """
 
 import torch

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Issue 16 (verifier hardening) on the GPU, in about 150 s on one H200:
+#   1. the adversarial corpus on CUDA (benchmarks/adversarial_figures.py --device cuda): false
+#      accepts, harness crashes and wrong statuses must all be 0 (CPU-only kinds are skipped);
+#   2. at the same time, Liger-Kernel ops wrapped as ModelNew (benchmarks/liger/run_liger.py):
+#      rms_norm, layer_norm, swiglu, geglu, softmax must verify ok; cross_entropy is ok or cheat
+#      (Liger checks the targets with PyTorch ops, compute outside Triton under strict);
+#   3. `agent verify --sanitize` of the ReLU example (compute-sanitizer memcheck + racecheck),
+#      and of an out-of-bounds ReLU (no mask) that may pass the comparison: sanitizer's call.
+# liger-kernel comes from its wheel in .whl/ (pip download --no-deps liger-kernel -d .whl),
+# installed with the others by _gpu_env.sh. Run from the repo root:
+#
+#   run(command="bash benchmarks/gpu_verifier.sh", carry=[".whl"], kind="nvidia-h200", timeout_s=240)
+#
+# $OUT gets: verifier.txt (the log: versions, each part's summary and failures),
+# adversarial_cuda.json, liger.json, sanitize_ok.json, sanitize_oob.json.
+set -u
+START=$SECONDS
+source "$(dirname "$0")/_gpu_env.sh"
+LOG=$OUT/verifier.txt
+: >"$LOG"
+log() { echo "[$((SECONDS - START)) s] $*" | tee -a "$LOG"; }
+git log -1 --format='commit %H' >>"$LOG" 2>/dev/null
+nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv >>"$LOG" 2>&1
+python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)' >>"$LOG" 2>&1
+python3 -c 'import liger_kernel, importlib.metadata as m; print("liger-kernel", m.version("liger-kernel"))' >>"$LOG" 2>&1
+echo "compute-sanitizer: $(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>&1)" >>"$LOG"
+# What OS isolation this machine allows (docs/verification.md, "Isolation"): namespaces, seccomp,
+# and whether a sandbox job really gets a network namespace of its own.
+{ echo "uid $(id -u)"; grep -i seccomp /proc/self/status
+  for ns in --net --mount --user; do unshare $ns true 2>/dev/null; echo "unshare $ns rc=$?"; done
+  python3 -c 'import os; from tools.sandbox import Sandbox; o = Sandbox(device="cpu", max_workers=1).run("os:readlink", "/proc/self/ns/net", timeout=60); print("net ns: parent", os.readlink("/proc/self/ns/net"), "job", o.value or o.error[-200:])'
+} >>"$LOG" 2>&1
+
+log "adversarial corpus on cuda (4 jobs per GPU) and Liger ops (2 jobs), side by side"
+ADV_JOBS_PER_GPU=4 timeout 115 python3 benchmarks/adversarial_figures.py --device cuda --json --no-write \
+  >"$OUT/adversarial_cuda.json" 2>"$OUT/adversarial_cuda.log" &
+ADV=$!
+timeout 115 python3 benchmarks/liger/run_liger.py --device cuda --jobs 2 --json "$OUT/liger.json" \
+  >/dev/null 2>"$OUT/liger.log" &
+LIG=$!
+wait $ADV; log "adversarial rc=$?"
+grep -v "^ok  " "$OUT/adversarial_cuda.log" | tail -40 >>"$LOG"
+python3 - "$OUT/adversarial_cuda.json" >>"$LOG" 2>&1 <<'PY'
+import json, sys
+d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+print({k: d[k] for k in ("kinds_tried", "kinds_skipped", "false_accepts", "harness_crashes", "wrong_status", "seconds")})
+PY
+wait $LIG; log "liger rc=$?"
+cat "$OUT/liger.log" >>"$LOG"
+
+log "verify --sanitize: the ReLU example, then a ReLU that reads past its input (no mask)"
+timeout 40 python3 -m agent verify examples/problems/relu.py examples/kernels/relu.py --device cuda \
+  --trials 2 --sanitize --json 2>>"$LOG" | tail -1 >"$OUT/sanitize_ok.json"
+log "sanitize ok rc=$?"; cut -c1-300 "$OUT/sanitize_ok.json" >>"$LOG"
+sed 's/tl.load(x_ptr + offsets, mask=mask)/tl.load(x_ptr + offsets)/' examples/kernels/relu.py >/tmp/relu_oob.py
+grep -q "tl.load(x_ptr + offsets)$" /tmp/relu_oob.py || echo "(the OOB variant did not apply: check examples/kernels/relu.py)" >>"$LOG"
+timeout 40 python3 -m agent verify examples/problems/relu.py /tmp/relu_oob.py --device cuda \
+  --trials 2 --sanitize --json 2>>"$LOG" | tail -1 >"$OUT/sanitize_oob.json"
+log "sanitize oob rc=$?"; cut -c1-400 "$OUT/sanitize_oob.json" >>"$LOG"
+log "done"
