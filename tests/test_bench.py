@@ -276,7 +276,7 @@ def test_kernelbench_protocol_settings():
     assert v.trials == 5 and v.tolerance.preset == "kernelbench-v0" and v.tolerance.atol is None
     popts = profile_options("kernelbench")
     assert popts is not None  # tools.profile is part of this repository
-    assert popts.baseline == "eager" and popts.min_reps == popts.max_reps == 100
+    assert popts.baseline == "eager" and popts.kernelbench  # its own 100-trial timing beside ours
     assert BenchConfig(out="x", samples=5).ks == (1,)  # default ks capped at --samples
     assert BenchConfig(out="x", agent=AgentConfig(backend="compiler")).per_problem == 1
 

@@ -1,0 +1,181 @@
+"""A candidate waiting for evaluation (`Draft`), its evaluated record (`SampleRecord`), and
+`evaluate_sample`: the one code path from a draft to a record for every executor, through
+`tools.evaluate`."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.bench.config import profile_options
+from tools.evaluate import DEFAULT_BASELINE, evaluate
+from tools.problem import Problem
+from tools.verify import Verifier
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(kw_only=True)
+class Draft:
+    """A candidate waiting for evaluation."""
+
+    problem: str
+    sample: int
+    source: str
+    """`llm:<name>`, `compiler`, or `compiler:pending` (drafted inside the evaluation task)."""
+    response: str = ""
+    code: str | None = None
+    drafted_at: float | None = None
+    """Epoch seconds when the LLM call that drew it began (None: drafted in its evaluation)."""
+    draft_s: float = 0.0
+    """Its share of that LLM call (the call's time over the candidates it returned)."""
+
+
+@dataclass(kw_only=True)
+class SampleRecord:
+    """One evaluated candidate (OUT/<problem>/<NN>/sample.json)."""
+
+    problem: str
+    sample: int
+    source: str
+    status: str
+    correct: bool
+    compiled: bool
+    speedups: dict[str, float] = field(default_factory=dict)
+    """Over `eager` and `compile`, where timed (GPU, correct kernels)."""
+    profile_status: str | None = None
+    summary: str = ""
+    duration_s: float = 0.0
+    """The evaluation: a compiler draft made there, verification and timing."""
+    device: str = "cpu"
+    draft_s: float = 0.0
+    """Drafting: the candidate's share of its LLM call, or the compiler's drafting job."""
+    wall_s: float = 0.0
+    """Draft + verify + time for this candidate (the LLM share plus `duration_s`)."""
+    started_at: float | None = None
+    """Epoch seconds when work on it began (its LLM call, else its evaluation)."""
+    ended_at: float | None = None
+    """Epoch seconds when its evaluation ended."""
+    memory: dict[str, float] = field(default_factory=dict)
+    """Peak memory seen (`host_peak_mb`, `gpu_peak_mb`, ...): the largest value of each key in
+    the verdict's `evidence.memory` and the profile's `memory` (`peak_memory`)."""
+
+    def __post_init__(self) -> None:
+        timed = [self.speedups[k] for k in ("eager", "compile") if self.speedups.get(k)]
+        if timed and "best" not in self.speedups:  # records written before the `best` bar
+            self.speedups["best"] = min(timed)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SampleRecord:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+@dataclass(kw_only=True)
+class Evaluated:
+    """What an evaluation task hands back: the record, its evidence and the (maybe just
+    drafted) candidate."""
+
+    record: SampleRecord
+    verdict: dict[str, Any]
+    profile: dict[str, Any] | None
+    draft: Draft
+
+
+def evaluate_sample(
+    verifier: Verifier,
+    problem: Problem,
+    draft: Draft,
+    *,
+    protocol: str = "ours",
+    baseline: str = DEFAULT_BASELINE,
+    profile_opts: Any = None,
+) -> Evaluated:
+    """Evaluate a candidate (`tools.evaluate`, the one evaluation path). A compiler draft still
+    pending is drafted first, here, in the same sandbox. Never raises for a bad candidate;
+    raises TritonAgentError when the problem itself cannot run. `profile_opts` (ProfileOptions)
+    replaces the protocol's timing options; `baseline` is the bar for `slower`."""
+    start = time.monotonic()
+    started_at = time.time()
+    draft_s = draft.draft_s
+    if draft.source == "compiler:pending":
+        draft = _draft_compiler(verifier, problem, draft)
+        draft_s = time.monotonic() - start
+    opts = profile_opts if profile_opts is not None else profile_options(protocol, baseline)
+    ev = evaluate(
+        problem,
+        draft.code,
+        verifier=verifier,
+        kernel_path=f"{problem.name}_{draft.sample:02d}.py",
+        baseline=opts.baseline if opts is not None else baseline,
+        profile_options=opts,
+        no_code_message=(draft.response.strip().splitlines() or [None])[0]
+        if draft.source.startswith("compiler") and draft.code is None
+        else None,
+    )
+    duration = time.monotonic() - start
+    verdict_dict = ev.verdict.to_dict()
+    record = SampleRecord(
+        problem=draft.problem,
+        sample=draft.sample,
+        source=draft.source,
+        status=ev.status,
+        correct=ev.correct,
+        compiled=ev.compiled,
+        speedups=ev.speedups,
+        profile_status=(ev.profile or {}).get("status"),
+        summary=ev.summary,
+        duration_s=round(duration, 3),
+        device="cuda" if verifier.device == "cuda" else "cpu",
+        draft_s=round(draft_s, 3),
+        wall_s=round(duration + draft.draft_s, 3),
+        started_at=draft.drafted_at if draft.drafted_at is not None else round(started_at, 3),
+        ended_at=round(time.time(), 3),
+        memory=peak_memory(verdict_dict, ev.profile),
+    )
+    return Evaluated(record=record, verdict=verdict_dict, profile=ev.profile, draft=draft)
+
+
+def peak_memory(*sources: Any) -> dict[str, float]:
+    """The largest value of each memory key over the verdict / profile dicts given: a
+    verdict's `evidence.memory`, a profile's `memory` and the verdicts a profile carries
+    (`verdict`, `reverified`). Defensive: absent or malformed entries are skipped, so records
+    written before a tool reported memory read as {}."""
+    found: dict[str, float] = {}
+    for src in sources:
+        if not isinstance(src, dict):
+            continue
+        mems = [src.get("memory"), (src.get("evidence") or {}).get("memory")]
+        for key in ("verdict", "reverified"):
+            inner = src.get(key)
+            if isinstance(inner, dict) and isinstance(inner.get("evidence"), dict):
+                mems.append(inner["evidence"].get("memory"))
+        for mem in mems:
+            if not isinstance(mem, dict):
+                continue
+            for k, v in mem.items():
+                if isinstance(v, bool) or not isinstance(v, (int, float)):
+                    continue
+                if math.isfinite(v) and v >= 0 and v > found.get(k, -1.0):
+                    found[str(k)] = float(v)
+    return found
+
+
+def _draft_compiler(verifier: Verifier, problem: Problem, draft: Draft) -> Draft:
+    from agent.drafters import CompilerDrafter
+
+    gpu_mb = verifier.gpu_mb(verifier.reference(problem)) if verifier.device == "cuda" else None
+    cand = CompilerDrafter(verifier.sandbox, verifier.device).draft(
+        problem.source, os.path.abspath(problem.path), gpu_mb=gpu_mb
+    )
+    return dataclasses.replace(
+        draft, source="compiler", response=cand["response"], code=cand["code"]
+    )

@@ -1,0 +1,437 @@
+"""The report: metrics per problem and overall, markdown and plots, from the records alone."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from agent.bench.config import BENCH_SCHEMA_VERSION
+from agent.bench.metrics import (
+    BASE_NAMES,
+    FAST_P,
+    SPEEDUP_BASES,
+    fast_p,
+    geomean,
+    pass_at_k,
+    percentile,
+    solved_within,
+)
+from agent.bench.records import SampleRecord
+from agent.bench.store import BenchDir, ProblemRows, load_results
+from agent.rundir import write_atomic
+
+log = logging.getLogger(__name__)
+
+
+def rebuild_report(
+    out: str | os.PathLike[str], *, elapsed_s: float | None = None, interrupted: bool = False
+) -> dict[str, Any]:
+    """Read OUT/ and write report.json, report.md and the plots; returns the report object.
+    `interrupted`: the run was stopped (SIGINT) before it saw every problem."""
+    bdir = BenchDir(out)
+    settings, problems = load_results(out)
+    report = compute_report(settings, problems)
+    if elapsed_s is not None:
+        report["elapsed_s"] = round(elapsed_s, 1)
+    report["out"] = str(bdir.path)
+    notes = report["notes"]
+    if interrupted:
+        report["interrupted"] = True
+        report["status"] = "incomplete"
+        notes.append("the run was interrupted: rerun the same command to resume")
+    plots = write_plots(bdir.path, report)
+    notes.extend(plots)
+    bdir.write_json("report.json", report)
+    write_atomic(bdir.path / "report.md", render_markdown(report))
+    from agent.html_report import write_bench_html
+
+    write_bench_html(bdir.path, report)  # report.html: one self-contained file
+    return report
+
+
+def compute_report(settings: dict[str, Any], problems: ProblemRows) -> dict[str, Any]:
+    """The metrics. Pure: settings and, per problem, (name, records, error, finished) in; the
+    report object out. `finished` is the loop's "run ended" mark (None in sample mode: there a
+    problem is complete when it has all its candidates)."""
+    mode = settings["mode"]
+    per = int(settings.get("per_problem") or settings["samples"])
+    ks = [int(k) for k in settings["ks"]]
+    rows = []
+    notes: list[str] = []
+    status_total: Counter[str] = Counter()
+    for name, recs, err, finished in problems:
+        n = len(recs)
+        c = sum(r.correct for r in recs)
+        statuses = Counter(r.status for r in recs)
+        status_total.update(statuses)
+        best: dict[str, float | None] = {}
+        for base in SPEEDUP_BASES:
+            vals = [r.speedups[base] for r in recs if r.correct and r.speedups.get(base)]
+            best[base] = max(vals) if vals else None
+        if mode == "loop":
+            free = any(r.correct for r in recs if r.source in ("compiler", "given"))
+            drafted = [r.correct for r in recs if r.source not in ("compiler", "given")]
+            pk = {
+                str(k): (1.0 if solved_within(drafted, k, free) else 0.0) if n else None for k in ks
+            }
+        else:
+            pk = {str(k): pass_at_k(n, c, k) if 0 < n and k <= n else None for k in ks}
+        per_sample_fast = {}
+        for p in FAST_P:
+            hits = sum(
+                1 for r in recs if r.correct and (p <= 0 or (r.speedups.get("eager") or 0) > p)
+            )
+            per_sample_fast[_pkey(p)] = hits / n if n else None
+        rows.append(
+            {
+                "problem": name,
+                "n": n,
+                "correct": c,
+                "complete": (finished if finished is not None else n >= per) and err is None,
+                "error": err,
+                "pass_at_k": pk,
+                "statuses": dict(sorted(statuses.items())),
+                "best_speedup": best,
+                "fast_p_per_sample": per_sample_fast,
+                "outcome": problem_outcome(recs, err),
+                **problem_cost(recs),
+                "samples": [r.to_dict() for r in recs],
+            }
+        )
+    timed = any(r["best_speedup"]["eager"] is not None for r in rows)
+    device = next((s["device"] for r in rows for s in r["samples"]), None)
+    solved = [r["correct"] > 0 for r in rows]
+    bests = [r["best_speedup"]["eager"] for r in rows]
+    pass_k: dict[str, float | None] = {}
+    for k in ks:
+        vals = [r["pass_at_k"][str(k)] for r in rows]
+        if rows and all(v is not None for v in vals):
+            pass_k[str(k)] = sum(vals) / len(vals)
+        else:
+            pass_k[str(k)] = None
+            short = [r["problem"] for r, v in zip(rows, vals, strict=True) if v is None]
+            notes.append(
+                f"pass@{k} not reported: {len(short)} problem(s) have fewer than {k} "
+                f"evaluated candidates ({', '.join(short[:5])})"
+            )
+    fast = {}
+    fast_compile = {}
+    fast_best = {}
+    fast_ps = {}
+    bests_compile = [r["best_speedup"]["compile"] for r in rows]
+    bests_best = [r["best_speedup"]["best"] for r in rows]
+    for p in FAST_P:
+        if p > 0 and not timed:
+            continue
+        fast[_pkey(p)] = fast_p(bests, solved, p) if rows else None
+        fast_compile[_pkey(p)] = fast_p(bests_compile, solved, p) if rows else None
+        fast_best[_pkey(p)] = fast_p(bests_best, solved, p) if rows else None
+        vals = [r["fast_p_per_sample"][_pkey(p)] for r in rows if r["n"]]
+        fast_ps[_pkey(p)] = sum(vals) / len(vals) if vals else None
+    if not timed:
+        why = (
+            "on the CPU speedups are unavailable (Triton interpreter timings are not speed)"
+            if device in (None, "cpu")
+            else "no correct kernel was timed"
+        )
+        notes.append(f"only fast_0 (= the correctness rate) is reported: {why}")
+    geo = {}
+    for base in SPEEDUP_BASES:
+        vals = [r["best_speedup"][base] for r in rows if r["best_speedup"][base] is not None]
+        geo[base] = {"value": geomean(vals), "problems": len(vals)}
+    incomplete = [r["problem"] for r in rows if not r["complete"]]
+    outcomes = Counter(r["outcome"] for r in rows)
+    times = [r["time_s"] for r in rows if r["time_s"] is not None]
+    peaks = {
+        where: [r[f"peak_{where}_mb"] for r in rows if r[f"peak_{where}_mb"] is not None]
+        for where in ("host", "gpu")
+    }
+    if incomplete:
+        notes.append(
+            f"{len(incomplete)} problem(s) incomplete or failed: {', '.join(incomplete)} "
+            "(rerun the same command to resume)"
+        )
+    if mode == "loop":
+        notes.append(
+            "loop mode: pass@k is success@k, a correct kernel among the first k "
+            "candidates the agent drafted with feedback (not the unbiased estimator)"
+        )
+    return {
+        "schema_version": BENCH_SCHEMA_VERSION,
+        "command": "bench",
+        "status": "ok" if rows and not incomplete else "incomplete",
+        "settings": settings,
+        "device": device,
+        "timed": timed,
+        "metrics": {
+            "pass_at_k": pass_k,
+            "fast_p": fast,
+            "fast_p_compile": fast_compile,
+            "fast_p_best": fast_best,
+            "fast_p_per_sample": fast_ps,
+            "correct_rate": sum(solved) / len(rows) if rows else None,
+            "geomean_speedup": geo,
+            "statuses": dict(sorted(status_total.items())),
+            "outcomes": dict(sorted(outcomes.items())),
+            "time_per_problem_s": {
+                "median": _round(percentile(times, 0.5)),
+                "p90": _round(percentile(times, 0.9)),
+                "total": _round(sum(times)) if times else None,
+                "problems": len(times),
+            },
+            "peak_memory_mb": {
+                where: {
+                    "median": _round(percentile(vals, 0.5)),
+                    "max": _round(max(vals)) if vals else None,
+                    "problems": len(vals),
+                }
+                for where, vals in peaks.items()
+            },
+        },
+        "totals": {
+            "problems": len(rows),
+            "complete": len(rows) - len(incomplete),
+            "no_verdict": sum(1 for r in rows if r["n"] == 0),
+            "candidates": sum(r["n"] for r in rows),
+            "correct_candidates": sum(r["correct"] for r in rows),
+        },
+        "problems": rows,
+        "notes": notes,
+    }
+
+
+def problem_outcome(recs: Sequence[SampleRecord], err: str | None) -> str:
+    """One status per problem: `ok` (a correct candidate, not slower than eager where timed),
+    `slower` (correct ones, all slower), else the failing status most of its candidates got
+    (the earliest on a tie); with no verdict at all, `error` (the problem could not run) or
+    `incomplete` (not reached yet)."""
+    if not recs:
+        return "error" if err else "incomplete"
+    correct = [r.status for r in recs if r.correct]
+    if correct:
+        return "slower" if all(s == "slower" for s in correct) else "ok"
+    counts = Counter(r.status for r in recs)
+    return max(counts, key=lambda s: (counts[s], -[r.status for r in recs].index(s)))
+
+
+def problem_cost(recs: Sequence[SampleRecord]) -> dict[str, float | None]:
+    """What a problem took: `time_s`, the sum of its candidates' draft + verify + time;
+    `span_s`, from the first one's start to the last one's end (None where a record lacks
+    them, e.g. written by an older version; over a resumed run it includes the pause);
+    `peak_host_mb` / `peak_gpu_mb`, the largest peak memory any of its candidates reported."""
+    time_s = sum(r.wall_s or r.duration_s for r in recs) if recs else None
+    starts = [r.started_at for r in recs if r.started_at is not None]
+    ends = [r.ended_at for r in recs if r.ended_at is not None]
+    span = max(ends) - min(starts) if recs and len(starts) == len(ends) == len(recs) else None
+    out: dict[str, float | None] = {"time_s": _round(time_s), "span_s": _round(span)}
+    for where, key in (("host", "host_peak_mb"), ("gpu", "gpu_peak_mb")):
+        vals = [r.memory[key] for r in recs if isinstance(r.memory.get(key), (int, float))]
+        out[f"peak_{where}_mb"] = _round(max(vals)) if vals else None
+    return out
+
+
+def _round(v: float | None, nd: int = 1) -> float | None:
+    return None if v is None else round(v, nd)
+
+
+def _pkey(p: float) -> str:
+    return f"{p:g}"
+
+
+def render_markdown(r: dict[str, Any]) -> str:
+    s = r["settings"]
+    m = r["metrics"]
+    who = s["backend"] + (f" ({s['model']})" if s.get("model") else "")
+    lines = [
+        f"# triton-agent bench: {s.get('problems_path', '')}",
+        "",
+        f"Mode **{s['mode']}**, {s['per_problem']} candidate(s) per problem, backend {who}, "
+        f"temperature {s['temperature']}, top_p {s['top_p']}; protocol **{s['protocol']}** "
+        f"({s['trials']} trials, tolerance {s['tolerance_preset']}"
+        + (f", atol {s['atol']}" if s.get("atol") is not None else "")
+        + (f", rtol {s['rtol']}" if s.get("rtol") is not None else "")
+        + f", policy {s['policy']}); device {r['device'] or '-'}.",
+        "",
+        f"Problems: {r['totals']['problems']} ({r['totals']['complete']} complete), candidates "
+        f"evaluated: {r['totals']['candidates']}, correct: {r['totals']['correct_candidates']}"
+        + (f", wall time {r['elapsed_s']:.0f} s." if r.get("elapsed_s") is not None else "."),
+        "",
+    ]
+    label = "success@k (loop)" if s["mode"] == "loop" else "pass@k"
+    lines += [
+        f"| {label} | " + " | ".join(f"k={k}" for k in m["pass_at_k"]) + " |",
+        "|---|" + "---|" * len(m["pass_at_k"]),
+        "| | " + " | ".join(_pct(v) for v in m["pass_at_k"].values()) + " |",
+        "",
+    ]
+    lines += [
+        "| fast_p | " + " | ".join(f"p={p}" for p in m["fast_p"]) + " |",
+        "|---|" + "---|" * len(m["fast_p"]),
+        "| any candidate | " + " | ".join(_pct(v) for v in m["fast_p"].values()) + " |",
+        "| per sample | " + " | ".join(_pct(v) for v in m["fast_p_per_sample"].values()) + " |",
+    ]
+    if r["timed"] and m.get("fast_p_compile"):
+        lines.append(
+            "| any candidate, over torch.compile | "
+            + " | ".join(_pct(v) for v in m["fast_p_compile"].values())
+            + " |"
+        )
+    if r["timed"] and m.get("fast_p_best"):
+        lines.append(
+            "| any candidate, over the better of the two | "
+            + " | ".join(_pct(v) for v in m["fast_p_best"].values())
+            + " |"
+        )
+    lines.append("")
+    g = m["geomean_speedup"]
+    lines += [
+        "Geometric-mean speedup of the best correct kernel per problem: "
+        + "; ".join(
+            f"over {BASE_NAMES[b]}: "
+            + (f"{g[b]['value']:.2f}x ({g[b]['problems']} problems)" if g[b]["value"] else "n/a")
+            for b in SPEEDUP_BASES
+            if b in g
+        ),
+        "",
+    ]
+    lines += [
+        "Statuses (candidates): "
+        + (", ".join(f"{k} {v}" for k, v in m["statuses"].items()) or "-"),
+        "",
+        "Problems by outcome: "
+        + (", ".join(f"{k} {v}" for k, v in m["outcomes"].items()) or "-")
+        + f"; no verdict yet: {r['totals']['no_verdict']}.",
+        "",
+    ]
+    t = m["time_per_problem_s"]
+    mem = m["peak_memory_mb"]
+    lines += [
+        f"Time per problem (draft + verify + time): median {_num(t['median'], ' s')}, "
+        f"p90 {_num(t['p90'], ' s')}, total {_num(t['total'], ' s')} ({t['problems']} problems). "
+        "Peak memory per problem: "
+        + "; ".join(
+            f"{label} median {_num(mem[w]['median'], ' MB')}, max {_num(mem[w]['max'], ' MB')} "
+            f"({mem[w]['problems']} problems)"
+            for w, label in (("host", "host"), ("gpu", "GPU"))
+        )
+        + ".",
+        "",
+    ]
+    one = "success@1" if s["mode"] == "loop" else "pass@1"
+    lines += [
+        f"| problem | n | correct | {one} | best vs eager | best vs compile | best vs better "
+        "| time s | span s | host MB | GPU MB | statuses |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for p in r["problems"]:
+        st = ", ".join(f"{k}×{v}" for k, v in p["statuses"].items())
+        if p["error"]:
+            st = (
+                (st + "; " if st else "")
+                + "error: "
+                + p["error"].splitlines()[0][:100].replace("|", "\\|")
+            )
+        b = p["best_speedup"]
+        lines.append(
+            f"| {p['problem']} | {p['n']} | {p['correct']} | {_pct(p['pass_at_k'].get('1'))} | "
+            f"{_x(b['eager'])} | {_x(b['compile'])} | {_x(b.get('best'))} | {_num(p['time_s'])} | "
+            f"{_num(p['span_s'])} | {_num(p['peak_host_mb'], nd=0)} | "
+            f"{_num(p['peak_gpu_mb'], nd=0)} | {st or '-'} |"
+        )
+    lines.append("")
+    for n in r["notes"]:
+        lines.append(f"Note: {n}")
+    lines.append("")
+    lines.append(
+        "pass@k: unbiased estimator 1 - C(n-c,k)/C(n,k) (Chen et al. 2021), averaged over "
+        "problems. fast_p: fraction of problems with a correct candidate whose speedup over "
+        "eager is > p (fast_0 = correctness rate); 'per sample' averages over each problem's "
+        "candidates (the single-sample expectation). time s: the problem's candidates' draft + "
+        "verify + time, summed (waits for a GPU slot included); span s: first start to last "
+        "end; host/GPU MB: the largest peak memory its verification and timing jobs reported."
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.1f}%"
+
+
+def _x(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}x"
+
+
+def _num(v: float | None, unit: str = "", nd: int = 1) -> str:
+    return "-" if v is None else f"{v:.{nd}f}{unit}"
+
+
+def write_plots(out: Path, r: dict[str, Any]) -> list[str]:
+    """passk.png and speedup.png; returns notes about plots not drawn."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return ["plots not drawn: matplotlib is not installed (pip install 'triton-agent[plot]')"]
+    notes = []
+    rows = [p for p in r["problems"] if p["n"]]
+    if rows:
+        nmax = min(p["n"] for p in rows)
+        ks = list(range(1, nmax + 1))
+        ys = []
+        for k in ks:
+            if r["settings"]["mode"] == "loop":
+                vals = []
+                for p in rows:
+                    s = p["samples"]
+                    free = any(x["correct"] for x in s if x["source"] in ("compiler", "given"))
+                    drafted = [x["correct"] for x in s if x["source"] not in ("compiler", "given")]
+                    vals.append(1.0 if solved_within(drafted, k, free) else 0.0)
+            else:
+                vals = [pass_at_k(p["n"], p["correct"], k) for p in rows]
+            ys.append(100 * sum(vals) / len(vals))
+        fig, ax = plt.subplots(figsize=(5, 3.5))
+        ax.plot(ks, ys, marker="o")
+        ax.set_xlabel("k")
+        ax.set_ylabel("success@k (%)" if r["settings"]["mode"] == "loop" else "pass@k (%)")
+        ax.set_ylim(0, 100)
+        ax.set_title(f"{r['settings']['mode']} mode, {len(rows)} problems")
+        ax.grid(alpha=0.3)
+        _save(fig, plt, out / "passk.png")
+    speeds = {
+        b: sorted(v for p in rows if (v := p["best_speedup"][b]) is not None)
+        for b in ("eager", "compile")
+    }
+    if speeds["eager"] or speeds["compile"]:
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        for b, vals in speeds.items():
+            if vals:
+                ax.plot(
+                    range(1, len(vals) + 1),
+                    vals,
+                    marker="o",
+                    linestyle="",
+                    label=f"over {'torch.compile' if b == 'compile' else b}",
+                )
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_yscale("log")
+        ax.set_xlabel("problem (sorted by speedup)")
+        ax.set_ylabel("best correct kernel's speedup")
+        ax.legend()
+        _save(fig, plt, out / "speedup.png")
+    else:
+        notes.append("speedup.png not drawn: no correct kernel was timed")
+    return notes
+
+
+def _save(fig: Any, plt: Any, path: Path) -> None:
+    fig.tight_layout()
+    tmp = path.with_name(f".{path.name}.tmp")
+    fig.savefig(tmp, format="png")
+    plt.close(fig)
+    tmp.replace(path)
