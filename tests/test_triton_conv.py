@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # name -> (N, C_in, C_out, spatial, kernel, stride, padding, dilation, groups, transposed,
 #          output_padding, bias, channels_last). Which kernel each reaches: C_out / groups < 4
-# -> direct; else implicit GEMM, tap by tap when C_in / groups >= 16, one flat reduction below.
+# -> direct; else implicit GEMM, tap by tap when C_in / groups >= 16, one flat reduction below;
+# transposed + strided + tap by tap -> one program per output phase ("phased").
 CASES = {
     "1d_strided_dilated_bias": (2, 4, 17, (11,), (3,), 2, 1, 2, 1, False, 0, True, False),
     "2d_asym_kernel_3ch": (2, 3, 20, (7, 6), (3, 2), 1, 1, 1, 1, False, 0, True, False),
@@ -36,6 +37,10 @@ CASES = {
     "t1d_strided_dilated_outpad": (2, 5, 17, (6,), (3,), 3, 1, 2, 1, True, 2, False, False),
     "t2d_grouped_outpad": (1, 4, 6, (4, 5), (3, 3), 2, 1, 1, 2, True, 1, True, False),
     "t2d_16ch_dilated_tap_loop": (1, 16, 17, (3, 4), (3, 2), 1, (2, 1), 2, 1, True, 0, True, False),
+    "t2d_16ch_strided_phased": (
+        1, 16, 17, (3, 4), (3, 4), (2, 3), (1, 2), (1, 2), 1, True, (1, 0), True, False,
+    ),
+    "t2d_grouped_phased": (1, 32, 34, (3, 3), (3, 3), 2, 1, 1, 2, True, 1, False, False),
     "t3d_grouped_asym": (
         1, 4, 18, (3, 3, 2), (3, 2, 2), (2, 1, 2), (1, 0, 0), 1, 2, True, (1, 0, 1), True, False,
     ),

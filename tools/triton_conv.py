@@ -61,9 +61,9 @@ def _conv_gemm_kernel(
     xs_n, xs_c, xs_d, xs_h, xs_w,
     ws_g, ws_co, ws_ci, ws_d, ws_h, ws_w,
     ys_n, ys_c, ys_d, ys_h, ys_w,
-    M, K,
+    M, K, JD, JH, JW,
     HAS_BIAS: tl.constexpr, TRANSPOSED: tl.constexpr, TAP_OUTER: tl.constexpr,
-    PRECISION: tl.constexpr,
+    PHASED: tl.constexpr, PRECISION: tl.constexpr, IDX64: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):  # fmt: skip
     pid_m = tl.program_id(0)
@@ -73,40 +73,72 @@ def _conv_gemm_kernel(
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     m_ok = offs_m < M
     n_ok = offs_n < C_out_g
-    ow = offs_m % OW
-    t = offs_m // OW
-    oh = t % OH
-    t = t // OH
-    od = t % OD
-    nb = (t // OD).to(tl.int64)
-    x_base = nb * xs_n + (g * C_in_g).to(tl.int64) * xs_c  # [BLOCK_M]
-    w_base = w_ptr + g.to(tl.int64) * ws_g + offs_n * ws_co  # [BLOCK_N]
+    if PHASED:
+        # Strided transposed conv, one output phase (o mod stride, per dimension) a program:
+        # rows are o = phase + stride * j, and a kernel tap either hits every row of the
+        # phase or none, so taps that miss are skipped whole instead of loaded masked.
+        phase = g % (sd * sh * sw)
+        g = g // (sd * sh * sw)
+        ph_w = phase % sw
+        ph_h = (phase // sw) % sh
+        ph_d = phase // (sw * sh)
+        ow = ph_w + sw * (offs_m % JW)
+        t = offs_m // JW
+        oh = ph_h + sh * (t % JH)
+        t = t // JH
+        od = ph_d + sd * (t % JD)
+        nb = t // JD
+        m_ok = m_ok & (od < OD) & (oh < OH) & (ow < OW)
+    else:
+        ph_d = 0
+        ph_h = 0
+        ph_w = 0
+        ow = offs_m % OW
+        t = offs_m // OW
+        oh = t % OH
+        t = t // OH
+        od = t % OD
+        nb = t // OD
+    if IDX64:  # a tensor spans 2**31 elements or more (int32 offsets: fewer registers)
+        nb = nb.to(tl.int64)
+        g_c = g.to(tl.int64)
+    else:
+        g_c = g
+    x_base = nb * xs_n + g_c * C_in_g * xs_c  # [BLOCK_M]
+    w_base = w_ptr + g_c * ws_g + offs_n * ws_co  # [BLOCK_N]
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     if TAP_OUTER:
         for tap in range(0, KD * KH * KW):
             kd = tap // (KH * KW)
             kh = (tap // KW) % KH
             kw = tap % KW
-            i_d, ok_d = _conv_in_pos(od, kd, sd, pd, dd, D, TRANSPOSED)
-            i_h, ok_h = _conv_in_pos(oh, kh, sh, ph, dh, H, TRANSPOSED)
-            i_w, ok_w = _conv_in_pos(ow, kw, sw, pw, dw, W, TRANSPOSED)
-            row_ok = m_ok & ok_d & ok_h & ok_w
-            x_row = x_base + i_d * xs_d + i_h * xs_h + i_w * xs_w
-            w_tap = w_base + kd * ws_d + kh * ws_h + kw * ws_w
-            for c0 in range(0, C_in_g, BLOCK_K):
-                ci = c0 + tl.arange(0, BLOCK_K)
-                c_ok = ci < C_in_g
-                a = tl.load(
-                    x_ptr + x_row[:, None] + ci[None, :] * xs_c,
-                    mask=row_ok[:, None] & c_ok[None, :],
-                    other=0.0,
+            hit = True
+            if PHASED:  # ((x % s) + s) % s: the same for C's and numpy's % of negatives
+                hit = (((ph_d + pd - kd * dd) % sd + sd) % sd == 0) & (
+                    ((ph_h + ph - kh * dh) % sh + sh) % sh == 0
                 )
-                b = tl.load(
-                    w_tap[None, :] + ci[:, None] * ws_ci,
-                    mask=c_ok[:, None] & n_ok[None, :],
-                    other=0.0,
-                )
-                acc = tl.dot(a, b, acc, input_precision=PRECISION)
+                hit = hit & (((ph_w + pw - kw * dw) % sw + sw) % sw == 0)
+            if hit:
+                i_d, ok_d = _conv_in_pos(od, kd, sd, pd, dd, D, TRANSPOSED)
+                i_h, ok_h = _conv_in_pos(oh, kh, sh, ph, dh, H, TRANSPOSED)
+                i_w, ok_w = _conv_in_pos(ow, kw, sw, pw, dw, W, TRANSPOSED)
+                row_ok = m_ok & ok_d & ok_h & ok_w
+                x_row = x_base + i_d * xs_d + i_h * xs_h + i_w * xs_w
+                w_tap = w_base + kd * ws_d + kh * ws_h + kw * ws_w
+                for c0 in range(0, C_in_g, BLOCK_K):
+                    ci = c0 + tl.arange(0, BLOCK_K)
+                    c_ok = ci < C_in_g
+                    a = tl.load(
+                        x_ptr + x_row[:, None] + ci[None, :] * xs_c,
+                        mask=row_ok[:, None] & c_ok[None, :],
+                        other=0.0,
+                    )
+                    b = tl.load(
+                        w_tap[None, :] + ci[:, None] * ws_ci,
+                        mask=c_ok[:, None] & n_ok[None, :],
+                        other=0.0,
+                    )
+                    acc = tl.dot(a, b, acc, input_precision=PRECISION)
     else:
         taps = KD * KH * KW
         for k0 in range(0, K, BLOCK_K):
@@ -136,7 +168,7 @@ def _conv_gemm_kernel(
         bias = tl.load(b_ptr + g * C_out_g + offs_n, mask=n_ok, other=0.0)
         acc += bias.to(tl.float32)[None, :]
     y_row = nb * ys_n + od * ys_d + oh * ys_h + ow * ys_w
-    y_col = (g * C_out_g + offs_n).to(tl.int64) * ys_c
+    y_col = (g_c * C_out_g + offs_n) * ys_c
     tl.store(
         y_ptr + y_row[:, None] + y_col[None, :],
         acc.to(y_ptr.dtype.element_ty),
@@ -145,9 +177,12 @@ def _conv_gemm_kernel(
 
 
 def _gemm_configs() -> list:
-    """A few tile shapes for the GPU autotuner (BLOCK_K 32: fp32 tiles in shared memory)."""
-    shapes = [(128, 64, 32, 4, 3), (64, 64, 32, 4, 3), (128, 128, 32, 8, 3), (64, 32, 32, 4, 4)]
-    shapes += [(128, 32, 32, 4, 4), (256, 64, 32, 8, 3), (64, 128, 32, 4, 3), (128, 16, 32, 4, 4)]
+    """A few tile shapes for the GPU autotuner: (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages).
+    Compiled for sm_90 with tf32x3 and int32 offsets, these use at most 250 registers a thread
+    and spill at most 24 bytes; 128x64x32 with 4 warps spilled 916 bytes, 128x128x32 with 8
+    warps 336 (ptxas -v, tools.aot), so neither is here."""
+    shapes = [(128, 64, 32, 8, 3), (64, 128, 32, 8, 3), (128, 64, 16, 8, 3), (128, 32, 32, 8, 3)]
+    shapes += [(64, 64, 32, 4, 3), (64, 32, 32, 4, 4), (128, 16, 32, 8, 3), (64, 16, 32, 4, 3)]
     return [
         triton.Config({"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k}, num_warps=w, num_stages=s)
         for m, n, k, w, s in shapes
@@ -163,7 +198,7 @@ def _prune_gemm_configs(configs, named_args, **kwargs):
 
 _conv_gemm_kernel_tuned = triton.autotune(
     configs=_gemm_configs(),
-    key=["M", "K", "C_in_g", "C_out_g", "KD", "KH", "KW"],
+    key=["M", "K", "C_in_g", "C_out_g", "KD", "KH", "KW", "sd", "sh", "sw"],
     prune_configs_by={"early_config_prune": _prune_gemm_configs},
 )(_conv_gemm_kernel)
 
@@ -178,13 +213,18 @@ def _conv_direct_kernel(
     ys_n, ys_c, ys_d, ys_h, ys_w,
     S, n_blocks,
     HAS_BIAS: tl.constexpr, TRANSPOSED: tl.constexpr, BLOCK: tl.constexpr, TAPS: tl.constexpr,
+    IDX64: tl.constexpr,
 ):  # fmt: skip
     pid = tl.program_id(0)
     pid_s = pid % n_blocks
     pid_nc = pid // n_blocks  # one 1-D grid: N * C_out can pass 65535 (axis 1's limit)
-    nb = (pid_nc // C_out).to(tl.int64)
+    nb = pid_nc // C_out
     co = pid_nc % C_out
     g = co // C_out_g
+    if IDX64:
+        nb = nb.to(tl.int64)
+        co = co.to(tl.int64)
+        g = g.to(tl.int64)
     offs = pid_s * BLOCK + tl.arange(0, BLOCK)
     s_ok = offs < S
     ow = offs % OW
@@ -201,9 +241,8 @@ def _conv_direct_kernel(
     i_h, ok_h = _conv_in_pos(oh[:, None], kh[None, :], sh, ph, dh, H, TRANSPOSED)
     i_w, ok_w = _conv_in_pos(ow[:, None], kw[None, :], sw, pw, dw, W, TRANSPOSED)
     ok = s_ok[:, None] & tap_ok[None, :] & ok_d & ok_h & ok_w
-    x_pos = x_ptr + nb * xs_n + (g * C_in_g).to(tl.int64) * xs_c + i_d * xs_d + i_h * xs_h
-    x_pos += i_w * xs_w
-    w_tap = w_ptr + g.to(tl.int64) * ws_g + (co % C_out_g) * ws_co
+    x_pos = x_ptr + nb * xs_n + g * C_in_g * xs_c + i_d * xs_d + i_h * xs_h + i_w * xs_w
+    w_tap = w_ptr + g * ws_g + (co % C_out_g) * ws_co
     w_tap += kd * ws_d + kh * ws_h + kw * ws_w
     acc = tl.zeros([BLOCK], dtype=tl.float32)
     for ci in range(0, C_in_g):
@@ -212,7 +251,7 @@ def _conv_direct_kernel(
         acc += tl.sum(xv.to(tl.float32) * wv.to(tl.float32)[None, :], axis=1)
     if HAS_BIAS:
         acc += tl.load(b_ptr + co).to(tl.float32)
-    y = y_ptr + nb * ys_n + co.to(tl.int64) * ys_c + od * ys_d + oh * ys_h + ow * ys_w
+    y = y_ptr + nb * ys_n + co * ys_c + od * ys_d + oh * ys_h + ow * ys_w
     tl.store(y, acc.to(y_ptr.dtype.element_ty), mask=s_ok)
 
 
@@ -224,6 +263,11 @@ def _conv_triple(value, nd: int, fill: int) -> list:
     if len(values) != nd:
         raise ValueError(f"expected {nd} values, got {value!r}")
     return [fill] * (3 - nd) + [int(v) for v in values]
+
+
+def _conv_span(t) -> int:
+    """Elements from a tensor's first to its last (its largest offset + 1)."""
+    return 1 + sum((n - 1) * abs(s) for n, s in zip(t.shape, t.stride()))
 
 
 def _conv_is_channels_last(t) -> bool:
@@ -297,6 +341,8 @@ def triton_convolution(
     else:  # weight: (C_out, C_in / groups, k...)
         wsg, wco, wci = C_out_g * weight.stride(0), weight.stride(0), weight.stride(1)
     ws = [wsg, wco, wci] + wsp
+    # int64 offsets only where a tensor spans 2**31 elements or more
+    idx64 = max(_conv_span(x), _conv_span(weight), _conv_span(y)) >= 2**31
     has_bias = bias is not None
     b = bias if has_bias else y
     sizes = [C_in_g, D, H, W]
@@ -314,29 +360,38 @@ def triton_convolution(
         _conv_direct_kernel[(n_blocks * N * C_out,)](
             x, weight, b, y, *sizes, C_out, C_out_g, OD, OH, OW, KD, KH, KW, *conv,
             *xs, *ws, *ys, S, n_blocks,
-            HAS_BIAS=has_bias, TRANSPOSED=bool(transposed), BLOCK=block, TAPS=taps,
+            HAS_BIAS=has_bias, TRANSPOSED=bool(transposed), BLOCK=block, TAPS=taps, IDX64=idx64,
             num_warps=4,
         )  # fmt: skip
         return y
 
-    M = N * OD * OH * OW
     K = C_in_g * KD * KH * KW
+    tap_outer = C_in_g >= 16
+    # strided transposed: one program per output phase, skipping the taps that miss it
+    phased = bool(transposed) and tap_outer and sd * sh * sw > 1
+    phases = sd * sh * sw if phased else 1
+    JD, JH, JW = (triton.cdiv(OD, sd), triton.cdiv(OH, sh), triton.cdiv(OW, sw))
+    M = N * JD * JH * JW if phased else N * OD * OH * OW
     precision = "tf32x3" if x.dtype == torch.float32 else "ieee"
-    args = [x, weight, b, y, *sizes, C_out_g, OD, OH, OW, KD, KH, KW, *conv, *xs, *ws, *ys, M, K]
+    args = [x, weight, b, y, *sizes, C_out_g, OD, OH, OW, KD, KH, KW, *conv, *xs, *ws, *ys]
+    args += [M, K, JD, JH, JW]
     flags = dict(
         HAS_BIAS=has_bias,
         TRANSPOSED=bool(transposed),
-        TAP_OUTER=C_in_g >= 16,
+        TAP_OUTER=tap_outer,
+        PHASED=phased,
         PRECISION=precision,
+        IDX64=idx64,
     )
     if interpret:  # no autotuning in the interpreter: one small tile
         bm, bn, bk = 32, 16 if C_out_g <= 16 else 32, 16
-        grid = (triton.cdiv(M, bm), triton.cdiv(C_out_g, bn), groups)
+        grid = (triton.cdiv(M, bm), triton.cdiv(C_out_g, bn), groups * phases)
         _conv_gemm_kernel[grid](*args, **flags, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk)
         return y
 
     def grid(meta):
-        return (triton.cdiv(M, meta["BLOCK_M"]), triton.cdiv(C_out_g, meta["BLOCK_N"]), groups)
+        m_blocks = triton.cdiv(M, meta["BLOCK_M"])
+        return (m_blocks, triton.cdiv(C_out_g, meta["BLOCK_N"]), groups * phases)
 
     _conv_gemm_kernel_tuned[grid](*args, **flags)
     return y
