@@ -206,6 +206,10 @@ def make_inputs(mod: types.ModuleType, seed: int, device: str, scale: float = 1.
     return inputs
 
 
+RACE_CHECK_MAX_BYTES = 64 << 20
+"""The interpreter's race check (one run a verification) records the addresses every load and
+store touches; past this size of a trial's inputs it is skipped (memory and time)."""
+
 COLLECT_ABOVE_BYTES = 64 << 20
 """Collect reference cycles between runs only when a trial's inputs are this large: a full
 collection costs about 0.25 s in a job with torch and Triton loaded (10 runs a verification),
@@ -538,7 +542,9 @@ def candidate_job(
                 # forward's return value lives until then (freeing it could run a __del__).
                 gc.disable()
                 if races is not None:  # one forward a verification: the check costs a sort
-                    races.armed = trial == 0 and run == "first"
+                    races.armed = (
+                        trial == 0 and run == "first" and tensor_bytes(base) <= RACE_CHECK_MAX_BYTES
+                    )
                 try:
                     with (
                         torch.no_grad(),
