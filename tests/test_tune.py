@@ -43,3 +43,92 @@ def test_jit_function_bodies_are_not_rewritten():
     )
     names = [k.name for k in tune.find_knobs(src)]
     assert names == ["BLOCK_SIZE", "num_warps"]
+
+
+def test_gemm_calls_are_tuned_in_stages_other_launches_by_knob():
+    from agent.tuning import _stages
+    from tools.gemm_template import call_for
+
+    gemm = "def f(a, b):\n    return " + call_for("mm", ["a", "b"], {}) + "\n"
+    assert _stages(gemm, 16) == [("tiles", 10), ("split_precision", 6)]
+    relu = (EX / "kernels" / "relu_inductor_style.py").read_text()
+    assert _stages(relu, 16) == [("knobs", 16)]
+
+
+def test_alternative_inductor_settings_only_where_they_change_something():
+    from tools.inductor_draft import SETTINGS, alternative_settings
+
+    # coordinate descent and max-autotune benchmark: on the CPU path they would draft the default
+    assert alternative_settings("cpu") == [
+        "static_sizes",
+        "no_split_reductions",
+        "no_persistent_reductions",
+    ]
+    assert set(alternative_settings("cuda")) == set(SETTINGS) - {"default"}
+
+
+def test_no_alternative_drafts_without_timings():
+    """On the CPU nothing is timed: the tuner must not spend drafts on other settings."""
+    from types import SimpleNamespace
+
+    from agent.tuning import _alternative_drafts
+
+    class Drafter:
+        def draft(self, *args, **kwargs):
+            raise AssertionError("drafted on the CPU")
+
+    best = {"source": "compiler", "speedups": {}, "code": "x"}
+    ctx = SimpleNamespace(drafter=Drafter(), device="cpu", emit=lambda *a, **k: None)
+    assert _alternative_drafts(ctx, {}, best, limit=4) == []
+    ctx.device = "cuda"
+    best["speedups"] = {"eager": 1.3}  # the draft already beats eager
+    assert _alternative_drafts(ctx, {}, best, limit=4) == []
+
+
+_SETTINGS_DRAFT = r"""
+import json, sys
+from tools.inductor_draft import draft_candidate
+src = '''
+import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=-1)
+def get_inputs():
+    return [torch.randn(8, 300)]
+def get_init_inputs():
+    return []
+'''
+settings = ("default", "static_sizes", "no_persistent_reductions")
+out = {}
+for s in settings:
+    r = draft_candidate(src, settings=s)
+    out[s] = [r.kernels, r.dynamic]
+print(json.dumps(out))
+"""
+
+
+def test_other_inductor_settings_draft_other_kernels():
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.helpers import ROOT
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", _SETTINGS_DRAFT],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    drafts = json.loads(proc.stdout.strip().splitlines()[-1])
+    # A dynamic draft's row length is symbolic, so its softmax loops; with the sizes fixed the
+    # row fits one block (persistent), unless persistent reductions are switched off.
+    assert drafts["default"] == [["triton_red_fused__softmax_0"], True], drafts
+    assert drafts["static_sizes"] == [["triton_per_fused__softmax_0"], False], drafts
+    assert drafts["no_persistent_reductions"] == [["triton_red_fused__softmax_0"], False], drafts

@@ -363,33 +363,47 @@ def _existing(config_module: Any, options: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
-SETTINGS: dict[str, tuple[dict[str, Any], bool, str]] = {
-    "default": ({}, False, "Inductor's defaults"),
+SETTINGS: dict[str, tuple[dict[str, Any], bool, bool, str]] = {
+    "default": ({}, False, False, "Inductor's defaults"),
+    "static_sizes": (
+        {},
+        False,
+        True,
+        "sizes fixed at the problem's: constant index math, persistent reductions where the "
+        "row fits (a dynamic draft's symbolic row length rules them out)",
+    ),
     "no_split_reductions": (
         {"split_reductions": False},
         False,
-        "one kernel per reduction, no two-pass split of long reductions",
+        True,
+        "one kernel per reduction, no two-pass split of long reductions (sizes fixed)",
     ),
     "no_persistent_reductions": (
         {"triton.persistent_reductions": False},
         False,
-        "looped reductions (R0_BLOCK tiles) instead of one block holding the whole row",
+        True,
+        "looped reductions (R0_BLOCK tiles) instead of one block holding the row (sizes fixed)",
     ),
     "coordinate_descent": (
         {"coordinate_descent_tuning": True},
         True,
+        False,
         "launch configs refined by coordinate descent (benchmarks: GPU only)",
     ),
     "max_autotune": (
         {"max_autotune": True, "max_autotune_pointwise": True, "coordinate_descent_tuning": True},
         True,
+        False,
         "pointwise and reduction configs autotuned over the full config space (GPU only)",
     ),
 }
 """Alternative Inductor settings a draft can be made with: name -> (config, benchmarks (so only
 worth drafting on a GPU: on the CPU path nothing is benchmarked and the draft would be the
-default one), what it changes). Where eager beats torch.compile (reductions, pooling, norms),
-another lowering is worth timing; `alternative_settings(device)` lists those worth a draft."""
+default one), static sizes (the choice only exists when sizes are known: Inductor neither splits
+nor keeps persistent a reduction whose length is symbolic), what it changes). Where eager beats
+torch.compile (reductions, pooling, norms), another lowering is worth timing;
+`alternative_settings(device)` lists those worth a draft. A static-size draft is correct at the
+problem's sizes only (its notes say so; `--generalize` rejects it)."""
 
 
 def alternative_settings(device: str) -> list[str]:
@@ -397,7 +411,7 @@ def alternative_settings(device: str) -> list[str]:
     without benchmarking; CUDA: all)."""
     return [
         name
-        for name, (_, benchmarks, _) in SETTINGS.items()
+        for name, (_, benchmarks, _, _) in SETTINGS.items()
         if name != "default" and (device == "cuda" or not benchmarks)
     ]
 
@@ -1458,7 +1472,9 @@ def draft_candidate(
         raise ProblemError("device='cuda' asked for, but torch sees no CUDA device")
     problem = _load_problem(problem_source, device)
     if settings != "default":
-        notes.append(f"Inductor settings {settings!r}: {SETTINGS[settings][2]}")
+        notes.append(f"Inductor settings {settings!r}: {SETTINGS[settings][3]}")
+        if SETTINGS[settings][2]:
+            sizes = "static"
     if sizes == "dynamic":
         try:
             return _draft(problem, device, True, settings, notes)
