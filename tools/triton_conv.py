@@ -178,9 +178,9 @@ def _conv_gemm_kernel(
 
 def _gemm_configs() -> list:
     """A few tile shapes for the GPU autotuner: (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages).
-    Compiled for sm_90 with tf32x3 and int32 offsets, these use at most 250 registers a thread
-    and spill at most 24 bytes; 128x64x32 with 4 warps spilled 916 bytes, 128x128x32 with 8
-    warps 336 (ptxas -v, tools.aot), so neither is here."""
+    Compiled for sm_90 with tf32x3 and int32 offsets (ptxas -v through tools.aot), the 8-warp
+    ones spill 0-64 bytes, the 4-warp ones up to 160 (phased transposed); 128x64x32 at 4 warps
+    spilled 916 bytes and 128x128x32 at 8 warps 336, so neither is here. Not timed yet."""
     shapes = [(128, 64, 32, 8, 3), (64, 128, 32, 8, 3), (128, 64, 16, 8, 3), (128, 32, 32, 8, 3)]
     shapes += [(64, 64, 32, 4, 3), (64, 32, 32, 4, 4), (128, 16, 32, 8, 3), (64, 16, 32, 4, 3)]
     return [
@@ -352,7 +352,8 @@ def triton_convolution(
     if C_out_g < DIRECT_MAX_COUT_G:
         S = OD * OH * OW
         taps = triton.next_power_of_2(KD * KH * KW)
-        # [BLOCK, TAPS] in registers: at most 8192 elements (32 a thread at 256 threads)
+        # [BLOCK, TAPS] in registers: at most 8192 elements, 8 warps above 2048 (sm_90, ptxas:
+        # 512x16 at 4 warps took 244 registers a thread, at 8 warps 127, no spills)
         block = max(16, min(1024, triton.next_power_of_2(S), 8192 // taps))
         if interpret:
             block = min(block, 64)
@@ -361,7 +362,7 @@ def triton_convolution(
             x, weight, b, y, *sizes, C_out, C_out_g, OD, OH, OW, KD, KH, KW, *conv,
             *xs, *ws, *ys, S, n_blocks,
             HAS_BIAS=has_bias, TRANSPOSED=bool(transposed), BLOCK=block, TAPS=taps, IDX64=idx64,
-            num_warps=4,
+            num_warps=4 if block * taps <= 2048 else 8,
         )  # fmt: skip
         return y
 
