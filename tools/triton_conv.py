@@ -11,7 +11,9 @@ input/weight strides (channels-last too). Two kernels:
   loop goes tap by tap and then over channel blocks (the input position and its bounds check are
   computed once a tap); with fewer (the 3-channel first layer) the (channel, tap) pairs are one
   flat reduction axis, so a block is not mostly padding. Transposed convolution is the same GEMM
-  with a gather: output o takes input i = (o + p - k*d) / s where that is a whole number in range.
+  with a gather: output o takes input i = (o + p - k*d) / s where that is a whole number in range;
+  strided, with the tap-by-tap loop, one output phase (o mod s) a program, so the taps that miss
+  a phase are skipped rather than loaded masked.
 - `_conv_direct_kernel`: one output channel a program, scalar weights, for groups of fewer than
   `DIRECT_MAX_COUT_G` output channels (depthwise), where a tl.dot tile (at least 16 wide) would
   be mostly empty.
@@ -399,9 +401,6 @@ def triton_convolution(
 
 
 # --- candidate source end ---
-
-CONV_OPS = ("convolution",)
-"""The library ops `triton_convolution` stands in for (torch.convolution / aten.convolution)."""
 
 PRECISION_NOTE = (
     "convolution in Triton (tools.triton_conv: implicit GEMM, direct kernel for depthwise); "
