@@ -193,10 +193,7 @@ def tune(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     update: dict[str, Any] = {"tuned": True}
     if best is None or ctx.device != "cuda":
         return update
-    try:
-        from agent.tuning import tune_attempt
-    except ImportError:
-        return update
+    from agent.tuning import tune_attempt
     result = tune_attempt(ctx, state, best)
     if result is not None:
         update.update(result)

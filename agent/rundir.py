@@ -44,12 +44,6 @@ class RunDir:
         self.run_id = run_id
         self.path = Path(root) / run_id
 
-    @classmethod
-    def create(cls, root: str | os.PathLike[str], run_id: str) -> RunDir:
-        rd = cls(root, run_id)
-        rd.mkdir()
-        return rd
-
     def mkdir(self) -> None:
         """Create the directory and its `attempts/` (nothing is created before this)."""
         self.path.mkdir(parents=True, exist_ok=True)

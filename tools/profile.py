@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from tools.cache import cache_dir, read_json, write_json
 from tools.errors import BadInputError
-from tools.problem import Problem, read_kernel, read_problem
+from tools.problem import Problem, read_problem
 from tools.results import Verdict
 from tools.roofline import (
     NOISE_FLOOR,
@@ -333,11 +333,6 @@ def profile(
     result = _profile(prob, kernel_source, kernel_path, v, opts)
     result.duration_s = round(time.monotonic() - start, 3)
     return result
-
-
-def profile_files(problem_path: str, kernel_path: str, **kw: Any) -> ProfileResult:
-    """`profile()` on two files."""
-    return profile(problem_path, read_kernel(kernel_path), kernel_path=kernel_path, **kw)
 
 
 def _profile(

@@ -103,7 +103,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=cmd_bench)
 
 
-def config_from(args: argparse.Namespace) -> Any:
+def bench_config(args: argparse.Namespace) -> Any:
     from agent.bench import BenchConfig, default_out
     from agent.config import AgentConfig
 
@@ -131,7 +131,7 @@ def config_from(args: argparse.Namespace) -> Any:
     )
 
 
-class Progress:
+class BenchProgress:
     """One line per event on stderr."""
 
     def __call__(self, e: dict[str, Any]) -> None:
@@ -216,12 +216,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     else:
         if not args.problems:
             raise BadInputError("a problem directory is required (or --rebuild OUTDIR)")
-        cfg = config_from(args)
+        cfg = bench_config(args)
         err_console.print(f"bench -> {cfg.out}")
         from agent.progress import live_progress
 
         kind = "bench" if cfg.mode == "sample" else "bench-loop"
-        with live_progress(Progress(), kind, console=err_console) as on_event:
+        with live_progress(BenchProgress(), kind, console=err_console) as on_event:
             report = run_bench(args.problems, cfg, on_event=on_event)
     print_summary(report)
     if args.export_kernelbench:
