@@ -1,25 +1,24 @@
-"""Supervised fine-tuning on verified pairs: the KernelLLM recipe, runnable on one GPU (or a CPU
-for a tiny model).
+"""Supervised fine-tuning on verified pairs with TRL's `SFTTrainer`: the KernelLLM recipe on one
+GPU, several (accelerate / FSDP / DeepSpeed through `accelerate launch`), or a CPU for a tiny model.
 
-Each pair becomes one example rendered exactly as the loop prompts KernelLLM: the prompt is
-`agent.prompts.render_kernelllm(python_code)` (or the same `--prompt-template` the loop was given),
-the completion the verified kernel in a ```python fence followed by the end-of-sequence token.
-Prompt and completion are tokenized separately, as `HFBackend` tokenizes a prompt, and the loss
-covers the completion tokens only.
+Each verified pair becomes one prompt/completion example rendered exactly as the loop prompts
+KernelLLM: the prompt is `agent.prompts.render_kernelllm(python_code)` (or the same
+`--prompt-template` the loop was given), the completion the verified kernel in a ```python fence
+(TRL appends the end-of-sequence token). The loss covers the completion tokens only
+(`completion_only_loss`). `pairs_dataset` builds that `datasets` dataset (with KernelBook's
+columns beside `prompt` and `completion`), which `dataset build --save-to-disk` also writes.
 
 Defaults follow KernelLLM's published recipe: 10 epochs, batch size 32 (reached by gradient
-accumulation over `micro_batch_size`), and the checkpoint chosen by validation perplexity on a
-held-out part of the pairs (the lowest validation loss, evaluated at the end of every epoch and
-every `eval_every` steps). The learning rate is not published: the defaults are 1e-5 for full
-fine-tuning, 2e-4 for LoRA.
+accumulation over `micro_batch_size` per device), and the checkpoint chosen by validation loss on a
+held-out part of the pairs (evaluated at the end of every epoch, or every `eval_every` steps;
+`load_best_model_at_end`). The learning rate is not published: 1e-5 for full fine-tuning, 2e-4
+for LoRA (`peft`, all linear layers; merged into the saved model). Examples longer than
+`max_length` tokens are dropped, never truncated.
 
-The output directory is a `save_pretrained` model + tokenizer (LoRA adapters merged), which
+The output directory is a `save_pretrained` model + tokenizer, which
 `agent.llm.hf_backend.HFBackend(model=OUT_DIR)` and `vllm serve OUT_DIR` load, plus
 `training.json` (hyperparameters, per-step and per-evaluation losses, the chosen checkpoint).
-Each save fills a sibling temporary directory and then takes the output directory's place, so
-a run killed mid-save keeps the previous best checkpoint whole.
-
-Plain PyTorch + transformers; `peft` only for `lora=True`.
+The final save fills a sibling temporary directory and then takes the output directory's place.
 """
 
 from __future__ import annotations
@@ -43,7 +42,11 @@ from tools.errors import BadInputError
 
 log = logging.getLogger(__name__)
 
-IGNORE = -100
+KERNELBOOK_COLUMNS = (
+    "entry_point", "repo_name", "module_name", "synthetic", "license", "python_code",
+    "triton_code", "original_triton_code",
+)  # fmt: skip
+"""KernelBook's columns (GPUMODE/KernelBook), which `pairs_dataset` writes beside ours."""
 
 
 @dataclass(kw_only=True)
@@ -99,17 +102,6 @@ class TrainConfig:
 
 
 @dataclass(kw_only=True)
-class Example:
-    key: str
-    input_ids: list[int]
-    labels: list[int]
-
-    @property
-    def completion_tokens(self) -> int:
-        return sum(1 for t in self.labels if t != IGNORE)
-
-
-@dataclass(kw_only=True)
 class TrainResult:
     out: str
     train_examples: int
@@ -135,35 +127,66 @@ def render_pair(python_code: str, triton_code: str, template: str | None = None)
     return prompt, completion
 
 
-def load_examples(
-    path: str, tokenizer: Any, *, max_length: int, template: str | None = None
-) -> tuple[list[Example], int]:
-    """Tokenized examples of the verified pairs in `path`, and how many were too long."""
+def kernelbook_row(record: Any, template: str | None = None) -> dict[str, Any]:
+    """One verified pair as a dataset row: KernelBook's columns, the loop's prompt/completion,
+    and ours (`key`, `source`, `speedup`). `original_triton_code` is the kernel as drafted,
+    which is `triton_code` (the verified file is kept exactly as generated, never cleaned up);
+    `synthetic` says whether the PyTorch program was written by a tool rather than taken from a
+    file (`provenance["synthetic"]`; False for problems, modules and runs as given)."""
+    prompt, completion = render_pair(record.python_code, record.triton_code, template)
+    return {
+        "entry_point": record.entry_point,
+        "repo_name": record.repo_name,
+        "module_name": record.module_name,
+        "synthetic": bool((record.provenance or {}).get("synthetic", False)),
+        "license": record.license,
+        "python_code": record.python_code,
+        "triton_code": record.triton_code,
+        "original_triton_code": record.triton_code,
+        "prompt": prompt,
+        "completion": completion,
+        "key": record.key,
+        "source": record.source,
+        "speedup": record.speedup,
+    }
+
+
+def pairs_dataset(path: str, template: str | None = None) -> Any:
+    """The verified pairs of a pairs JSONL file as a `datasets.Dataset`."""
+    try:
+        import datasets
+    except ImportError as e:
+        raise BadInputError(
+            "a datasets dataset needs `datasets`: pip install 'triton-agent[train]'"
+        ) from e
     from agent.dataset import read_pairs
 
-    records = [r for r in read_pairs(path) if r.verdict == "ok"]
-    if not records:
+    rows = [kernelbook_row(r, template) for r in read_pairs(path) if r.verdict == "ok"]
+    if not rows:
         raise BadInputError(f"{path}: no verified pairs to train on")
-    eos = tokenizer.eos_token_id
-    if eos is None:
-        raise BadInputError("the base model's tokenizer has no end-of-sequence token")
-    examples, dropped = [], 0
-    for r in records:
-        prompt, completion = render_pair(r.python_code, r.triton_code, template)
-        p = tokenizer(prompt, add_special_tokens=True)["input_ids"]
-        c = tokenizer(completion, add_special_tokens=False)["input_ids"] + [eos]
-        if len(p) + len(c) > max_length:
-            dropped += 1
-            continue
-        examples.append(Example(key=r.key, input_ids=p + c, labels=[IGNORE] * len(p) + c))
-    if not examples:
-        raise BadInputError(f"every pair is longer than --max-length {max_length} tokens")
-    return examples, dropped
+    return datasets.Dataset.from_list(rows)
 
 
-def split(
-    examples: list[Example], fraction: float, seed: int
-) -> tuple[list[Example], list[Example]]:
+def save_pairs_dataset(path: str, out: str, template: str | None = None) -> int:
+    """`pairs_dataset(path)` written with `save_to_disk(out)` (load with `load_from_disk`)."""
+    ds = pairs_dataset(path, template)
+    ds.save_to_disk(out)
+    return len(ds)
+
+
+def drop_too_long(ds: Any, tokenizer: Any, max_length: int) -> tuple[Any, int]:
+    """Examples whose prompt + completion (+ end token) fit `max_length` tokens, and how many
+    did not (dropped, never truncated: a cut kernel teaches the model to stop mid-file)."""
+
+    def fits(row: dict[str, Any]) -> bool:
+        n = len(tokenizer(row["prompt"] + row["completion"])["input_ids"]) + 1
+        return n <= max_length
+
+    kept = ds.filter(fits)
+    return kept, len(ds) - len(kept)
+
+
+def split(examples: list[Any], fraction: float, seed: int) -> tuple[list[Any], list[Any]]:
     """(train, val): a seeded shuffle; at least one of each when there are two or more examples."""
     order = list(examples)
     random.Random(seed).shuffle(order)
@@ -173,66 +196,57 @@ def split(
     return order[n_val:], order[:n_val]
 
 
-def _collate(batch: list[Example], pad_id: int, torch: Any, device: str) -> dict[str, Any]:
-    width = max(len(e.input_ids) for e in batch)
-    ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
-    labels = torch.full((len(batch), width), IGNORE, dtype=torch.long)
-    mask = torch.zeros((len(batch), width), dtype=torch.long)
-    for i, e in enumerate(batch):  # right padding
-        n = len(e.input_ids)
-        ids[i, :n] = torch.tensor(e.input_ids)
-        labels[i, :n] = torch.tensor(e.labels)
-        mask[i, :n] = 1
-    return {
-        "input_ids": ids.to(device),
-        "attention_mask": mask.to(device),
-        "labels": labels.to(device),
-    }
+class _Events:
+    """A TrainerCallback (made in `train`) that turns the trainer's logs into our events."""
 
+    def __init__(self, emit: Callable[[dict[str, Any]], None], result: TrainResult) -> None:
+        self.emit, self.result = emit, result
 
-def _loss_sum(model: Any, batch: dict[str, Any], torch: Any) -> Any:
-    """Summed cross-entropy over completion tokens (next-token shifted)."""
-    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
-    shift_logits = logits[:, :-1, :].float()
-    shift_labels = batch["labels"][:, 1:]
-    return torch.nn.functional.cross_entropy(
-        shift_logits.reshape(-1, shift_logits.size(-1)),
-        shift_labels.reshape(-1),
-        ignore_index=IGNORE,
-        reduction="sum",
-    )
-
-
-def evaluate(
-    model: Any, examples: list[Example], *, micro_batch_size: int, pad_id: int, device: str
-) -> float:
-    """Mean loss per completion token."""
-    import torch
-
-    model.eval()
-    total, tokens = 0.0, 0
-    with torch.no_grad():
-        for i in range(0, len(examples), micro_batch_size):
-            chunk = examples[i : i + micro_batch_size]
-            total += float(_loss_sum(model, _collate(chunk, pad_id, torch, device), torch))
-            tokens += sum(e.completion_tokens for e in chunk)
-    model.train()
-    return total / max(tokens, 1)
+    def on_log(
+        self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kw: Any
+    ) -> None:
+        logs = logs or {}
+        if "loss" in logs:
+            step = {
+                "step": state.global_step,
+                "epoch": round(float(state.epoch or 0.0), 3),
+                "loss": float(logs["loss"]),
+                "lr": float(logs.get("learning_rate", 0.0)),
+            }
+            self.result.step_losses.append(step)
+            self.emit({"event": "step", **step, "total_steps": state.max_steps})
+        if "eval_loss" in logs:
+            loss = float(logs["eval_loss"])
+            entry = {
+                "step": state.global_step,
+                "epoch": round(float(state.epoch or 0.0), 3),
+                "val_loss": loss,
+                "val_perplexity": math.exp(min(loss, 50.0)),
+            }
+            improved = self.result.best is None or loss < self.result.best["val_loss"]
+            self.result.evals.append(entry)
+            if improved:
+                self.result.best = entry
+            self.emit({"event": "eval", **entry, "best": improved})
 
 
 def train(
     config: TrainConfig, on_event: Callable[[dict[str, Any]], None] | None = None
 ) -> TrainResult:
-    """Fine-tune `config.base` on the pairs and save the chosen checkpoint to `config.out`."""
+    """Fine-tune `config.base` on the pairs with TRL's SFTTrainer and save the chosen
+    checkpoint to `config.out`."""
     emit = on_event or (lambda e: None)
     start = time.monotonic()
     try:
+        import datasets
         import torch
         import transformers
+        import trl
     except ImportError as e:
         raise BadInputError(
-            "training needs torch and transformers: pip install 'triton-agent[train]'"
+            f"training needs torch, transformers, datasets and trl: pip install 'triton-agent[train]' ({e})"
         ) from e
+    peft_config = None
     if config.lora:
         try:
             import peft
@@ -240,16 +254,21 @@ def train(
             raise BadInputError(
                 "--lora needs peft: pip install peft (or train without --lora)"
             ) from e
+        peft_config = peft.LoraConfig(
+            r=config.lora_r,
+            lora_alpha=config.lora_alpha,
+            lora_dropout=config.lora_dropout,
+            target_modules="all-linear",
+            task_type="CAUSAL_LM",
+        )
     if not Path(config.data).is_file():
         raise BadInputError(f"pairs file not found: {config.data}")
     out = Path(config.out)
     if out.is_dir() and any(out.iterdir()) and not (out / "config.json").exists():
-        # each save replaces the whole directory: never one holding files of the user's
+        # the final save replaces the whole directory: never one holding files of the user's
         raise BadInputError(
             f"--out {out} holds files that are not a saved model; give a new directory"
         )
-
-    torch.manual_seed(config.seed)
     random.seed(config.seed)
     device = config.device or ("cuda" if torch.cuda.is_available() else "cpu")
     dtype = resolve_dtype(config.dtype, device)
@@ -262,139 +281,110 @@ def train(
         )
     except (OSError, ValueError) as e:
         raise BadInputError(f"cannot load the base model {config.base!r}: {e}") from e
-    pad_id = (
-        tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    )
+    if tokenizer.eos_token_id is None:
+        raise BadInputError("the base model's tokenizer has no end-of-sequence token")
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
 
-    examples, dropped = load_examples(
-        config.data, tokenizer, max_length=config.max_length, template=config.prompt_template
+    ds, dropped = drop_too_long(
+        pairs_dataset(config.data, config.prompt_template), tokenizer, config.max_length
     )
-    train_set, val_set = split(examples, config.val_fraction, config.seed)
+    if len(ds) == 0:
+        raise BadInputError(f"every pair is longer than --max-length {config.max_length} tokens")
+    train_rows, val_rows = split(list(ds), config.val_fraction, config.seed)
+    columns = ["prompt", "completion"]
+    train_set = datasets.Dataset.from_list([{k: r[k] for k in columns} for r in train_rows])
+    val_set = (
+        datasets.Dataset.from_list([{k: r[k] for k in columns} for r in val_rows])
+        if val_rows
+        else None
+    )
     emit(
-        {"event": "data", "train": len(train_set), "val": len(val_set), "dropped_too_long": dropped}
+        {
+            "event": "data",
+            "train": len(train_set),
+            "val": len(val_rows),
+            "dropped_too_long": dropped,
+        }
     )
 
-    model.to(device)
-    if config.gradient_checkpointing:
-        model.gradient_checkpointing_enable()
-        model.config.use_cache = False
-    if config.lora:
-        lora_config = peft.LoraConfig(
-            r=config.lora_r,
-            lora_alpha=config.lora_alpha,
-            lora_dropout=config.lora_dropout,
-            target_modules="all-linear",
-            task_type="CAUSAL_LM",
+    micro = min(config.micro_batch_size, config.batch_size)
+    accumulation = max(1, math.ceil(config.batch_size / micro))
+    steps_per_epoch = math.ceil(len(train_set) / (micro * accumulation))
+    total_steps = min(config.max_steps or 10**9, config.epochs * steps_per_epoch)
+    eval_strategy = "no" if val_set is None else ("steps" if config.eval_every else "epoch")
+    checkpoints = Path(
+        tempfile.mkdtemp(
+            dir=out.parent if out.parent.exists() else None, prefix=f".{out.name}.ckpt."
         )
-        model = peft.get_peft_model(model, lora_config)
-        if config.gradient_checkpointing:
-            model.enable_input_require_grads()
-    model.train()
-
-    steps_per_epoch = math.ceil(len(train_set) / config.batch_size)
-    total_steps = config.epochs * steps_per_epoch
-    if config.max_steps is not None:
-        total_steps = min(total_steps, config.max_steps)
-    warmup = int(total_steps * config.warmup_ratio)
-    params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
-
-    def schedule(step: int) -> float:  # linear warm-up, then cosine decay to 10% of the peak
-        if step < warmup:
-            return (step + 1) / (warmup + 1)
-        progress = (step - warmup) / max(1, total_steps - warmup)
-        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
-
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
-    out.mkdir(parents=True, exist_ok=True)
+    )
+    args = trl.SFTConfig(
+        output_dir=str(checkpoints),
+        num_train_epochs=config.epochs,
+        max_steps=config.max_steps or -1,
+        per_device_train_batch_size=micro,
+        per_device_eval_batch_size=micro,
+        gradient_accumulation_steps=accumulation,
+        learning_rate=config.lr,
+        weight_decay=config.weight_decay,
+        warmup_steps=int(total_steps * config.warmup_ratio),
+        lr_scheduler_type="cosine",
+        max_grad_norm=config.max_grad_norm,
+        seed=config.seed,
+        logging_steps=1,
+        eval_strategy=eval_strategy,
+        eval_steps=config.eval_every,
+        save_strategy=eval_strategy if val_set is not None else "no",
+        save_steps=config.eval_every,
+        save_total_limit=1,
+        load_best_model_at_end=val_set is not None,
+        metric_for_best_model="eval_loss",
+        greater_is_better=False,
+        completion_only_loss=True,
+        max_length=None,  # long examples were dropped above, never truncated
+        gradient_checkpointing=config.gradient_checkpointing,
+        bf16=dtype == torch.bfloat16 and device.startswith("cuda"),
+        use_cpu=device == "cpu",
+        report_to=[],
+        disable_tqdm=True,
+        dataloader_pin_memory=device != "cpu",
+    )
     result = TrainResult(
         out=str(out),
         train_examples=len(train_set),
-        val_examples=len(val_set),
+        val_examples=len(val_rows),
         dropped_too_long=dropped,
         steps=0,
         best=None,
     )
-    best_adapter: dict[str, Any] | None = None
-    rng = random.Random(config.seed)
-
-    def checkpoint(epoch: float) -> None:
-        """Evaluate; keep the checkpoint when its validation loss is the lowest so far."""
-        nonlocal best_adapter
-        if not val_set:
-            return
-        loss = evaluate(
-            model, val_set, micro_batch_size=config.micro_batch_size, pad_id=pad_id, device=device
-        )
-        entry = {
-            "step": result.steps,
-            "epoch": round(epoch, 3),
-            "val_loss": loss,
-            "val_perplexity": math.exp(min(loss, 50.0)),
-        }
-        result.evals.append(entry)
-        improved = result.best is None or loss < result.best["val_loss"]
-        emit({"event": "eval", **entry, "best": improved})
-        if not improved:
-            return
-        result.best = entry
-        if config.lora:  # adapters are small: keep them in memory, merge once at the end
-            best_adapter = {
-                k: v.detach().to("cpu", copy=True)
-                for k, v in peft.get_peft_model_state_dict(model).items()
-            }
-        else:
-            _save(model, tokenizer, out)
-
-    done = False
-    for epoch in range(config.epochs):
-        order = list(train_set)
-        rng.shuffle(order)
-        for b in range(0, len(order), config.batch_size):
-            batch = order[b : b + config.batch_size]
-            tokens = sum(e.completion_tokens for e in batch)
-            total = 0.0
-            for m in range(0, len(batch), config.micro_batch_size):
-                micro = _collate(batch[m : m + config.micro_batch_size], pad_id, torch, device)
-                loss_sum = _loss_sum(model, micro, torch)
-                (loss_sum / tokens).backward()
-                total += float(loss_sum.detach())
-            if config.max_grad_norm:
-                torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            result.steps += 1
-            step = {
-                "step": result.steps,
-                "epoch": round(epoch + (b + len(batch)) / len(order), 3),
-                "loss": total / max(tokens, 1),
-                "lr": scheduler.get_last_lr()[0],
-            }
-            result.step_losses.append(step)
-            emit({"event": "step", **step, "total_steps": total_steps})
-            done = result.steps >= total_steps
-            last_of_epoch = b + config.batch_size >= len(order)
-            if (
-                last_of_epoch
-                or done
-                or (config.eval_every and result.steps % config.eval_every == 0)
-            ):
-                checkpoint(step["epoch"])
-            if done:
-                break
-        if done:
-            break
-
-    if config.lora:
-        if best_adapter is not None:
-            peft.set_peft_model_state_dict(model, best_adapter)
-        model = model.merge_and_unload()
+    callback = type("EventsCallback", (_Events, transformers.TrainerCallback), {})(emit, result)
+    trainer = trl.SFTTrainer(
+        model=model,
+        args=args,
+        train_dataset=train_set,
+        eval_dataset=val_set,
+        processing_class=tokenizer,
+        peft_config=peft_config,
+        callbacks=[callback],
+    )
+    try:
+        trainer.train()
+        result.steps = trainer.state.global_step
+        model = trainer.model
+        if config.lora:
+            model = model.merge_and_unload()
+        out.parent.mkdir(parents=True, exist_ok=True)
         _save(model, tokenizer, out)
-    elif result.best is None:  # no validation split: the last weights
-        _save(model, tokenizer, out)
+    finally:
+        shutil.rmtree(checkpoints, ignore_errors=True)
     result.duration_s = round(time.monotonic() - start, 3)
-    record = {"config": asdict(config), **result.to_dict(), "schema_version": 1}
+    record = {
+        "config": asdict(config),
+        **result.to_dict(),
+        "trainer": {"library": f"trl {trl.__version__}", "steps_per_epoch": steps_per_epoch,
+                    "gradient_accumulation_steps": accumulation},
+        "schema_version": 2,
+    }  # fmt: skip
     write_atomic(out / "training.json", json.dumps(record, indent=2) + "\n")
     emit({"event": "finish", "out": str(out), "best": result.best, "steps": result.steps})
     return result

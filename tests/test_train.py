@@ -1,5 +1,6 @@
-"""`python -m agent train`: a few SFT steps on a tiny local Llama lower the loss; the chosen
-checkpoint is saved and loads in the HF backend, which generates from it."""
+"""`python -m agent train` (TRL's SFTTrainer): a few steps on a tiny local Llama lower the loss;
+the chosen checkpoint is saved and loads in the HF backend, which generates from it. The pairs
+as a `datasets` dataset with KernelBook's columns and the loop's prompt/completion."""
 
 from __future__ import annotations
 
@@ -9,11 +10,21 @@ from pathlib import Path
 
 import pytest
 
+pytest.importorskip("trl", reason="training needs trl and datasets: pip install -e '.[train]'")
+
 from agent.cli import main
 from agent.dataset import PairRecord, pair_key
 from agent.llm.hf_backend import HFBackend
 from agent.prompts import render_kernelllm
-from agent.train import IGNORE, TrainConfig, load_examples, render_pair, split
+from agent.train import (
+    KERNELBOOK_COLUMNS,
+    TrainConfig,
+    drop_too_long,
+    pairs_dataset,
+    render_pair,
+    save_pairs_dataset,
+    split,
+)
 from tests.fakes import tiny_llama
 from tests.helpers import EX, last_json
 
@@ -55,21 +66,30 @@ def pairs(tmp_path) -> Path:
     return path
 
 
-def test_examples_use_the_loops_prompt_and_mask_the_prompt(pairs, tiny_llama_dir):
+def test_dataset_has_kernelbooks_columns_and_the_loops_prompt(pairs, tiny_llama_dir, tmp_path):
+    import datasets
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(tiny_llama_dir)
     py = (EX / "problems" / "relu.py").read_text()
     prompt, completion = render_pair(py, "KERNEL")
     assert prompt == render_kernelllm(py)
     assert completion == "```python\nKERNEL\n```\n"
-    examples, dropped = load_examples(str(pairs), tok, max_length=4096)
-    assert dropped == 0 and len(examples) == len(NAMES)
-    e = examples[0]
-    n_prompt = len(tok(render_kernelllm((EX / "problems" / "relu.py").read_text()))["input_ids"])
-    assert e.labels[:n_prompt] == [IGNORE] * n_prompt
-    assert e.labels[n_prompt:] == e.input_ids[n_prompt:] and e.input_ids[-1] == tok.eos_token_id
-    train, val = split(examples, 0.25, seed=0)
+    ds = pairs_dataset(str(pairs))
+    assert len(ds) == len(NAMES)
+    assert set(KERNELBOOK_COLUMNS) | {"prompt", "completion"} <= set(ds.column_names)
+    row = next(r for r in ds if r["module_name"] == "relu")
+    assert row["prompt"] == render_kernelllm(py) and row["synthetic"] is False
+    assert row["original_triton_code"] == row["triton_code"]
+    assert row["completion"] == "```python\n" + row["triton_code"].strip("\n") + "\n```\n"
+    # save_to_disk / load_from_disk round trip
+    assert save_pairs_dataset(str(pairs), str(tmp_path / "ds")) == len(NAMES)
+    back = datasets.load_from_disk(str(tmp_path / "ds"))
+    assert back.column_names == ds.column_names and back[0] == ds[0]
+    tok = AutoTokenizer.from_pretrained(tiny_llama_dir)
+    kept, dropped = drop_too_long(ds, tok, 4096)
+    assert (len(kept), dropped) == (len(NAMES), 0)
+    assert drop_too_long(ds, tok, 50)[1] == len(NAMES)  # dropped, never truncated
+    train, val = split(list(ds), 0.25, seed=0)
     assert len(train) == 3 and len(val) == 1
 
 
@@ -184,3 +204,21 @@ def test_lora_is_merged_into_a_plain_model(pairs, tiny_llama_dir, tmp_path):
     assert res.best is not None
     assert not (out / "adapter_config.json").exists()  # merged, not an adapter directory
     assert len(HFBackend(model=str(out)).generate("import torch", n=1, max_tokens=4)) == 1
+
+
+def test_dataset_build_saves_a_datasets_dataset(tmp_path, capsys):
+    import datasets
+
+    (tmp_path / "problems").mkdir()
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "problems" / "relu.py").write_text((EX / "problems" / "relu.py").read_text())
+    (tmp_path / "kernels" / "relu.py").write_text((EX / "kernels" / "relu.py").read_text())
+    rc = main(
+        ["dataset", "build", str(tmp_path / "kernels"), "--out", str(tmp_path / "pairs.jsonl"),
+         "--save-to-disk", str(tmp_path / "ds"), "--trials", "2", "--target", "none",
+         "--timeout", "240"]
+    )  # fmt: skip
+    assert rc == 0, capsys.readouterr().err
+    ds = datasets.load_from_disk(str(tmp_path / "ds"))
+    assert len(ds) == 1 and ds[0]["module_name"] == "relu"
+    assert {"original_triton_code", "synthetic", "prompt", "completion"} <= set(ds.column_names)

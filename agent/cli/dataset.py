@@ -50,6 +50,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="time admitted kernels (GPU only; auto = when a GPU is present)",
     )
     b.add_argument(
+        "--save-to-disk",
+        default=None,
+        metavar="DIR",
+        help="also write the pairs as a `datasets` dataset (KernelBook's columns, the loop's "
+        "prompt/completion) with save_to_disk (needs the train extra)",
+    )
+    b.add_argument(
         "--json", action="store_true", help="print the summary as JSON (last line of stdout)"
     )
     add_options(b, "verify")
@@ -193,6 +200,11 @@ def _build(args: argparse.Namespace) -> int:
         f"retry later {summary.retry_later}, already done {summary.resumed}; "
         f"{summary.records_total} pairs in {summary.out}"
     )
+    if args.save_to_disk and summary.records_total > 0:
+        from agent.train import save_pairs_dataset
+
+        rows = save_pairs_dataset(summary.out, args.save_to_disk)
+        err_console.print(f"datasets dataset of {rows} pairs in {args.save_to_disk}")
     if args.json:
         emit_json(summary.to_dict())
     return 0 if summary.records_total > 0 else 1

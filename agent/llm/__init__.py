@@ -146,7 +146,7 @@ def resolve_kind(
         return "replay"
     if base_url:
         return "openai"
-    if model and Path(model).is_dir():
+    if model and (Path(model).is_dir() or model.startswith("gguf:") or model.endswith(".gguf")):
         return "hf"
     if model:
         raise BackendConfigError(NO_BACKEND_HELP)

@@ -81,10 +81,16 @@ class HFBackend:
             "local_files_only": local_files_only,
             "trust_remote_code": trust_remote_code,
         }
+        source = model
+        from .gguf import is_gguf, load_args
+
+        if is_gguf(model):  # a GGUF file (or `gguf:<package>`): transformers dequantizes it
+            source, gguf = load_args(model)
+            load.update(gguf)
         try:
-            self.tokenizer = transformers.AutoTokenizer.from_pretrained(model, **load)
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(source, **load)
             self.model = transformers.AutoModelForCausalLM.from_pretrained(
-                model, dtype=torch_dtype, **load
+                source, dtype=torch_dtype, **load
             )
         except (OSError, ValueError) as e:
             raise BackendError(

