@@ -22,6 +22,7 @@ import torch
 
 from tools.compare import Tolerance, compare_outputs
 from tools.handover import MAX_OUTPUTS, HandoverError, import_output
+from tools.precision import full_fp32
 from tools.worker import (
     ContractError,
     _device_context,
@@ -63,7 +64,7 @@ def judge_job(
     tol = Tolerance(atol=atol, rtol=rtol, preset=preset)
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
-    with _device_context():
+    with _device_context(), full_fp32():  # the reference in full fp32 (tools.precision)
         try:
             mod = load_problem(problem_source, problem_path)
             model, _ = build_model(mod, seed, device)

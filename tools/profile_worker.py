@@ -55,6 +55,7 @@ import torch
 
 from tools import guard
 from tools.compare import CHUNK_ELEMS, mismatch_report, normalise_outputs
+from tools.precision import full_fp32
 from tools.roofline import input_sets_for, repetitions
 from tools.worker import (
     _clone,
@@ -559,7 +560,8 @@ def profile_job(
 
         # Computed before the candidate's code is loaded; kept (one output set) until the
         # freshness check, which writes the same new values into the same buffers.
-        fresh_ref = _reference_on_fresh(model, base, originals, fill_fresh)
+        with full_fp32():  # like the judge's reference (tools.precision)
+            fresh_ref = _reference_on_fresh(model, base, originals, fill_fresh)
         del originals
         torch.cuda.empty_cache()
         k = input_sets(work["input_bytes"], l2)
