@@ -1601,7 +1601,13 @@ def _draft(
         call,
         host,
         _model_new(problem, forward_args, call_args, output_expr),
-        sizes_doc,
+        sizes_doc
+        + (
+            "\nGEMMs: this project's template, tl.dot input precision tf32x3 for fp32 operands\n"
+            "(the `precision=` of each gemm(...) call below says what it uses)."
+            if host.gemms
+            else ""
+        ),
     )
     source = _with_conv_source(source, conv_source)  # issue 15 hook
     return DraftResult(
