@@ -574,7 +574,7 @@ def _capture_inductor(
             # No duck sizing: two dims that happen to be equal (batch 16, dim 16) stay two sizes.
             import torch.fx.experimental._config as fx_config
 
-            stack.enter_context(fx_config.patch(use_duck_shape=False))
+            stack.enter_context(fx_config.patch(_existing(fx_config, {"use_duck_shape": False})))
             # Parameter shapes and modules' int attributes (LayerNorm's normalized_shape)
             # symbolic too: they follow the constructor's arguments.
             stack.enter_context(
@@ -1478,8 +1478,13 @@ def draft_candidate(
     if sizes == "dynamic":
         try:
             return _draft(problem, device, True, settings, notes)
-        except DraftUnsupportedError as exc:
-            notes.append(f"sizes fixed at the problem's: the dynamic-shape draft failed ({exc})")
+        except ProblemError:
+            raise
+        except Exception as exc:  # a rewriter limit, or internals of an untested torch
+            notes.append(
+                "sizes fixed at the problem's: the dynamic-shape draft failed "
+                f"({type(exc).__name__}: {_first_line(exc)})"
+            )
     return _draft(problem, device, False, settings, notes)
 
 
