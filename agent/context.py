@@ -27,6 +27,9 @@ class RunContext:
     started: float = field(default_factory=time.monotonic)
     mode: str = "optimize"
     """`optimize` or `repair`."""
+    interrupted: dict[str, Any] | None = None
+    """Set by a node stopped by Ctrl-C: the state update of the work it had finished (the
+    runner checkpoints it, so `--resume` neither loses nor redoes a finished attempt)."""
 
     @property
     def device(self) -> str:

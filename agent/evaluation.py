@@ -3,6 +3,10 @@ evaluation path), and the rule that decides whether an attempt replaces the best
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import signal
+
 from agent.context import RunContext
 from agent.state import Attempt, Candidate
 from tools.evaluate import evaluate
@@ -50,6 +54,16 @@ def evaluate_candidate(
         feedback=ev.feedback,
         summary=ev.summary,
     )
+
+
+def kill_jobs() -> None:
+    """Kill the sandbox jobs this process started (Ctrl-C: stop now, not when they end). Each
+    job leads its own session, so its process group goes too (whatever the candidate spawned)."""
+    for proc in multiprocessing.active_children():
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            proc.kill()  # not yet its own group leader
 
 
 def improves(a: Attempt, best: Attempt | None) -> bool:

@@ -7,13 +7,14 @@ Live objects (LLM backend, verifier, run directory) come from the runtime contex
 from __future__ import annotations
 
 import concurrent.futures as cf
+import threading
 from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 
 from agent.context import RunContext
 from agent.drafters import draft_llm, first_prompt, refinement_prompt
-from agent.evaluation import evaluate_candidate, improves
+from agent.evaluation import evaluate_candidate, improves, kill_jobs
 from agent.report import write_best_kernel, write_final_files
 from agent.state import AgentState, Attempt, Candidate
 from tools.errors import BackendError
@@ -83,35 +84,66 @@ def evaluate(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     start = len(state.get("attempts") or [])
     round_ = state.get("round", 1)
 
-    def run(i_cand: tuple[int, Candidate]) -> Attempt:
+    stopping = threading.Event()
+
+    def run(i_cand: tuple[int, Candidate]) -> Attempt | None:
         i, cand = i_cand
-        attempt = evaluate_candidate(ctx, problem, cand, index=start + i, round_=round_)
+        index = cand.get("index", start + i)
+        attempt = evaluate_candidate(ctx, problem, cand, index=index, round_=round_)
+        if stopping.is_set():  # its jobs were killed by Ctrl-C: not a verdict
+            return None
         ctx.rundir.write_attempt(attempt, cand["prompt"], cand["response"])
         ctx.emit("attempt", attempt=attempt)
         return attempt
 
     workers = max(1, min(len(pending), ctx.verifier.sandbox.slots))
-    with cf.ThreadPoolExecutor(max_workers=workers) as pool:
-        attempts = list(pool.map(run, enumerate(pending)))
+    pool = cf.ThreadPoolExecutor(max_workers=workers)
+    futures = [pool.submit(run, item) for item in enumerate(pending)]
+    try:
+        attempts = [f.result() for f in futures]
+    except KeyboardInterrupt:
+        # Stop now (not after every running job): keep what finished, kill the rest's jobs.
+        stopping.set()
+        done = [f.done() and not f.cancelled() and f.exception() is None for f in futures]
+        pool.shutdown(wait=False, cancel_futures=True)
+        kill_jobs()
+        finished = [f.result() for f, ok in zip(futures, done, strict=True) if ok]
+        left = [
+            {**c, "index": c.get("index", start + i)}
+            for i, (c, ok) in enumerate(zip(pending, done, strict=True))
+            if not ok
+        ]
+        finished_cands = [c for c, ok in zip(pending, done, strict=True) if ok]
+        ctx.interrupted = _evaluated(ctx, state, [a for a in finished if a], finished_cands)
+        ctx.interrupted["pending"] = left
+        raise
+    pool.shutdown()
+    update = _evaluated(ctx, state, [a for a in attempts if a], pending)
+    if not (state.get("baselines") or {}).get("available"):
+        timed = baselines_from(attempts)
+        if timed:
+            update["baselines"] = timed
+    return update
+
+
+def _evaluated(
+    ctx: RunContext, state: AgentState, attempts: list[Attempt], evaluated: list[Candidate]
+) -> dict[str, Any]:
+    """The state update for `attempts` (drafted as `evaluated`): the new best, the budget."""
     # The compiler seed and a repair's starting kernel are free; the budget counts new drafts.
-    spent = sum(1 for c in pending if c["source"] not in ("compiler", "given"))
+    spent = sum(1 for c in evaluated if c["source"] not in ("compiler", "given"))
     best = state.get("best")
     for a in attempts:
         if a["correct"] and improves(a, best):
             best = a
     if best is not state.get("best"):
         write_best_kernel(ctx, best)
-    update: dict[str, Any] = {
+    return {
         "attempts": attempts,
         "pending": [],
         "best": best,
         "budget_left": state["budget_left"] - spent,
     }
-    if not (state.get("baselines") or {}).get("available"):
-        timed = baselines_from(attempts)
-        if timed:
-            update["baselines"] = timed
-    return update
 
 
 def baselines_from(attempts: list[Attempt]) -> dict[str, Any] | None:

@@ -126,6 +126,17 @@ def initial_state(
     }
 
 
+def _invoke(graph: Any, state: Any, thread: dict[str, Any], ctx: RunContext) -> None:
+    """Run the graph; on Ctrl-C, checkpoint the attempts the interrupted node had finished (as
+    if drafting had just ended with the rest still pending), so `--resume` continues there."""
+    try:
+        graph.invoke(state, thread, context=ctx, durability="sync")
+    except KeyboardInterrupt:
+        if ctx.interrupted is not None:
+            graph.update_state(thread, ctx.interrupted, as_node="draft")
+        raise
+
+
 def run(
     problem_path: str | None,
     config: AgentConfig,
@@ -184,7 +195,7 @@ def run(
                 ctx.emit(
                     "resume", attempts=len(values.get("attempts") or []), next=list(snapshot.next)
                 )
-                graph.invoke(None, thread, context=ctx, durability="sync")
+                _invoke(graph, None, thread, ctx)
             else:
                 initial = initial_state(problem_path, problem.source, config, start_code)
                 ctx.emit(
@@ -194,7 +205,7 @@ def run(
                     device=verifier.device,
                     backend=getattr(llm, "name", None) if llm is not None else "compiler",
                 )
-                graph.invoke(initial, thread, context=ctx, durability="sync")
+                _invoke(graph, initial, thread, ctx)
             final = graph.get_state(thread).values
             return result_object(ctx, final)
     except TritonAgentError:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, NotRequired, TypedDict
 
 
 class Candidate(TypedDict):
@@ -17,6 +17,9 @@ class Candidate(TypedDict):
     """The raw reply (or the compiler's notes)."""
     code: str | None
     """The extracted candidate file; None when the reply held no code."""
+    index: NotRequired[int]
+    """Its attempt number when already assigned (a candidate left over by an interrupted
+    evaluation keeps the number it had)."""
 
 
 class Attempt(TypedDict):

@@ -8,10 +8,8 @@ import concurrent.futures as cf
 import dataclasses
 import json
 import logging
-import multiprocessing
 import os
 import shutil
-import signal
 import tempfile
 import threading
 import time
@@ -24,6 +22,7 @@ from agent.bench.records import Draft, Evaluated, SampleRecord, evaluate_sample,
 from agent.bench.report import rebuild_report
 from agent.bench.store import BenchDir, discover_problems
 from agent.config import AgentConfig
+from agent.evaluation import kill_jobs
 from agent.rundir import write_atomic
 from tools.errors import BackendError, BadInputError, TritonAgentError
 from tools.evaluate import DEFAULT_BASELINE
@@ -258,18 +257,8 @@ def _stop_running(
     # A task between two jobs may start another one: kill until every task has returned.
     deadline = time.monotonic() + 30.0
     while any(not f.done() for f in running) and time.monotonic() < deadline:
-        _kill_job_processes()
+        kill_jobs()
         cf.wait(running, timeout=0.5)
-
-
-def _kill_job_processes() -> None:
-    """Kill the worker processes this process started (the sandbox's jobs). Each job leads its
-    own session, so its process group goes too (whatever the candidate spawned)."""
-    for proc in multiprocessing.active_children():
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            proc.kill()  # not yet its own group leader
 
 
 def _write_prompt(bdir: BenchDir, name: str, prompt: Any) -> None:

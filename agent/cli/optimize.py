@@ -37,9 +37,13 @@ def config_from(args: argparse.Namespace) -> AgentConfig:
 class Progress:
     """Live progress on stderr: one line per event."""
 
+    run_id: str | None = None
+    """The run's id, once it started (what `--resume` takes after a Ctrl-C)."""
+
     def __call__(self, e: dict[str, Any]) -> None:
         kind = e["event"]
         if kind == "start":
+            self.run_id = e.get("run_id")
             src = e.get("backend")
             err_console.print(
                 f"run [bold]{e['run_id']}[/bold] on {e['device']} with "
@@ -112,15 +116,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     config = config_from(args)
     from agent.progress import live_progress
 
-    with live_progress(Progress(), "optimize", console=err_console, total=config.budget) as ev:
-        result = run(
-            args.problem,
-            config,
-            resume=args.resume,
-            on_event=ev,
-            start_kernel=args.kernel,
-            mode=args.mode,
+    progress = Progress()
+    try:
+        with live_progress(progress, "optimize", console=err_console, total=config.budget) as ev:
+            result = run(
+                args.problem,
+                config,
+                resume=args.resume,
+                on_event=ev,
+                start_kernel=args.kernel,
+                mode=args.mode,
+            )
+    except KeyboardInterrupt:
+        run_id = progress.run_id or args.resume
+        err_console.print(
+            "interrupted: every finished attempt is checkpointed"
+            + (f"; continue with --resume {run_id}" if run_id else "")
         )
+        return 130
     print_table(result)
     if args.json:
         emit_json(result)
