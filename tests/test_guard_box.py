@@ -209,3 +209,57 @@ def test_a_cc_of_the_jobs_own_is_not_run_the_installed_one_is(sb, tmp_path):
     assert refused == 7 and len(violations) == 7, violations
     assert not marker.exists(), "the job's own cc ran"
     assert real == 0, "the installed cc must still run (Triton builds its launcher with it)"
+
+
+_LOCKED = r'''
+import os, shutil, ctypes, ctypes.util, _thread, threading
+import torch
+from tools import guard
+CAND = os.path.join(os.getcwd(), "candidate.py")
+guard.lock_down(CAND)
+
+def attempt(code, filename):
+    """Run `code` as if written in `filename`: 'ok' or the refusal."""
+    try:
+        exec(compile(code, filename, "exec"), {"ctypes": ctypes, "torch": torch, "os": os})
+        return "ok"
+    except PermissionError as e:
+        return "refused: " + str(e)
+
+libm = ctypes.util.find_library("m") or "libm.so.6"
+import _ctypes
+shutil.copy(_ctypes.__file__, "mylib.so")  # any shared library, now in the job directory
+result = {
+    "thread": attempt("import threading; threading.Thread(target=print).start()", CAND),
+    "_thread": attempt("import _thread; _thread.start_new_thread(print, ())", CAND),
+    "load installed lib": attempt(f"ctypes.CDLL({libm!r})", CAND),
+    "symbol from candidate": attempt(f"ctypes.CDLL({libm!r}).fmaxf", CAND),
+    "symbol from a library": attempt(f"ctypes.CDLL({libm!r}).fmaxf", "/usr/lib/python3/somelib.py"),
+    "load job-built lib": attempt("ctypes.CDLL(os.path.abspath('mylib.so'))", CAND),
+    "raw read": attempt("ctypes.string_at(id(0), 8)", CAND),
+    "aten impl": attempt("torch.library.Library('aten', 'IMPL')", CAND),
+    "own namespace": attempt("torch.library.Library('guardtestns', 'DEF')", CAND),
+    "stack walk from candidate": attempt("import inspect; inspect.stack(0)", CAND),
+    "stack walk by a library": attempt("import inspect; inspect.stack(0)", "/usr/lib/python3/somelib.py"),
+    "namedtuple in candidate": attempt("import collections; collections.namedtuple('P', 'a b')", CAND),
+    "violations": len(guard.VIOLATIONS),
+}
+'''
+
+
+def test_lock_down_refuses_what_only_a_candidate_does(sb):
+    """After `guard.lock_down`, the candidate's own code cannot start threads, look up native
+    functions, load a library from the job directory, read raw memory, register aten kernels or
+    walk the stack; libraries (another file name) and installed libraries still work."""
+    r = _run(sb, _LOCKED)
+    refused = {k for k, v in r.items() if isinstance(v, str) and v.startswith("refused")}
+    assert refused == {
+        "thread",
+        "_thread",
+        "symbol from candidate",
+        "load job-built lib",
+        "raw read",
+        "aten impl",
+        "stack walk from candidate",
+    }, r
+    assert r["violations"] == len(refused)
