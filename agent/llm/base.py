@@ -31,17 +31,24 @@ DEFAULT_MODEL = "facebook/KernelLLM"
 _ROLES = ("system", "user", "assistant")
 
 
+DEFAULT_TEMPERATURE = 1.0
+DEFAULT_TOP_P = 0.97
+DEFAULT_MAX_TOKENS = 4096
+"""KernelLLM's published sampling settings (temperature 1.0, top_p 0.97): every backend's and
+the option table's defaults."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class SamplingParams:
     """How to sample: the keyword arguments of `LLMBackend.generate`, bundled for configs."""
 
     n: int = 1
     """Replies wanted for one prompt."""
-    temperature: float = 1.0
+    temperature: float = DEFAULT_TEMPERATURE
     """Softmax temperature; 0 means greedy where the backend supports it."""
-    top_p: float = 0.97
+    top_p: float = DEFAULT_TOP_P
     """Nucleus sampling mass."""
-    max_tokens: int = 4096
+    max_tokens: int = DEFAULT_MAX_TOKENS
     """Upper bound on the tokens of one reply (not counting the prompt)."""
 
     def __post_init__(self) -> None:
@@ -76,9 +83,9 @@ class LLMBackend(Protocol):
         self,
         prompt_or_messages: Prompt,
         n: int = 1,
-        temperature: float = 1.0,
-        top_p: float = 0.97,
-        max_tokens: int = 4096,
+        temperature: float = DEFAULT_TEMPERATURE,
+        top_p: float = DEFAULT_TOP_P,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
     ) -> list[str]: ...
 
 

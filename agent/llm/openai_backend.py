@@ -24,7 +24,17 @@ import openai
 
 from tools.errors import BackendError
 
-from .base import DEFAULT_MODEL, BackendKind, Prompt, check_prompt, check_sampling, infer_kind
+from .base import (
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_MODEL,
+    DEFAULT_TEMPERATURE,
+    DEFAULT_TOP_P,
+    BackendKind,
+    Prompt,
+    check_prompt,
+    check_sampling,
+    infer_kind,
+)
 
 log = logging.getLogger(__name__)
 
@@ -83,9 +93,9 @@ class OpenAIBackend:
         self,
         prompt_or_messages: Prompt,
         n: int = 1,
-        temperature: float = 1.0,
-        top_p: float = 0.97,
-        max_tokens: int = 4096,
+        temperature: float = DEFAULT_TEMPERATURE,
+        top_p: float = DEFAULT_TOP_P,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
     ) -> list[str]:
         check_prompt(prompt_or_messages)
         check_sampling(n, temperature, top_p, max_tokens)

@@ -15,7 +15,15 @@ from pathlib import Path
 
 from tools.errors import BackendError, BadInputError
 
-from .base import BackendKind, Prompt, check_prompt, check_sampling
+from .base import (
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_TEMPERATURE,
+    DEFAULT_TOP_P,
+    BackendKind,
+    Prompt,
+    check_prompt,
+    check_sampling,
+)
 
 
 class ReplayBackend:
@@ -64,9 +72,9 @@ class ReplayBackend:
         self,
         prompt_or_messages: Prompt,
         n: int = 1,
-        temperature: float = 1.0,
-        top_p: float = 0.97,
-        max_tokens: int = 4096,
+        temperature: float = DEFAULT_TEMPERATURE,
+        top_p: float = DEFAULT_TOP_P,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
     ) -> list[str]:
         check_prompt(prompt_or_messages)
         check_sampling(n, temperature, top_p, max_tokens)
