@@ -6,7 +6,8 @@
 #   2. at the same time, Liger-Kernel ops wrapped as ModelNew (benchmarks/liger/run_liger.py):
 #      rms_norm, layer_norm, swiglu, geglu, softmax must verify ok; cross_entropy is ok or cheat
 #      (Liger checks the targets with PyTorch ops, compute outside Triton under strict);
-#   3. `agent verify --sanitize` of the ReLU example (compute-sanitizer memcheck + racecheck),
+#   3. honest examples through other launch paths (Inductor-style, GEMMs) under the lock-down;
+#   4. `agent verify --sanitize` of the ReLU example (compute-sanitizer memcheck + racecheck),
 #      and of an out-of-bounds ReLU (no mask) that may pass the comparison: sanitizer's call.
 # liger-kernel comes from its wheel in .whl/ (pip download --no-deps liger-kernel -d .whl),
 # installed with the others by _gpu_env.sh. Run from the repo root:
@@ -52,6 +53,15 @@ timeout 135 python3 -m agent verify examples/problems/relu.py /tmp/relu_oob.py -
   --trials 2 --sanitize --json 2>/tmp/gv_sanitize_oob.log | tail -1 >"$OUT/sanitize_oob.json" &
 SOOB=$!
 
+# honest kernels that go through other launch paths under the lock-down: Inductor-style output
+# (torch._inductor's runtime) and the two GEMM examples (tl.dot, ieee)
+( for pair in relu:relu_inductor_style linear_gelu:linear_gelu matmul:matmul; do
+    p=${pair%%:*}; k=${pair##*:}
+    echo "== $k: $(timeout 40 python3 -m agent verify examples/problems/$p.py examples/kernels/$k.py \
+      --device cuda --trials 2 --json 2>/dev/null | tail -1 | cut -c1-300)"
+  done ) >/tmp/gv_honest.log 2>&1 &
+HON=$!
+
 wait $ADV; log "adversarial rc=$? (124: cut at 135 s; the log has every case that finished)"
 grep -v "^ok  " "$OUT/adversarial_cuda.log" | tail -40 >>"$LOG"
 python3 - "$OUT/adversarial_cuda.json" >>"$LOG" 2>&1 <<'PY'
@@ -64,4 +74,5 @@ cat /tmp/gv_liger.log >>"$LOG"
 wait $SOK; log "sanitize (ReLU example) rc=$?"; cut -c1-400 "$OUT/sanitize_ok.json" >>"$LOG"
 wait $SOOB; log "sanitize (ReLU without a load mask) rc=$?"; cut -c1-400 "$OUT/sanitize_oob.json" >>"$LOG"
 tail -5 /tmp/gv_sanitize_ok.log /tmp/gv_sanitize_oob.log >>"$LOG" 2>&1
+wait $HON; log "honest examples (other launch paths)"; cat /tmp/gv_honest.log >>"$LOG"
 log "done"
