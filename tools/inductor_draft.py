@@ -44,6 +44,7 @@ from typing import Any
 from tools.errors import ProblemError, ShimError
 from tools.gemm_template import GEMM_OPS, GEMM_SOURCE
 from tools.gemm_template import call_for as gemm_call_for
+from tools.precision import full_fp32
 
 __all__ = [
     "DraftResult",
@@ -1512,9 +1513,13 @@ def _draft(
     forward_args, forward_names = _forward_signature(problem)
     vararg = forward_args.vararg.arg if forward_args.vararg else None
 
-    with torch.no_grad():
+    # In full fp32 (tools.precision): Inductor's GEMM/convolution templates read PyTorch's TF32
+    # switches when they generate code (cuDNN's is on by default), and a TF32 template in an
+    # fp32 candidate fails the judge's full-fp32 reference at KernelBench's sizes.
+    with torch.no_grad(), full_fp32():
         reference = problem.model(*problem.inputs)
-    capture = _capture_inductor(problem, device, dynamic, settings)
+    with full_fp32():
+        capture = _capture_inductor(problem, device, dynamic, settings)
 
     with tempfile.TemporaryDirectory(prefix="inductor_draft_") as workdir:
         with _stand_in_driver_if_needed() if device == "cpu" else contextlib.nullcontext():
