@@ -792,12 +792,36 @@ INIT_OPS = frozenset(
         "sign",
         "linalg_qr",
         "diag",
+        "diagonal",
+        "diag_embed",
         "eye",
+        "erf",
+        "erfinv",
+        "clamp",
+        "reciprocal",
+        # range checks (trunc_normal_ validates its bounds)
+        "lt",
+        "gt",
+        "le",
+        "ge",
+        "eq",
+        "ne",
+        "bitwise_or",
+        "bitwise_and",
+        "logical_or",
+        "logical_and",
+        "logical_not",
+        "any",
+        "all",
     }
 )
 
 
 def _is_init_op(label: str) -> bool:
+    """Parameter initialisation, or constants and scalars a constructor reads or builds from
+    Python values (a lookup table is not compute over inputs it cannot know yet)."""
+    if label.startswith(("a tensor built from Python values", "tensor values read into Python")):
+        return True
     return label.startswith("aten.") and label[len("aten.") :] in INIT_OPS
 
 
