@@ -129,20 +129,18 @@ def render_pair(python_code: str, triton_code: str, template: str | None = None)
 
 def kernelbook_row(record: Any, template: str | None = None) -> dict[str, Any]:
     """One verified pair as a dataset row: KernelBook's columns, the loop's prompt/completion,
-    and ours (`key`, `source`, `speedup`). `original_triton_code` is the kernel as drafted,
-    which is `triton_code` (the verified file is kept exactly as generated, never cleaned up);
-    `synthetic` says whether the PyTorch program was written by a tool rather than taken from a
-    file (`provenance["synthetic"]`; False for problems, modules and runs as given)."""
+    and ours (`key`, `source`, `speedup`); `synthetic` and `original_triton_code` as the
+    record has them (`agent.dataset.PairRecord`)."""
     prompt, completion = render_pair(record.python_code, record.triton_code, template)
     return {
         "entry_point": record.entry_point,
         "repo_name": record.repo_name,
         "module_name": record.module_name,
-        "synthetic": bool((record.provenance or {}).get("synthetic", False)),
+        "synthetic": bool(record.synthetic),
         "license": record.license,
         "python_code": record.python_code,
         "triton_code": record.triton_code,
-        "original_triton_code": record.triton_code,
+        "original_triton_code": record.original_triton_code or record.triton_code,
         "prompt": prompt,
         "completion": completion,
         "key": record.key,

@@ -33,6 +33,8 @@ KERNELBOOK_COLUMNS = {
     "repo_name",
     "module_name",
     "license",
+    "synthetic",
+    "original_triton_code",
 }
 OURS = {
     "key",

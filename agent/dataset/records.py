@@ -46,6 +46,12 @@ class PairRecord:
     """The module's own name: the problem file's stem, or the recipe's entry point."""
     license: str
     """SPDX identifier of the PyTorch code's license (`--license`; `unknown` when not given)."""
+    synthetic: bool = False
+    """Whether the PyTorch program was written by a tool rather than taken from a file as given
+    (KernelBook marks its LLM-written modules so); False for problems, modules and runs."""
+    original_triton_code: str = ""
+    """The kernel before any clean-up (KernelBook: Inductor's raw output). Here the verified file
+    is kept exactly as generated, so it is `triton_code` (filled in when left empty)."""
     # ours
     key: str
     """Deduplication key: sha256 of the normalised python_code and triton_code (16 hex)."""
@@ -72,6 +78,10 @@ class PairRecord:
     versions: dict[str, str] = field(default_factory=dict)
     """torch and triton versions of the verification."""
     schema_version: int = SCHEMA_VERSION
+
+    def __post_init__(self) -> None:
+        if not self.original_triton_code:
+            self.original_triton_code = self.triton_code
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
