@@ -95,7 +95,8 @@ KERNELS: dict[str, tuple[object, str | None, str, int]] = {
     "missing_file": (None, None, "kernel file not found", 2),
     "directory": ("<dir>", None, "is a directory", 2),
     "binary_non_utf8": (b"\xff\xfe\x00binary", None, "cannot read kernel file", 2),
-    "empty_file": ("", "bad_input", "the candidate is empty", 1),
+    # a verdict of bad_input is bad input: exit 2 like every other (issue 17)
+    "empty_file": ("", "bad_input", "the candidate is empty", 2),
     "syntax_error": (
         KERNEL_OK.replace("def relu(", "def relu(("),
         "syntax_error",
@@ -106,14 +107,14 @@ KERNELS: dict[str, tuple[object, str | None, str, int]] = {
         KERNEL_OK.replace("class ModelNew", "class Model"),
         "bad_input",
         "defines no `class ModelNew",
-        1,
+        2,
     ),
     "no_triton_jit": (
         HEADER + "class ModelNew(nn.Module):\n    def forward(self, x):\n"
         "        return torch.relu(x)\n",
         "bad_input",
         "no @triton.jit kernel",
-        1,
+        2,
     ),
 }
 

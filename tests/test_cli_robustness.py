@@ -34,7 +34,7 @@ def run_dirs(runs: Path) -> list[str]:
         (["optimize", RELU, "--backend", "replay"], "needs replies", 2),
         (["optimize", RELU, "--replies", "<missing>"], "cannot read replay file", 2),
         (["optimize", RELU, "--backend", "hf", "--model", "<missing>"], "could not load", 1),
-        (["repair", RELU, BROKEN, "--backend", "compiler"], "nothing can draft", 2),
+        (["repair", RELU, BROKEN, "--backend", "compiler"], "repair needs an LLM backend", 2),
         (["repair", RELU], "repair needs the failing kernel file", 2),
     ],
     ids=[
