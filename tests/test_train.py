@@ -106,7 +106,7 @@ def test_a_few_steps_lower_the_loss_and_the_saved_model_generates(
             "--out",
             str(out),
             "--epochs",
-            "8",
+            "4",
             "--batch-size",
             "3",
             "--micro-batch-size",
@@ -122,14 +122,14 @@ def test_a_few_steps_lower_the_loss_and_the_saved_model_generates(
     )
     assert rc == 0
     res = last_json(capsys)
-    assert (res["train_examples"], res["val_examples"], res["steps"]) == (3, 1, 8)
+    assert (res["train_examples"], res["val_examples"], res["steps"]) == (3, 1, 4)
     losses = [s["loss"] for s in res["step_losses"]]
     assert losses[-1] < losses[0] * 0.9, losses  # the same 3 examples every step
-    assert len(res["evals"]) == 8  # once per epoch
+    assert len(res["evals"]) == 4  # once per epoch
     best = min(res["evals"], key=lambda e: e["val_loss"])
     assert res["best"] == best  # the checkpoint kept is the lowest validation loss
     saved = json.loads((out / "training.json").read_text())
-    assert saved["config"]["epochs"] == 8 and saved["best"]["step"] == best["step"]
+    assert saved["config"]["epochs"] == 4 and saved["best"]["step"] == best["step"]
 
     backend = HFBackend(model=str(out), local_files_only=True)
     replies = backend.generate(
