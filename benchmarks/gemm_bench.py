@@ -74,7 +74,16 @@ def draft_all(paths: list[str], work: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     out = work / "drafts.json"
-    subprocess.run([sys.executable, "-c", _DRAFT_ALL, str(out), *paths], env=env, check=True)
+    out.unlink(missing_ok=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", _DRAFT_ALL, str(out), *paths],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if not out.exists():
+        error = f"drafting failed (exit {proc.returncode}): {proc.stderr[-300:]}"
+        return {p: {"error": error, "seconds": 0} for p in paths}
     return json.loads(out.read_text())
 
 
