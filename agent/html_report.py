@@ -43,7 +43,7 @@ font-size:12px}
 .diff .add{color:#1b5e20;background:#e8f5e9}.diff .del{color:#b71c1c;background:#ffebee}
 .diff .hunk{color:#1565c0}details{margin:6px 0}summary{cursor:pointer;font-weight:600}
 .note{color:#6d4c41}.charts{display:flex;flex-wrap:wrap;gap:16px}
-svg.chart{background:#fff;border:1px solid #eee}svg text{font:11px system-ui,sans-serif}
+svg.chart{background:#fff;border:1px solid #eee;flex:none}svg text{font:11px system-ui,sans-serif}
 """
 
 SCRIPT = """
@@ -580,7 +580,7 @@ def render_bench(report: dict[str, Any]) -> str:
             vals,
             ylabel="x",
             log_y=True,
-            w=max(520, 26 * len(problems)),
+            w=min(1040, max(520, 14 * len(problems))),  # one bar per problem, fits the page
         )
         c.bars(
             [p["problem"] for p in problems],
