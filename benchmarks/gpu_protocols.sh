@@ -5,18 +5,19 @@
 #    (median of padded, L2-flushed CUDA events, two agreeing sequences) and KernelBench's (3
 #    warm-ups, 100 event-bracketed trials on the same inputs, mean and std), both against eager;
 #    the relu one also writes its profiler pass as a Chrome trace (--trace).
-# 2. A KernelBench bench of two level-1 ids with the compiler backend under the kernelbench
-#    protocol (stopped by SIGINT at BENCH_S seconds, the report written), exported in
-#    KernelBench's layout (--export-kernelbench) with an HTML report when agent.html_report exists.
+# 2. A KernelBench bench of one level-1 id under the kernelbench protocol, its candidate replayed
+#    from session 4's compiler kernel (benchmarks/results/kernelbench_export_h200_s4: drafting it
+#    again took 10-76 s), stopped by SIGINT at BENCH_S seconds (the report written), exported in
+#    KernelBench's layout (--export-kernelbench), with its report.html.
 # $OUT (at most 8 files): protocols.md (the table), protocols.json (every profile result),
 #   trace_relu.json, kb_export.tgz (runs/<run>/level_1_problem_<id>_sample_0_kernel.py,
 #   eval_results.json, baseline_time_torch.json, the bench's report.md/.json/.html), log.txt.
-# Environment: KB_IDS [20,21] level-1 ids (from .kb/level1), BENCH_S [55].
+# Environment: KB_ID [12] a level-1 id with a kernel in that export, BENCH_S [60].
 set -u
 START=$SECONDS
 source "$(dirname "$0")/_gpu_env.sh" # wheels -> /tmp/site, PYTHONPATH, $OUT
-KB_IDS=${KB_IDS:-20,21}
-BENCH_S=${BENCH_S:-55}
+KB_ID=${KB_ID:-12}
+BENCH_S=${BENCH_S:-60}
 LOG=$OUT/log.txt
 : >"$LOG"
 log() { echo "[$((SECONDS - START)) s] $*" | tee -a "$LOG"; }
@@ -32,10 +33,17 @@ for name in relu softmax layernorm; do
   log "profile $name: exit $?"
 done
 
-log "bench level 1 ids $KB_IDS (compiler backend, kernelbench protocol)"
+log "bench level 1 id $KB_ID (session 4's kernel replayed, kernelbench protocol)"
+python3 - "$KB_ID" "$WORK/replies.jsonl" <<'PY' 2>>"$LOG"
+import json, sys
+kid, out = sys.argv[1], sys.argv[2]
+src = open("benchmarks/results/kernelbench_export_h200_s4/runs/triton_agent_compiler_h200_s4/"
+           f"level_1_problem_{kid}_sample_0_kernel.py").read()
+open(out, "w").write(json.dumps({"text": "```python\n" + src + "\n```\n"}) + "\n")
+PY
 timeout --signal=INT --kill-after=20 "$BENCH_S" python3 -m agent bench --kernelbench .kb --level 1 \
-  --problems "$KB_IDS" --backend compiler --protocol kernelbench --out "$WORK/bench" \
-  --stop-grace 5 >>"$LOG" 2>&1
+  --problems "$KB_ID" --replies "$WORK/replies.jsonl" --samples 1 --protocol kernelbench \
+  --out "$WORK/bench" --stop-grace 5 >>"$LOG" 2>&1
 log "bench: exit $?"
 python3 -m agent bench --rebuild "$WORK/bench" --level 1 \
   --export-kernelbench "$WORK/kb/runs/triton_agent_compiler_level1" >>"$LOG" 2>&1
