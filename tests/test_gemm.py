@@ -182,3 +182,42 @@ def test_call_for_maps_inductor_extern_calls():
     assert "precision='tf32x3'" in addmm
     with pytest.raises(ValueError):
         call_for("convolution", ["x", "w"], {})
+
+
+LINEAR_PROBLEM = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, k, n):
+        super().__init__()
+        self.linear = nn.Linear(k, n)
+
+    def forward(self, x):
+        return self.linear(x)
+
+
+def get_inputs():
+    return [torch.randn(48, 512)]
+
+
+def get_init_inputs():
+    return [512, 40]
+"""
+
+
+def test_verification_keeps_tf32x3_and_refuses_plain_tf32(tmp_path):
+    """The tuner's precision variants go through verification: under the interpreter's TF32
+    emulation (tools.interp_checks) plain TF32 misses fp32's 1e-4 at K=512, tf32x3 does not."""
+    from tools.problem import problem_from_source
+    from tools.verify import Verifier, VerifyOptions
+
+    path = tmp_path / "linear.py"
+    path.write_text(LINEAR_PROBLEM)
+    problem = problem_from_source(LINEAR_PROBLEM, str(path))
+    verifier = Verifier(VerifyOptions(trials=1, timeout_s=120, device="cpu", aot_target=None))
+    variants = dict(tune.gemm_variants(CANDIDATE, "split_precision", limit=50))
+    assert verifier.verify(problem, CANDIDATE, "tf32x3.py").correct
+    tf32 = verifier.verify(problem, variants["gemm#0: precision=tf32"], "tf32.py")
+    assert not tf32.correct and tf32.status == "mismatch", tf32.message
