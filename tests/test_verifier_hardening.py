@@ -127,6 +127,7 @@ def test_unannounced_trials_are_inserted_among_the_plain_ones():
         extra = [i for i, r in enumerate(runs) if r == ["first"]]
         assert 1 <= len(extra) <= 2 and len(out) == len(trials) + len(extra)
         assert out[-1] == (99, 100.0)  # the scaled trials stay last
+        assert runs[-2] == ["first"]  # fresh inputs right after the documented calls
         assert all(out[i][1] == 1.0 for i in extra)
         assert sum(len(r) for r in runs) == 2 * len(trials) + len(extra)
 

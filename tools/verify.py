@@ -697,15 +697,20 @@ UNANNOUNCED_MAX_MB = 256.0
 def with_unannounced_trials(
     trials: list[tuple[int, float]], plain: int
 ) -> tuple[list[tuple[int, float]], list[list[str]]]:
-    """`trials` with one or two unannounced trials (fresh seed, one run) inserted at random
-    places among the first `plain` ones, and the runs each trial gets. The candidate cannot know
-    how many calls a verification makes nor which input set comes next, so a kernel correct
-    for exactly the documented number of calls (and stale afterwards) fails; the verdict still
-    counts the trials asked for."""
+    """`trials` with one or two unannounced trials (fresh seed, one run), and the runs each
+    trial gets: one right after the `plain` trials (so the calls past the documented number
+    include fresh inputs: a second run of a trial repeats its inputs, where a stale output
+    would still be right), and half the time one more at a random place among them. The
+    candidate cannot know how many calls a verification makes nor which input set comes next,
+    so a kernel correct for exactly the documented number of calls (and stale afterwards)
+    fails; the verdict still counts the trials asked for."""
     out = list(trials)
     runs = [["first", "second"] for _ in trials]
-    for _ in range(1 + secrets.randbelow(2)):
-        at = secrets.randbelow(min(plain, len(out)) + 1)
+    at = min(plain, len(out))
+    out.insert(at, (secrets.randbits(31), 1.0))
+    runs.insert(at, ["first"])
+    if secrets.randbelow(2):
+        at = secrets.randbelow(min(plain, len(out) - 1) + 1)
         out.insert(at, (secrets.randbits(31), 1.0))
         runs.insert(at, ["first"])
     return out, runs
