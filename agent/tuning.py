@@ -50,13 +50,9 @@ def _alternative_drafts(ctx: RunContext, state: dict[str, Any], best: Attempt, l
     from tools.inductor_draft import alternative_settings
 
     eager = (best.get("speedups") or {}).get("eager")
-    if (
-        ctx.drafter is None
-        or best.get("source") != "compiler"
-        or ctx.device != "cuda"
-        or eager is None
-        or eager >= 1.0
-    ):
+    if best.get("source") != "compiler" or eager is None or eager >= 1.0:
+        return []
+    if getattr(ctx, "drafter", None) is None or getattr(ctx, "device", None) != "cuda":
         return []
     out = []
     for name in alternative_settings(ctx.device)[:limit]:
