@@ -7,9 +7,9 @@ import multiprocessing
 import os
 import signal
 
+import tools.evaluate
 from agent.context import RunContext
 from agent.state import Attempt, Candidate
-from tools.evaluate import evaluate
 from tools.problem import Problem
 from tools.roofline import NOISE_FLOOR
 
@@ -31,7 +31,7 @@ def no_code_message(candidate: Candidate) -> str | None:
 def evaluate_candidate(
     ctx: RunContext, problem: Problem, candidate: Candidate, *, index: int, round_: int
 ) -> Attempt:
-    ev = evaluate(
+    ev = tools.evaluate.evaluate(
         problem,
         candidate["code"],
         verifier=ctx.verifier,

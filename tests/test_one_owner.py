@@ -132,3 +132,41 @@ def test_tools_never_import_agent():
     graph = _module_graph()
     bad = {n: sorted(m for m in deps if m.startswith("agent")) for n, deps in graph.items()}
     assert {n: d for n, d in bad.items() if n.startswith("tools") and d} == {}
+
+
+def test_the_loop_bench_and_dataset_evaluate_through_one_seam(monkeypatch):
+    """`tools.evaluate.evaluate` is the one evaluation: replacing it there replaces it for the
+    loop, bench and dataset (no command has its own copy of the rules)."""
+    from types import SimpleNamespace
+
+    import tools.evaluate
+    from agent.bench import Draft, evaluate_sample
+    from agent.dataset.build import _check
+    from agent.evaluation import evaluate_candidate
+    from tools.evaluate import Evaluation, no_code_verdict
+
+    seen: list[str] = []
+
+    def fake(problem, code, *, verifier, kernel_path="candidate.py", **kw):
+        seen.append(kernel_path)
+        return Evaluation(
+            status="slower", correct=True, compiled=True, verdict=no_code_verdict("x"),
+            baseline="best", speedups={"eager": 2.0, "compile": 0.5, "best": 0.5}, speedup=0.5,
+            summary="faked",
+        )  # fmt: skip
+
+    monkeypatch.setattr(tools.evaluate, "evaluate", fake)
+    problem = SimpleNamespace(name="p", path="p.py", source="")
+    verifier = SimpleNamespace(device="cpu")
+    rec = evaluate_sample(verifier, problem, Draft(problem="p", sample=0, source="llm:x", code="c"))
+    assert rec.record.status == "slower" and rec.record.speedups["best"] == 0.5
+    ctx = SimpleNamespace(
+        verifier=verifier, config=SimpleNamespace(baseline="best"), emit=lambda *a, **k: None
+    )
+    cand = {"source": "llm:x", "prompt": None, "response": "", "code": "c"}
+    attempt = evaluate_candidate(ctx, problem, cand, index=3, round_=1)
+    assert attempt["status"] == "slower" and attempt["summary"] == "faked"
+    item = SimpleNamespace(problem=problem)
+    _, timing = _check(item, "c", verifier, True)
+    assert timing["speedup"] == 2.0 and timing["speedup_compile"] == 0.5
+    assert seen == ["p_00.py", "attempt_03.py", "kernel.py"]

@@ -12,8 +12,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import tools.evaluate
 from agent.bench.config import profile_options
-from tools.evaluate import DEFAULT_BASELINE, evaluate
+from tools.evaluate import DEFAULT_BASELINE
 from tools.problem import Problem
 from tools.verify import Verifier
 
@@ -110,7 +111,7 @@ def evaluate_sample(
         draft = _draft_compiler(verifier, problem, draft)
         draft_s = time.monotonic() - start
     opts = profile_opts if profile_opts is not None else profile_options(protocol, baseline)
-    ev = evaluate(
+    ev = tools.evaluate.evaluate(
         problem,
         draft.code,
         verifier=verifier,

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import tools.evaluate
 from agent.dataset.discover import WorkItem, discover
 from agent.dataset.records import (
     RETRY_STATUSES,
@@ -24,7 +25,6 @@ from agent.dataset.records import (
     read_jsonl,
 )
 from tools.errors import BadInputError, TritonAgentError
-from tools.evaluate import evaluate
 
 log = logging.getLogger(__name__)
 
@@ -267,7 +267,9 @@ def _process(
 def _check(item: WorkItem, code: str, verifier: Any, profile: bool) -> tuple[Any, dict[str, Any]]:
     """The fresh verdict, and on a GPU (with `profile`) the measured speedups
     (`tools.evaluate`: a profiler failure admits the pair on its verdict alone, untimed)."""
-    ev = evaluate(item.problem, code, verifier=verifier, kernel_path="kernel.py", measure=profile)
+    ev = tools.evaluate.evaluate(
+        item.problem, code, verifier=verifier, kernel_path="kernel.py", measure=profile
+    )
     if not ev.speedups:
         return ev.verdict, {}
     device = (ev.profile or {}).get("device")
