@@ -226,6 +226,7 @@ def tune(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     if best is None or ctx.device != "cuda":
         return update
     from agent.tuning import tune_attempt
+
     result = tune_attempt(ctx, state, best)
     if result is not None:
         update.update(result)
