@@ -105,12 +105,19 @@ def render_markdown(r: dict[str, Any]) -> str:
             "Baselines: " + ", ".join(f"{k}: {v}" for k, v in b.items() if k != "available"),
             "",
         ]
-    lines += ["| # | round | source | status | speedup | summary |", "|---|---|---|---|---|---|"]
+    # the speedup over each baseline and over the better (faster) of the two; the bar is `baseline`
+    lines += [
+        "| # | round | source | status | vs eager | vs compile | vs better | summary |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for a in r["attempts"]:
-        sp = f"{a['speedup']:.2f}x" if a.get("speedup") else "-"
+        sp = a.get("speedups") or {}
+        each = " | ".join(
+            f"{sp[k]:.2f}x" if sp.get(k) else "-" for k in ("eager", "compile", "best")
+        )
         summary = (a.get("summary") or "").replace("|", "\\|").replace("\n", " ")[:160]
         lines.append(
-            f"| {a['index']} | {a['round']} | {a['source']} | {a['status']} | {sp} | {summary} |"
+            f"| {a['index']} | {a['round']} | {a['source']} | {a['status']} | {each} | {summary} |"
         )
     for n in r.get("notes") or []:
         lines += ["", f"Note: {n}"]

@@ -170,3 +170,15 @@ def test_the_loop_bench_and_dataset_evaluate_through_one_seam(monkeypatch):
     _, timing = _check(item, "c", verifier, True)
     assert timing["speedup"] == 2.0 and timing["speedup_compile"] == 0.5
     assert seen == ["p_00.py", "attempt_03.py", "kernel.py"]
+
+
+def test_the_run_report_gives_the_speedup_over_each_baseline_and_the_better():
+    from agent.report import render_markdown
+
+    attempt = {"index": 0, "round": 1, "source": "compiler", "status": "slower", "speedup": 0.8,
+               "speedups": {"eager": 1.6, "compile": 0.8, "best": 0.8}, "summary": "s"}  # fmt: skip
+    r = {"command": "optimize", "problem": "p.py", "correct": True, "timed": True,
+         "faster": False, "stop_reason": "budget", "best": None, "attempts": [attempt]}  # fmt: skip
+    md = render_markdown(r)
+    assert "| vs eager | vs compile | vs better |" in md
+    assert "| 0 | 1 | compiler | slower | 1.60x | 0.80x | 0.80x | s |" in md
