@@ -126,3 +126,15 @@ def test_an_unreachable_server_fails_once_and_leaves_no_run_directory(tmp_path, 
     assert err.count("no usable reply") == 1, err
     assert "every attempt is under" not in err
     assert not runs.exists() or not any(Path(runs).iterdir())
+
+
+def test_bench_does_not_promise_a_rerun_fixes_a_problem_that_cannot_run():
+    from agent.bench import compute_report
+
+    settings = {"mode": "sample", "samples": 1, "per_problem": 1, "ks": [1]}
+    report = compute_report(
+        settings, [("bad", [], "SyntaxError: invalid syntax", None), ("later", [], None, None)]
+    )
+    notes = " ".join(report["notes"])
+    assert "1 problem(s) could not run: bad" in notes
+    assert "1 problem(s) incomplete: later (rerun the same command to resume)" in notes

@@ -150,10 +150,17 @@ def compute_report(settings: dict[str, Any], problems: ProblemRows) -> dict[str,
         where: [r[f"peak_{where}_mb"] for r in rows if r[f"peak_{where}_mb"] is not None]
         for where in ("host", "gpu")
     }
-    if incomplete:
+    failed = [r["problem"] for r in rows if r["error"]]
+    unfinished = [name for name in incomplete if name not in failed]
+    if unfinished:
         notes.append(
-            f"{len(incomplete)} problem(s) incomplete or failed: {', '.join(incomplete)} "
+            f"{len(unfinished)} problem(s) incomplete: {', '.join(unfinished)} "
             "(rerun the same command to resume)"
+        )
+    if failed:  # a rerun would fail the same way: the problem itself must change
+        notes.append(
+            f"{len(failed)} problem(s) could not run: {', '.join(failed)} (see each one's "
+            "error; fix the problem file, rerunning alone will not help)"
         )
     if mode == "loop":
         notes.append(
