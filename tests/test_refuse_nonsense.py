@@ -138,3 +138,11 @@ def test_bench_does_not_promise_a_rerun_fixes_a_problem_that_cannot_run():
     notes = " ".join(report["notes"])
     assert "1 problem(s) could not run: bad" in notes
     assert "1 problem(s) incomplete: later (rerun the same command to resume)" in notes
+
+
+def test_the_size_guard_does_not_say_zero_flops_for_a_reduction():
+    from tools.worker import too_large_message
+
+    text = too_large_message(300_000_000, 0)
+    assert "0 FLOPs" not in text and "not counted" in text
+    assert "does 3e+09 FLOPs" in too_large_message(10, 3e9)

@@ -116,6 +116,18 @@ CPU_MAX_ELEMENTS = 1 << 24  # elements read + written by one forward (64 MiB of 
 CPU_MAX_FLOPS = 2e9
 
 
+def too_large_message(moved: int, flops: float) -> str:
+    """Why a problem is refused on the CPU. Reductions, norms and softmax count 0 FLOPs in
+    torch's FLOP counter: the message then says they were not counted, not "0 FLOPs"."""
+    work = f"does {flops:.3g} FLOPs" if flops else "(its FLOPs are not counted for these ops)"
+    return (
+        f"too large for the Triton interpreter on the CPU: one forward moves {moved:,} elements "
+        f"and {work} (limits: {CPU_MAX_ELEMENTS:,} elements, {CPU_MAX_FLOPS:.0e} FLOPs); it "
+        "would run for hours. Shrink the size constants, run on a GPU, or pass --allow-large "
+        "to try anyway."
+    )
+
+
 def estimate_work(mod: types.ModuleType) -> dict[str, Any]:
     """Sizes, bytes and FLOPs of one forward, computed on the meta device (nothing allocated)."""
     from torch.utils.flop_counter import FlopCounterMode
@@ -263,13 +275,7 @@ def problem_job(
             flops = est.get("flops") or 0
             if moved > CPU_MAX_ELEMENTS or flops > CPU_MAX_FLOPS:
                 return {
-                    "error": (
-                        f"too large for the Triton interpreter on the CPU: one forward moves "
-                        f"{moved:,} elements and does {flops:.3g} FLOPs (limits: "
-                        f"{CPU_MAX_ELEMENTS:,} elements, {CPU_MAX_FLOPS:.0e} FLOPs); it would run "
-                        "for hours. Shrink the size constants, run on a GPU, or pass "
-                        "--allow-large to try anyway."
-                    ),
+                    "error": too_large_message(moved, flops),
                     "too_large": True,
                     "estimate": est,
                 }
