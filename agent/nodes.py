@@ -203,10 +203,13 @@ def route(state: AgentState) -> Decision:
 def feedback(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Render the refinement prompt from the evidence of the last round."""
     ctx = runtime.context
-    if not any(a["code"] for a in state["attempts"]):
-        return {
-            "next_prompt": None
-        }  # nothing to refine yet (the compiler seed failed): start fresh
+    if not any(a["code"] for a in state["attempts"]) and all(
+        a["source"] == "compiler" for a in state["attempts"]
+    ):
+        return {"next_prompt": None}  # nothing to refine yet (the compiler seed failed)
+    # A model's reply without code is evidence too: the refinement prompt says so ("the
+    # previous reply contained no usable code" and why) instead of asking the first question
+    # again (a real model that rambled got the same prompt twice).
     prompt = refinement_prompt(
         state["problem_source"],
         state["attempts"],

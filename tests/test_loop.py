@@ -67,6 +67,23 @@ def test_syntax_error_then_fix(tmp_path, capsys):
     assert "class ModelNew" in best
 
 
+def test_a_reply_without_code_is_fed_back_not_asked_again(tmp_path, capsys):
+    """A model that rambles without a code block gets told so in the next prompt (issue 19:
+    a real model's first reply often has no code); before, the first prompt came again."""
+    rc, res = optimize(
+        tmp_path,
+        capsys,
+        ["Sure! Triton kernels are a great way to speed up ReLU.", fenced(GOOD)],
+        "--budget",
+        "4",
+    )
+    assert rc == 0
+    assert [a["status"] for a in res["attempts"]] == ["bad_input", "ok"]
+    first, second = prompt_of(res, 0), prompt_of(res, 1)
+    assert second != first
+    assert "contained no usable code" in second
+
+
 def test_mismatch_then_fix_feeds_the_evidence_back(tmp_path, capsys):
     rc, res = optimize(
         tmp_path, capsys, [fenced(broken("relu__mismatch.py")), fenced(GOOD)], "--budget", "4"
