@@ -13,7 +13,9 @@ on LangGraph's custom stream (`stream_mode="custom"`, written with the node's st
 
 Approval: with `approve=True` the graph stops before accepting a kernel (`interrupt`, with the
 kernel's summary and code); resume with `Command(resume=True)` to accept it, or `False` to reject
-it and go on refining while budget lasts.
+it and go on refining while budget lasts. With `approve_spend=True` it also stops before each
+round spends budget (the round, the candidates it would draft, the budget left, the best so
+far); `True` drafts the round, `False` finishes with what was found.
 
 The live objects (verifier and its worker processes, backend) are kept per run id in this process
 (`_LIVE`); state holds plain data only and is checkpointed by the server as usual. After a
@@ -60,10 +62,12 @@ class ServeContext:
     time_limit_s: float | None = None
     approve: bool = False
     """Stop for a person's approval (an interrupt) before a kernel is accepted."""
+    approve_spend: bool = False
+    """Stop for a person's approval before each round spends budget on new candidates."""
 
     def options(self, configurable: dict[str, Any] | None = None) -> dict[str, Any]:
         """AgentConfig keywords: these fields, `configurable` keys of the same names on top."""
-        names = {f.name for f in dataclasses.fields(self)} - {"approve"}
+        names = {f.name for f in dataclasses.fields(self)} - {"approve", "approve_spend"}
         opts = {n: getattr(self, n) for n in names}
         opts.update({k: v for k, v in (configurable or {}).items() if k in names})
         return {k: v for k, v in opts.items() if v is not None or k == "aot_target"}
@@ -78,6 +82,8 @@ class ServedState(AgentState, total=False):
     """The run directory's id (runs/<run_id>/), set by `setup`."""
     needs_approval: bool
     """Stop before accepting a kernel (from the context's `approve`)."""
+    needs_spend_approval: bool
+    """Stop before each round spends budget (from the context's `approve_spend`)."""
 
 
 _LIVE: dict[str, RunContext] = {}
@@ -116,7 +122,12 @@ def setup(state: ServedState, runtime: Runtime[ServeContext]) -> dict[str, Any]:
     run_id = prepared.context.rundir.run_id
     with _LOCK:
         _LIVE[run_id] = prepared.context
-    return {**prepared.state, "run_id": run_id, "needs_approval": serve.approve}
+    return {
+        **prepared.state,
+        "run_id": run_id,
+        "needs_approval": serve.approve,
+        "needs_spend_approval": serve.approve_spend,
+    }
 
 
 def _rebuild(state: ServedState, runtime: Runtime[Any]) -> RunContext:
@@ -183,6 +194,30 @@ def approve(state: ServedState) -> dict[str, Any]:
     return {"best": None, "stop_reason": None, "decision": "feedback"}
 
 
+def approve_spend(state: ServedState) -> dict[str, Any]:
+    """Ask a person before a round spends budget; a refusal finishes with what was found."""
+    best = state.get("best")
+    answer = interrupt(
+        {
+            "question": "spend budget on another round?",
+            "run_id": state.get("run_id"),
+            "round": state.get("round", 0) + 1,
+            "budget_left": state.get("budget_left"),
+            "best": best["summary"] if best else None,
+        }
+    )
+    accepted = answer.get("accept") if isinstance(answer, dict) else bool(answer)
+    return {} if accepted else {"stop_reason": "the reviewer stopped spending budget"}
+
+
+def before_draft(state: ServedState) -> Literal["draft", "approve_spend"]:
+    return "approve_spend" if state.get("needs_spend_approval") else "draft"
+
+
+def after_approve_spend(state: ServedState) -> Literal["draft", "finish"]:
+    return "finish" if state.get("stop_reason") else "draft"
+
+
 def after_decide(state: ServedState) -> Literal["feedback", "tune", "finish", "approve"]:
     decision = nodes.route(state)
     if decision == "finish" and state.get("needs_approval") and state.get("best") is not None:
@@ -199,24 +234,26 @@ def after_approve(state: ServedState) -> Literal["feedback", "finish"]:
 
 
 def build_served_graph(checkpointer: Any = None):
-    """setup -> baseline -> draft -> evaluate -> decide -> (feedback -> draft | tune |
-    [approve] -> finish)."""
+    """setup -> baseline -> [approve_spend] -> draft -> evaluate -> decide -> (feedback ->
+    [approve_spend] -> draft | tune | [approve] -> finish)."""
     g = StateGraph(ServedState, context_schema=ServeContext)
     g.add_node("setup", setup)
     for fn in (nodes.baseline, nodes.draft, nodes.evaluate, nodes.decide, nodes.feedback):
         g.add_node(fn.__name__, _live(fn))
     g.add_node("tune", _live(nodes.tune))
     g.add_node("approve", approve)
+    g.add_node("approve_spend", approve_spend)
     g.add_node("finish", _live(nodes.finish))
 
     g.add_edge(START, "setup")
     g.add_edge("setup", "baseline")
-    g.add_edge("baseline", "draft")
+    g.add_conditional_edges("baseline", before_draft, ["draft", "approve_spend"])
+    g.add_conditional_edges("approve_spend", after_approve_spend, ["draft", "finish"])
     g.add_edge("draft", "evaluate")
     g.add_edge("evaluate", "decide")
     g.add_conditional_edges("decide", after_decide, ["feedback", "tune", "finish", "approve"])
     g.add_conditional_edges("approve", after_approve, ["feedback", "finish"])
-    g.add_edge("feedback", "draft")
+    g.add_conditional_edges("feedback", before_draft, ["draft", "approve_spend"])
     g.add_edge("tune", "decide")
     g.add_edge("finish", END)
     return g.compile(checkpointer=checkpointer, name="triton-agent")

@@ -1,6 +1,6 @@
 """The served graph (`langgraph.json` -> agent.langgraph_app:make_graph): built from the run's
-options alone, progress on LangGraph's custom stream, an approval interrupt before a kernel is
-accepted. Driven with the graph's own stream API, and through `langgraph dev` and the LangGraph
+options alone, progress on LangGraph's custom stream, approval interrupts before a kernel is
+accepted and before budget is spent. Driven with the graph's own stream API, and through `langgraph dev` and the LangGraph
 SDK on localhost when langgraph-api is installed (the `langgraph-server` extra)."""
 
 from __future__ import annotations
@@ -80,6 +80,27 @@ def test_approval_interrupt_reject_then_accept(tmp_path: Path):
     out = graph.invoke(Command(resume=True), cfg, context=ctx)  # accepted
     assert "__interrupt__" not in out and out["best"]["index"] == 1
     assert len(out["attempts"]) == 2
+
+
+def test_approval_before_budget_is_spent(tmp_path: Path):
+    """approve_spend: the graph asks before each round drafts; a refusal finishes with what was
+    found, and the budget it did not spend stays unspent."""
+    graph = make_graph().builder.compile(checkpointer=InMemorySaver())
+    cfg = {"configurable": {"thread_id": "spend"}}
+    ctx = ServeContext(**options(tmp_path, [BAD, GOOD], approve_spend=True))
+    out = graph.invoke({"problem": str(EX / "problems/relu.py")}, cfg, context=ctx)
+    asked = out["__interrupt__"][0].value
+    assert asked["question"] == "spend budget on another round?" and asked["round"] == 1
+    assert asked["budget_left"] == 2 and asked["best"] is None
+    assert not out.get("attempts")  # nothing drafted before the answer
+    out = graph.invoke(Command(resume=True), cfg, context=ctx)  # round 1: the mismatch
+    asked = out["__interrupt__"][0].value
+    assert asked["round"] == 2 and asked["budget_left"] == 1
+    assert [a["status"] for a in out["attempts"]] == ["mismatch"]
+    out = graph.invoke(Command(resume=False), cfg, context=ctx)  # no second round
+    assert "__interrupt__" not in out and len(out["attempts"]) == 1
+    assert out["stop_reason"] == "the reviewer stopped spending budget"
+    assert (tmp_path / "runs" / out["run_id"] / "report.json").exists()
 
 
 def _free_port() -> int:
