@@ -45,7 +45,10 @@ def test_tables_do_not_cut_words_when_not_a_terminal(capsys):
                "speedup": None, "summary": summary}  # fmt: skip
     result = {"run_id": "r", "run_dir": "runs/r", "attempts": [attempt], "correct": False}
     print_table(result)
-    assert summary in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert summary in err
+    # its natural width: no column padded out to fill a forced 160-column table
+    assert "┃ # ┃" in err and max(len(line) for line in err.splitlines()) < 160
 
 
 @pytest.mark.parametrize("text", ["", "import torch\n\nclass Net:\n    pass\n"])

@@ -52,8 +52,9 @@ def print_verdict(verdict: Any) -> None:
 
 
 def table_width() -> int | None:
-    """Width for tables: the terminal's, or wide enough not to cut words when stderr is not a
-    terminal (a log file, a pipe): rich would otherwise wrap to 80 columns."""
+    """Widest a table may be printed: the terminal's, or wide enough not to cut words when
+    stderr is not a terminal (a log file, a pipe): rich would otherwise wrap to 80 columns.
+    The console's width, not the table's: a forced table width pads every column."""
     if err_console.is_terminal:
         return None
     return max(160, shutil.get_terminal_size((160, 24)).columns)

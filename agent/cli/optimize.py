@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -76,7 +77,7 @@ class Progress:
 
 
 def print_table(result: dict[str, Any]) -> None:
-    table = Table(title=f"run {result['run_id']}", show_lines=False, width=table_width())
+    table = Table(title=f"run {result['run_id']}", show_lines=False)
     for col in ("#", "round", "source", "status", "speedup", "summary"):
         table.add_column(col)
     for a in result["attempts"]:
@@ -90,7 +91,8 @@ def print_table(result: dict[str, Any]) -> None:
             sp,
             escape((a.get("summary") or "")[:90]),
         )
-    err_console.print(table)
+    width = table_width()  # its natural width, up to that (off a terminal: wide, not 80)
+    (Console(stderr=True, highlight=False, width=width) if width else err_console).print(table)
     if result["correct"]:
         timing = (
             "" if result["timed"] else " (CPU: verified under the Triton interpreter, not timed)"
