@@ -708,6 +708,20 @@ def warnings_silenced() -> Iterator[None]:
         yield
 
 
+def _grid_type(name: str, inductor_meta: dict[str, Any]) -> str:
+    """The kernel's grid type; combo-kernel grids (several kernels' programs in one launch) are
+    not rewritten."""
+    grid_type = inductor_meta.get("grid_type")
+    if grid_type in (
+        None,
+        "ComboKernelGrid",
+        "SequentialComboKernelGrid",
+        "RoundRobinComboKernelGrid",
+    ):
+        raise DraftUnsupportedError(f"kernel {name}: grid type {grid_type} is not supported")
+    return grid_type
+
+
 def _pick_config(kernel: _Kernel) -> tuple[Any, str]:
     """The launch config: the autotuner's pick when it ran (GPU), else the heuristics' first."""
     launchers = getattr(kernel.autotuner, "launchers", None) or []
@@ -1068,14 +1082,7 @@ def _grid_for(kernel: _Kernel, node: ast.Call) -> tuple[int, ...]:
 
     inductor_meta = kernel.autotuner.inductor_meta
     values = _constant_args(kernel, node)
-    grid_type = inductor_meta.get("grid_type")
-    if grid_type in (
-        None,
-        "ComboKernelGrid",
-        "SequentialComboKernelGrid",
-        "RoundRobinComboKernelGrid",
-    ):
-        raise DraftUnsupportedError(f"kernel {kernel.name}: grid type {grid_type} is not supported")
+    grid_type = _grid_type(kernel.name, inductor_meta)
     try:
         grid = GridExpr.from_meta(inductor_meta, kernel.config)
         x, y, z = grid.eval_slow({**kernel.config.kwargs, **values})
@@ -1108,14 +1115,7 @@ def _launch_grid(kernel: _Kernel, node: ast.Call, static: bool) -> ast.expr:
     from torch._inductor.runtime import triton_heuristics
 
     inductor_meta = kernel.autotuner.inductor_meta
-    grid_type = inductor_meta.get("grid_type")
-    if grid_type in (
-        None,
-        "ComboKernelGrid",
-        "SequentialComboKernelGrid",
-        "RoundRobinComboKernelGrid",
-    ):
-        raise DraftUnsupportedError(f"kernel {kernel.name}: grid type {grid_type} is not supported")
+    grid_type = _grid_type(kernel.name, inductor_meta)
     runtime_args, _ = _kernel_params(kernel)
     extra = list(inductor_meta.get("extra_launcher_args", []))
     launch_args = dict(zip(runtime_args + extra, node.args, strict=False))

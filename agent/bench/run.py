@@ -415,12 +415,7 @@ def _ray_evaluate(
             emit({"event": "error", "problem": name, "message": errors[name]})
             continue
         for r in results:
-            ev = Evaluated(
-                record=SampleRecord.from_dict(r["record"]),
-                verdict=r["verdict"],
-                profile=r["profile"],
-                draft=Draft(**r["draft"]),
-            )
+            ev = _evaluated(r)
             bdir.write_evaluated(ev)
             emit({"event": "sample", "record": ev.record.to_dict()})
 
@@ -514,12 +509,7 @@ def _run_loop_mode(
 
     def store(name: str, entries: list[dict[str, Any]]) -> None:
         for e in entries:
-            ev = Evaluated(
-                record=SampleRecord.from_dict(e["record"]),
-                verdict=e["verdict"],
-                profile=e["profile"],
-                draft=Draft(**e["draft"]),
-            )
+            ev = _evaluated(e)
             bdir.write_evaluated(ev)
             emit({"event": "sample", "record": ev.record.to_dict()})
         bdir.write_json(Path(name) / "done.json", {"attempts": len(entries)})
@@ -574,3 +564,13 @@ def _safe(on_event: Event | None) -> Event:
             log.debug("progress callback failed", exc_info=True)
 
     return emit
+
+
+def _evaluated(d: dict[str, Any]) -> Evaluated:
+    """An evaluation handed back as plain data (by a Ray task or the loop's run)."""
+    return Evaluated(
+        record=SampleRecord.from_dict(d["record"]),
+        verdict=d["verdict"],
+        profile=d["profile"],
+        draft=Draft(**d["draft"]),
+    )
