@@ -144,7 +144,7 @@ def test_bench_does_not_promise_a_rerun_fixes_a_problem_that_cannot_run():
 
 
 def test_the_size_guard_does_not_say_zero_flops_for_a_reduction():
-    from tools.worker import too_large_message
+    from tools.size_guard import too_large_message
 
     text = too_large_message(300_000_000, 0)
     assert "0 FLOPs" not in text and "not counted" in text

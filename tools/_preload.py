@@ -17,7 +17,9 @@ import tools.audit  # noqa: F401, E402
 import tools.devshim  # noqa: F401, E402
 import tools.guard  # noqa: F401
 import tools.handover  # noqa: F401, E402
+import tools.integrity  # noqa: F401, E402
 import tools.judge  # noqa: F401, E402
+import tools.op_profiler  # noqa: F401, E402
 import tools.worker  # noqa: F401
 
 # KernelLLM's Inductor-style outputs import these; importing them costs ~1.6 s, so do it once.

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import types
 from collections import Counter
 
 import torch
@@ -430,352 +429,68 @@ def audited(poison: bool = True):
             yield mode, launches
 
 
-# ------------------------------------------------------------------------------------------
-# A second, independent observer: the PyTorch profiler.
-#
-# The dispatch mode above lives on a Python-visible mode stack, so a candidate can pop it
-# (`_pop_mode`, `_disable_current_modes`), exclude the Python dispatch key, or run torch inside
-# a callback that executes while a launch has the modes suspended (a callable grid). The
-# profiler's RecordFunction hooks sit in the C++ dispatcher and see every aten op regardless.
-# Under the Triton interpreter a launch only performs allocation/copy ops, so nothing inside a
-# forward needs excluding.
-
-PROFILER_FREE = (
-    ALLOC_OPS
-    | VIEW_OPS
-    | {
-        "to",
-        "type_as",
-        "resolve_conj",
-        "resolve_neg",
-        "result_type",
-        "is_nonzero",
-        "pin_memory",
-        "is_pinned",
-        "empty_like",
-        "_has_compatible_shallow_copy_type",
-        "_nested_tensor_from_mask_left_aligned",
-        "record_stream",
-        "detach_",
-        "lift",
-        "requires_grad_",
-        "as_strided_",
-        "squeeze_",
-        "unsqueeze_",
-        "t_",
-        "transpose_",
-        "empty_permuted",
-        "resize_as_",
-        "_copy_from",
-        "_copy_from_and_resize",
+# What parameter initialisation runs (torch.nn.init and the layers' reset_parameters): random
+# fills and the arithmetic that scales or truncates them. Anything else in a constructor is
+# compute (the problem's own Model run on regenerated inputs, an answer table).
+INIT_OPS = frozenset(
+    {
+        "uniform_",
+        "normal_",
+        "bernoulli_",
+        "random_",
+        "exponential_",
+        "cauchy_",
+        "log_normal_",
+        "geometric_",
+        "randn",
+        "rand",
+        "randint",
+        "randperm",
+        "normal",
+        "erfinv_",
+        "mul_",
+        "add_",
+        "sub_",
+        "div_",
+        "clamp_",
+        "mul",
+        "add",
+        "sub",
+        "div",
+        "sqrt",
+        "neg",
+        "abs",
+        "sign",
+        "linalg_qr",
+        "diag",
+        "diagonal",
+        "diag_embed",
+        "eye",
+        "erf",
+        "erfinv",
+        "clamp",
+        "reciprocal",
+        # range checks (trunc_normal_ validates its bounds)
+        "lt",
+        "gt",
+        "le",
+        "ge",
+        "eq",
+        "ne",
+        "bitwise_or",
+        "bitwise_and",
+        "logical_or",
+        "logical_and",
+        "logical_not",
+        "any",
+        "all",
     }
 )
 
 
-class ProfilerObserver:
-    """Records aten ops inside marked forward calls with `torch.autograd.profiler`."""
-
-    def __init__(self) -> None:
-        import secrets
-
-        self.marker = f"ta_forward_{secrets.token_hex(8)}"
-        self.available = False
-        self.tampered: list[str] = []
-        self.forwards = 0
-        self.exit_error: str | None = None
-        """Why the profiler failed to stop, if it did (its op record is then lost)."""
-        self._prof = None
-        self._stopped = False
-
-    def __enter__(self) -> ProfilerObserver:
-        try:
-            self._prof = torch.autograd.profiler.profile(record_shapes=False)
-            self._prof.__enter__()
-            self.available = True
-        except Exception:  # another profiler running, or none in this build: best effort
-            self._prof = None
-        return self
-
-    @contextlib.contextmanager
-    def forward(self):
-        """Mark one forward call; checks the profiler is still on when it returns."""
-        if not self.available:
-            yield
-            return
-        self.forwards += 1
-        with torch.autograd.profiler.record_function(self.marker):
-            yield
-        if not torch.autograd._profiler_enabled():
-            self.tampered.append("the harness's profiler was switched off during forward")
-            self.available = False
-
-    def __exit__(self, *exc: object) -> None:
-        """Stop the profiler; the job stops it after forward, and its ExitStack calls this again."""
-        if self._prof is None or self._stopped:
-            return
-        self._stopped = True
-        try:
-            self._prof.__exit__(None, None, None)
-        except Exception as e:
-            # Seen on the H200 (torch 2.11) with honest kernels: the profiler can fail to stop for
-            # reasons of its own. Switching it off *during* forward is caught in `forward()`;
-            # here only the op record is lost, so fall back to the dispatch-mode audit alone.
-            self.exit_error = f"{type(e).__name__}: {e}"[:200]
-            self.available = False
-
-    def ops(self) -> tuple[list[str], list[str]]:
-        """(compute ops, library ops) seen at the top level of the marked forward calls."""
-        if self._prof is None or not self.available:
-            return [], []
-        try:
-            events = self._prof.function_events
-        except Exception as e:
-            self.tampered.append(
-                f"the harness's profiler results are unreadable ({type(e).__name__})"
-            )
-            return [], []
-        markers = [e for e in events if e.name == self.marker]
-        if len(markers) != self.forwards:
-            self.tampered.append(
-                f"{self.forwards} forward calls were made but the profiler recorded {len(markers)}"
-            )
-        compute: list[str] = []
-        library: list[str] = []
-
-        def visit(ev) -> None:
-            for child in ev.cpu_children:
-                name = child.name
-                if not name.startswith("aten::"):
-                    visit(child)  # record_function ranges (the candidate's own or torch's)
-                    continue
-                op = name[len("aten::") :].split(".")[0]
-                if op in LIBRARY_OPS:
-                    if f"aten.{op}" not in library:
-                        library.append(f"aten.{op}")
-                elif op in PROFILER_FREE or op.startswith("sym_"):
-                    continue
-                elif f"aten.{op}" not in compute:
-                    compute.append(f"aten.{op}")
-
-        for m in markers:
-            visit(m)
-        return compute, library
-
-
-# ------------------------------------------------------------------------------------------
-# Integrity: what the candidate must not replace in its process.
-
-
-def _integrity_targets() -> list[tuple[str, object, str]]:
-    import importlib
-    import pickle
-    import time
-
-    import triton
-
-    targets: list[tuple[str, object, str]] = []
-
-    def add(label: str, owner: object, *names: str) -> None:
-        for n in names:
-            if hasattr(owner, n):
-                targets.append((f"{label}.{n}", owner, n))
-
-    add(
-        "time",
-        time,
-        "perf_counter",
-        "perf_counter_ns",
-        "time",
-        "time_ns",
-        "monotonic",
-        "monotonic_ns",
-        "process_time",
-    )
-    add(
-        "torch",
-        torch,
-        "allclose",
-        "isclose",
-        "equal",
-        "manual_seed",
-        "save",
-        "load",
-        "empty",
-        "empty_like",
-        "randn",
-    )
-    add("torch.testing", torch.testing, "assert_close")
-    add(
-        "torch.Tensor",
-        torch.Tensor,
-        "clone",
-        "to",
-        "cpu",
-        "detach",
-        "data_ptr",
-        "untyped_storage",
-        "numel",
-        "__eq__",
-        "copy_",
-        "contiguous",
-        "__reduce_ex__",
-    )
-    add(
-        "torch.nn.Module",
-        torch.nn.Module,
-        "__call__",
-        "_call_impl",
-        "to",
-        "state_dict",
-        "load_state_dict",
-    )
-    add(
-        "torch.cuda", torch.cuda, "synchronize", "Event", "Stream", "current_stream", "is_available"
-    )
-    add("torch.autograd", torch.autograd, "_profiler_enabled")
-    add("torch.autograd.profiler", torch.autograd.profiler, "profile", "record_function")
-    import torch.utils._python_dispatch as pd
-
-    add(
-        "torch.utils._python_dispatch",
-        pd,
-        "_pop_mode",
-        "_push_mode",
-        "_disable_current_modes",
-        "_pop_mode_temporarily",
-        "_get_current_dispatch_mode",
-        "_len_torch_dispatch_stack",
-        "_pop_torch_dispatch_stack",
-    )
-    add(
-        "torch._C",
-        torch._C,
-        "_pop_torch_dispatch_stack",
-        "_push_on_torch_dispatch_stack",
-        "_len_torch_dispatch_stack",
-        "_DisableTorchDispatch",
-        "_ExcludeDispatchKeyGuard",
-        "_disabled_torch_dispatch_impl",
-    )
-    add("pickle", pickle, "dumps", "dump", "Pickler")
-    try:
-        import triton.testing as tt
-
-        add("triton.testing", tt, "do_bench", "do_bench_cudagraph")
-    except Exception:
-        pass
-    from triton.runtime.interpreter import InterpretedFunction
-    from triton.runtime.jit import JITFunction
-
-    add("triton.JITFunction", JITFunction, "run", "__getitem__")
-    add("triton.InterpretedFunction", InterpretedFunction, "run", "__getitem__")
-    from triton.runtime import interpreter
-
-    add("triton.GridExecutor", interpreter.GridExecutor, "__call__")
-    add("triton.interpreter_builder", interpreter.interpreter_builder, *_BUILDER_METHODS)
-    import _thread
-    import threading
-
-    add("_thread", _thread, "start_new_thread", "start_new")
-    add("threading", threading, "_start_new_thread", "_start_joinable_thread")
-    add("torch._C", torch._C, "_dispatch_library")
-    add("triton", triton, "jit", "cdiv")
-    from multiprocessing import connection
-
-    add(
-        "multiprocessing.connection.Connection",
-        connection.Connection,
-        "send_bytes",
-        "send",
-        "close",
-    )
-    for modname in (
-        "tools.compare",
-        "tools.handover",
-        "tools.worker",
-        "tools.audit",
-        "tools.guard",
-        "tools.sandbox",
-        "tools.devshim",
-    ):
-        mod = importlib.import_module(modname)
-        for n, v in list(vars(mod).items()):
-            if callable(v) and not n.startswith("__"):
-                targets.append((f"{modname}.{n}", mod, n))
-                if isinstance(v, type) and v.__module__ == modname:
-                    for m, f in list(vars(v).items()):
-                        if callable(f) or isinstance(f, (staticmethod, classmethod, property)):
-                            targets.append((f"{modname}.{n}.{m}", v, m))
-        for n in (
-            "VIOLATIONS",
-            "TOOLCHAIN",
-            "NATIVE_DENY",
-            "_ALLOWED_WRITE_PREFIXES",
-            "_WRITE_FLAGS",
-            "_state",
-            "ALLOC_OPS",
-            "VIEW_OPS",
-            "LIBRARY_OPS",
-            "POISON_OPS",
-            "PROFILER_FREE",
-        ):
-            if hasattr(mod, n):
-                targets.append((f"{modname}.{n}", mod, n))
-    return targets
-
-
-_BUILDER_METHODS = (
-    "set_grid_idx",
-    "set_grid_dim",
-    "create_dot",
-    "create_load",
-    "create_store",
-    "create_masked_load",
-    "create_masked_store",
-)
-
-
-def _get(owner: object, name: str) -> object:
-    if isinstance(owner, type):
-        return owner.__dict__.get(name, getattr(owner, name, None))
-    return getattr(owner, name, None)
-
-
-def _fingerprint(value: object) -> tuple:
-    """Identity of a value plus the mutable insides that would change its behaviour: a function's
-    code and defaults (`f.__code__ = ...` keeps the object), a set's or dict's contents."""
-    if isinstance(value, types.MethodType):  # a fresh object on every attribute access
-        return ("method", id(value.__self__)) + _fingerprint(value.__func__)
-    fn = value.__func__ if isinstance(value, (staticmethod, classmethod)) else value
-    parts: tuple = (id(value),)
-    if isinstance(fn, types.FunctionType):
-        parts += (id(fn.__code__), repr(fn.__defaults__), repr(fn.__kwdefaults__))
-    elif isinstance(value, (dict, list, set, frozenset)):
-        parts += (repr(sorted(map(repr, value.items() if isinstance(value, dict) else value))),)
-    return parts
-
-
-class Integrity:
-    """A snapshot of the harness, timers and torch entry points the candidate must not patch.
-
-    Checked after the candidate is imported and after every forward: replacing a timer (to fake
-    speed), the comparison or the audit (to fake correctness) or the guard's settings is a cheat
-    even when it changes nothing the verifier relies on (the comparison runs in the parent).
-    """
-
-    def __init__(self) -> None:
-        self._values = [
-            (label, owner, name, _fingerprint(_get(owner, name)))
-            for label, owner, name in _integrity_targets()
-        ]
-
-    def changed(self) -> list[str]:
-        out = []
-        for label, owner, name, fp in self._values:
-            try:
-                now = _fingerprint(_get(owner, name))
-            except Exception:
-                now = ()
-            if now != fp:
-                out.append(label)
-        return out
+def is_init_op(label: str) -> bool:
+    """Parameter initialisation, or constants and scalars a constructor reads or builds from
+    Python values (a lookup table is not compute over inputs it cannot know yet)."""
+    if label.startswith(("a tensor built from Python values", "tensor values read into Python")):
+        return True
+    return label.startswith("aten.") and label[len("aten.") :] in INIT_OPS

@@ -22,8 +22,7 @@ import torch
 
 from tools.compare import Tolerance, compare_outputs
 from tools.handover import MAX_OUTPUTS, HandoverError, import_output
-from tools.precision import full_fp32
-from tools.worker import (
+from tools.job_common import (
     ContractError,
     _device_context,
     _short_tb,
@@ -38,6 +37,7 @@ from tools.worker import (
     peak_memory,
     tensor_bytes,
 )
+from tools.precision import full_fp32
 
 PRECISION_FACTOR = 64.0
 """How far (against an fp64 reference) a candidate's fp32 outputs may err beyond PyTorch's own

@@ -147,7 +147,7 @@ def _child(problem_path: str, kernel_path: str, seed: int, trial_seed: int) -> i
     import torch
 
     from tools import guard
-    from tools.worker import (
+    from tools.job_common import (
         _copy_matching_weights,
         build_model,
         exec_module,

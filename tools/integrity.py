@@ -1,0 +1,296 @@
+"""Integrity: what the candidate must not replace or leave behind in its process (job side).
+
+`Integrity` snapshots the harness's functions, the timers and torch's entry points; `hooks()`
+lists the ways to run code after `forward` returns (profile/trace functions, monitoring tools,
+Triton runtime hooks, torch modes left on the stack). The candidate's job compares both after
+the import, the constructor and every forward; a difference is tampering.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import types
+
+import torch
+
+
+def _integrity_targets() -> list[tuple[str, object, str]]:
+    import importlib
+    import pickle
+    import time
+
+    import triton
+
+    targets: list[tuple[str, object, str]] = []
+
+    def add(label: str, owner: object, *names: str) -> None:
+        for n in names:
+            if hasattr(owner, n):
+                targets.append((f"{label}.{n}", owner, n))
+
+    add(
+        "time",
+        time,
+        "perf_counter",
+        "perf_counter_ns",
+        "time",
+        "time_ns",
+        "monotonic",
+        "monotonic_ns",
+        "process_time",
+    )
+    add(
+        "torch",
+        torch,
+        "allclose",
+        "isclose",
+        "equal",
+        "manual_seed",
+        "save",
+        "load",
+        "empty",
+        "empty_like",
+        "randn",
+    )
+    add("torch.testing", torch.testing, "assert_close")
+    add(
+        "torch.Tensor",
+        torch.Tensor,
+        "clone",
+        "to",
+        "cpu",
+        "detach",
+        "data_ptr",
+        "untyped_storage",
+        "numel",
+        "__eq__",
+        "copy_",
+        "contiguous",
+        "__reduce_ex__",
+    )
+    add(
+        "torch.nn.Module",
+        torch.nn.Module,
+        "__call__",
+        "_call_impl",
+        "to",
+        "state_dict",
+        "load_state_dict",
+    )
+    add(
+        "torch.cuda", torch.cuda, "synchronize", "Event", "Stream", "current_stream", "is_available"
+    )
+    add("torch.autograd", torch.autograd, "_profiler_enabled")
+    add("torch.autograd.profiler", torch.autograd.profiler, "profile", "record_function")
+    import torch.utils._python_dispatch as pd
+
+    add(
+        "torch.utils._python_dispatch",
+        pd,
+        "_pop_mode",
+        "_push_mode",
+        "_disable_current_modes",
+        "_pop_mode_temporarily",
+        "_get_current_dispatch_mode",
+        "_len_torch_dispatch_stack",
+        "_pop_torch_dispatch_stack",
+    )
+    add(
+        "torch._C",
+        torch._C,
+        "_pop_torch_dispatch_stack",
+        "_push_on_torch_dispatch_stack",
+        "_len_torch_dispatch_stack",
+        "_DisableTorchDispatch",
+        "_ExcludeDispatchKeyGuard",
+        "_disabled_torch_dispatch_impl",
+    )
+    add("pickle", pickle, "dumps", "dump", "Pickler")
+    try:
+        import triton.testing as tt
+
+        add("triton.testing", tt, "do_bench", "do_bench_cudagraph")
+    except Exception:
+        pass
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    add("triton.JITFunction", JITFunction, "run", "__getitem__")
+    add("triton.InterpretedFunction", InterpretedFunction, "run", "__getitem__")
+    from triton.runtime import interpreter
+
+    add("triton.GridExecutor", interpreter.GridExecutor, "__call__")
+    add("triton.interpreter_builder", interpreter.interpreter_builder, *_BUILDER_METHODS)
+    import _thread
+    import threading
+
+    add("_thread", _thread, "start_new_thread", "start_new")
+    add("threading", threading, "_start_new_thread", "_start_joinable_thread")
+    add("torch._C", torch._C, "_dispatch_library")
+    add("triton", triton, "jit", "cdiv")
+    from multiprocessing import connection
+
+    add(
+        "multiprocessing.connection.Connection",
+        connection.Connection,
+        "send_bytes",
+        "send",
+        "close",
+    )
+    for modname in (
+        "tools.compare",
+        "tools.handover",
+        "tools.worker",
+        "tools.job_common",
+        "tools.forward_checks",
+        "tools.size_guard",
+        "tools.audit",
+        "tools.integrity",
+        "tools.op_profiler",
+        "tools.interp_checks",
+        "tools.guard",
+        "tools.sandbox",
+        "tools.devshim",
+    ):
+        mod = importlib.import_module(modname)
+        for n, v in list(vars(mod).items()):
+            if callable(v) and not n.startswith("__"):
+                targets.append((f"{modname}.{n}", mod, n))
+                if isinstance(v, type) and v.__module__ == modname:
+                    for m, f in list(vars(v).items()):
+                        if callable(f) or isinstance(f, (staticmethod, classmethod, property)):
+                            targets.append((f"{modname}.{n}.{m}", v, m))
+        for n in (
+            "VIOLATIONS",
+            "TOOLCHAIN",
+            "NATIVE_DENY",
+            "_ALLOWED_WRITE_PREFIXES",
+            "_WRITE_FLAGS",
+            "_state",
+            "ALLOC_OPS",
+            "VIEW_OPS",
+            "LIBRARY_OPS",
+            "POISON_OPS",
+            "PROFILER_FREE",
+        ):
+            if hasattr(mod, n):
+                targets.append((f"{modname}.{n}", mod, n))
+    return targets
+
+
+_BUILDER_METHODS = (
+    "set_grid_idx",
+    "set_grid_dim",
+    "create_dot",
+    "create_load",
+    "create_store",
+    "create_masked_load",
+    "create_masked_store",
+)
+
+
+def _get(owner: object, name: str) -> object:
+    if isinstance(owner, type):
+        return owner.__dict__.get(name, getattr(owner, name, None))
+    return getattr(owner, name, None)
+
+
+def _fingerprint(value: object) -> tuple:
+    """Identity of a value plus the mutable insides that would change its behaviour: a function's
+    code and defaults (`f.__code__ = ...` keeps the object), a set's or dict's contents."""
+    if isinstance(value, types.MethodType):  # a fresh object on every attribute access
+        return ("method", id(value.__self__)) + _fingerprint(value.__func__)
+    fn = value.__func__ if isinstance(value, (staticmethod, classmethod)) else value
+    parts: tuple = (id(value),)
+    if isinstance(fn, types.FunctionType):
+        parts += (id(fn.__code__), repr(fn.__defaults__), repr(fn.__kwdefaults__))
+    elif isinstance(value, (dict, list, set, frozenset)):
+        parts += (repr(sorted(map(repr, value.items() if isinstance(value, dict) else value))),)
+    return parts
+
+
+class Integrity:
+    """A snapshot of the harness, timers and torch entry points the candidate must not patch.
+
+    Checked after the candidate is imported and after every forward: replacing a timer (to fake
+    speed), the comparison or the audit (to fake correctness) or the guard's settings is a cheat
+    even when it changes nothing the verifier relies on (the comparison runs in the parent).
+    """
+
+    def __init__(self) -> None:
+        self._values = [
+            (label, owner, name, _fingerprint(_get(owner, name)))
+            for label, owner, name in _integrity_targets()
+        ]
+
+    def changed(self) -> list[str]:
+        out = []
+        for label, owner, name, fp in self._values:
+            try:
+                now = _fingerprint(_get(owner, name))
+            except Exception:
+                now = ()
+            if now != fp:
+                out.append(label)
+        return out
+
+
+def hooks() -> list[str]:
+    """Ways to run code after `forward` returns, while the harness reads and exports its outputs:
+    profile and trace functions (per process and for new threads), sys.monitoring tools, and
+    torch function/dispatch modes left on the stack. Checked after every forward; a hook that
+    was not there before the candidate was imported is tampering (a profile hook can rewrite an
+    output after the audit closed)."""
+    found = []
+    if sys.getprofile() is not None:
+        found.append("a profile function (sys.setprofile)")
+    if sys.gettrace() is not None:
+        found.append("a trace function (sys.settrace)")
+    for name, what in (
+        ("getprofile", "a thread profile function"),
+        ("gettrace", "a thread trace function"),
+    ):
+        get = getattr(threading, name, None)
+        if get is not None and get() is not None:
+            found.append(f"{what} (threading.set{name[3:]})")
+    monitoring = getattr(sys, "monitoring", None)
+    if monitoring is not None:
+        for tool in range(6):
+            try:
+                if monitoring.get_tool(tool) is not None:
+                    found.append(f"a sys.monitoring tool ({tool})")
+            except Exception:  # noqa: BLE001
+                pass
+    try:
+        from triton import knobs
+
+        for name in (
+            "launch_enter_hook",
+            "launch_exit_hook",
+            "kernel_load_start_hook",
+            "kernel_load_end_hook",
+            "jit_cache_hook",
+            "jit_post_compile_hook",
+            "add_stages_inspection_hook",
+        ):
+            hook = getattr(knobs.runtime, name, None)
+            if hook is not None:
+                # Triton's default is an empty HookChain: the object and its calls identify it.
+                calls = [id(c) for c in getattr(hook, "calls", ())]
+                found.append(
+                    f"a Triton runtime hook (triton.knobs.runtime.{name}: {id(hook):x} {calls})"
+                )
+    except Exception:  # noqa: BLE001 - an older Triton without knobs
+        pass
+    # Counts, not presence: the CPU device shim keeps a function mode of the harness's own on
+    # the stack, so a change of the count (a mode added, or the harness's popped) is the sign.
+    try:
+        found.append(f"{torch._C._len_torch_function_stack()} torch function mode(s) on the stack")
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        found.append(f"{torch._C._len_torch_dispatch_stack()} torch dispatch mode(s) on the stack")
+    except Exception:  # noqa: BLE001
+        pass
+    return found
