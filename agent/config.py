@@ -14,8 +14,8 @@ from typing import Any
 
 from agent.llm import env_base_url
 from agent.options import DEFAULTS, check
-from tools.aot import parse_target
 from tools.compare import Tolerance
+from tools.cuda_targets import parse_target
 from tools.errors import BadInputError
 from tools.verify import VerifyOptions
 

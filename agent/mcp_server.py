@@ -22,13 +22,13 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from agent.options import DEFAULTS, field_constraints
+from agent.options import BACKENDS, BY_NAME, DEFAULTS, field_constraints
 from tools.errors import BadInputError, TritonAgentError
 
-Problem = Annotated[
+ProblemArg = Annotated[
     str, Field(description="Problem file (KernelBench format): a path, or the file's source text.")
 ]
-Kernel = Annotated[
+KernelArg = Annotated[
     str,
     Field(
         description="Candidate kernel file defining ModelNew: a path, or the file's source text."
@@ -44,9 +44,13 @@ Target = Annotated[
     ),
 ]
 Tol = Annotated[float | None, Field(ge=0, description="Tolerance; null for the per-dtype default.")]
-Preset = Literal["default", "kernelbench-v0"]
-Policy = Literal["strict", "allow-library"]
-BackendName = Literal["auto", "compiler", "openai", "vllm", "hf", "replay"]
+Preset = Literal[BY_NAME["tolerance_preset"].choices]  # type: ignore[valid-type]
+Policy = Literal[BY_NAME["policy"].choices]  # type: ignore[valid-type]
+Baseline = Literal[BY_NAME["baseline"].choices]  # type: ignore[valid-type]
+BackendName = Literal[tuple(b for b in BACKENDS if b != "langchain")]  # type: ignore[valid-type]
+"""The backends a client can name (a LangChain chat model is an object: the Python API only)."""
+Budget = Annotated[int, Field(**{**field_constraints("budget"), "le": 1000})]
+Samples = Annotated[int, Field(**field_constraints("samples_per_round"))]
 
 INSTRUCTIONS = (
     "Turn PyTorch nn.Modules (KernelBench format: class Model, get_inputs, get_init_inputs) into "
@@ -145,12 +149,12 @@ def build_server(runs_dir: str | None = None) -> MCPServer:
         "Returns the verdict: status (ok, mismatch, compile_error, ...), evidence, message."
     )
     async def verify(
-        problem: Problem,
-        kernel: Kernel,
+        problem: ProblemArg,
+        kernel: KernelArg,
         trials: Trials = DEFAULTS["trials"],
-        atol: Tol = None,
-        rtol: Tol = None,
-        tolerance_preset: Preset = "default",
+        atol: Tol = DEFAULTS["atol"],
+        rtol: Tol = DEFAULTS["rtol"],
+        tolerance_preset: Preset = DEFAULTS["tolerance_preset"],
         policy: Policy = DEFAULTS["policy"],
         timeout_s: Timeout = DEFAULTS["timeout_s"],
         aot_target: Target = DEFAULTS["aot_target"],
@@ -176,9 +180,9 @@ def build_server(runs_dir: str | None = None) -> MCPServer:
         "status 'unavailable' without one). Returns the profile result."
     )
     async def profile(
-        problem: Problem,
-        kernel: Kernel,
-        baseline: Literal["eager", "compile", "best"] = "best",
+        problem: ProblemArg,
+        kernel: KernelArg,
+        baseline: Baseline = DEFAULTS["baseline"],
         trials: Trials = DEFAULTS["trials"],
         timeout_s: Timeout = DEFAULTS["timeout_s"],
         aot_target: Target = DEFAULTS["aot_target"],
@@ -213,23 +217,25 @@ def build_server(runs_dir: str | None = None) -> MCPServer:
     )
     async def optimize(
         ctx: Context,
-        problem: Problem,
-        budget: Annotated[
-            int, Field(ge=1, le=1000, description="Candidate kernels to evaluate.")
-        ] = 20,
-        backend: BackendName = "auto",
-        model: Annotated[str | None, Field(description="Model name or local path.")] = None,
-        base_url: Annotated[str | None, Field(description="OpenAI-compatible endpoint.")] = None,
+        problem: ProblemArg,
+        budget: Budget = DEFAULTS["budget"],
+        backend: BackendName = DEFAULTS["backend"],
+        model: Annotated[str | None, Field(description="Model name or local path.")] = DEFAULTS[
+            "model"
+        ],
+        base_url: Annotated[
+            str | None, Field(description="OpenAI-compatible endpoint.")
+        ] = DEFAULTS["base_url"],
         replies: Annotated[
             str | None, Field(description='Replay backend: JSONL file of {"text": ...}.')
-        ] = None,
-        samples_per_round: Annotated[int, Field(ge=1, le=64)] = 1,
+        ] = DEFAULTS["replies"],
+        samples_per_round: Samples = DEFAULTS["samples_per_round"],
         compiler_seed: Annotated[
             bool, Field(description="Evaluate torch.compile's Triton as attempt 0.")
-        ] = True,
+        ] = DEFAULTS["compiler_seed"],
         time_limit_s: Annotated[
             float | None, Field(gt=0, description="Seconds for the whole run.")
-        ] = None,
+        ] = DEFAULTS["time_limit_s"],
         trials: Trials = DEFAULTS["trials"],
         timeout_s: Timeout = DEFAULTS["timeout_s"],
         aot_target: Target = DEFAULTS["aot_target"],
@@ -260,21 +266,23 @@ def build_server(runs_dir: str | None = None) -> MCPServer:
     )
     async def repair(
         ctx: Context,
-        problem: Problem,
-        kernel: Kernel,
-        budget: Annotated[
-            int, Field(ge=1, le=1000, description="New candidate kernels to evaluate.")
-        ] = 20,
-        backend: BackendName = "auto",
-        model: Annotated[str | None, Field(description="Model name or local path.")] = None,
-        base_url: Annotated[str | None, Field(description="OpenAI-compatible endpoint.")] = None,
+        problem: ProblemArg,
+        kernel: KernelArg,
+        budget: Budget = DEFAULTS["budget"],
+        backend: BackendName = DEFAULTS["backend"],
+        model: Annotated[str | None, Field(description="Model name or local path.")] = DEFAULTS[
+            "model"
+        ],
+        base_url: Annotated[
+            str | None, Field(description="OpenAI-compatible endpoint.")
+        ] = DEFAULTS["base_url"],
         replies: Annotated[
             str | None, Field(description='Replay backend: JSONL file of {"text": ...}.')
-        ] = None,
-        samples_per_round: Annotated[int, Field(ge=1, le=64)] = 1,
+        ] = DEFAULTS["replies"],
+        samples_per_round: Samples = DEFAULTS["samples_per_round"],
         time_limit_s: Annotated[
             float | None, Field(gt=0, description="Seconds for the whole run.")
-        ] = None,
+        ] = DEFAULTS["time_limit_s"],
         trials: Trials = DEFAULTS["trials"],
         timeout_s: Timeout = DEFAULTS["timeout_s"],
         aot_target: Target = DEFAULTS["aot_target"],

@@ -5,8 +5,8 @@ keywords (`config_kwargs`), gives the MCP tools and the API their defaults (`DEF
 checks every value once (`check`, called by `AgentConfig`): a value out of range is a
 `BadInputError` naming the flag (exit 2), before any work.
 
-Verification defaults are `tools.verify.VerifyOptions`'s own (tools/ owns them) and sampling
-defaults `agent.llm.SamplingParams`'s (KernelLLM's published settings), read from there.
+Verification defaults are `tools.verify_options.VerifyOptions`'s own (tools/ owns them) and
+sampling defaults `agent.llm.SamplingParams`'s (KernelLLM's published settings), read from there.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 from agent.llm.base import SamplingParams
 from tools.errors import BadInputError
 from tools.evaluate import BASELINES, DEFAULT_BASELINE
-from tools.verify import POLICIES, VerifyOptions
+from tools.verify_options import POLICIES, VerifyOptions
 
 _VERIFY = {f.name: f.default for f in dataclasses.fields(VerifyOptions)}
 _SAMPLING = {f.name: f.default for f in dataclasses.fields(SamplingParams)}

@@ -123,7 +123,7 @@ def run_naive(
     (interpreter start, imports, loading: the harness's overhead)."""
     import torch
 
-    from tools.sandbox import visible_device_id
+    from tools.slots import visible_device_id
 
     env = dict(os.environ)
     env.pop("TRITON_INTERPRET", None)

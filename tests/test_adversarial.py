@@ -13,8 +13,9 @@ import tempfile
 import pytest
 
 from benchmarks.adversarial_figures import load_corpus, run_corpus
+from tools.job_process import load_reply
 from tools.results import STATUSES
-from tools.sandbox import Sandbox, _load_reply
+from tools.sandbox import Sandbox
 
 CASES = load_corpus()
 CPU_CASES = [c for c in CASES if not c.requires_cuda]
@@ -126,7 +127,7 @@ class _Evil:
 def test_forged_reply_cannot_run_code_in_the_parent():
     """Whatever bytes the job process sends, the parent only rebuilds plain data."""
     with pytest.raises(pickle.UnpicklingError):
-        _load_reply(pickle.dumps(("ok", _Evil())))
+        load_reply(pickle.dumps(("ok", _Evil())))
     assert not os.path.exists("/tmp/triton_agent_pwned_by_pickle")
 
 

@@ -21,14 +21,10 @@ import torch
 import triton
 
 from tests.helpers import last_json_line
-from tools.aot import (
-    LaunchRecord,
-    aot_compile,
-    aot_compile_all,
-    map_exception,
-    parse_target,
-    record_launches,
-)
+from tools.aot import aot_compile, aot_compile_all
+from tools.cuda_targets import parse_target
+from tools.error_map import map_exception
+from tools.launch_record import LaunchRecord, record_launches
 from tools.results import KernelResources, SourceError
 
 _counter = itertools.count()
@@ -203,7 +199,8 @@ class ModelNew(nn.Module):
 WORKER = """
 import importlib.util, json, sys
 import torch
-from tools.aot import aot_compile_all, record_launches
+from tools.aot import aot_compile_all
+from tools.launch_record import record_launches
 spec = importlib.util.spec_from_file_location("candidate", sys.argv[1])
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)

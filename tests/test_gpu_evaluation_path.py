@@ -15,6 +15,7 @@ from agent.runner import run
 from tests.helpers import ROOT
 from tools.results import Verdict
 from tools.roofline import Speedup
+from tools.sandbox import Sandbox
 
 RELU = str(ROOT / "examples/problems/relu.py")
 GOOD = (ROOT / "examples/kernels/relu.py").read_text()
@@ -63,20 +64,15 @@ def fake_gpu(monkeypatch):
     import sys
 
     monkeypatch.setattr(sys.modules["tools.verify"], "resolve_device", lambda device: "cuda")
-    monkeypatch.setattr("tools.sandbox.Sandbox.__init__", _cpu_sandbox_init(monkeypatch))
+    monkeypatch.setattr(Verifier, "sandbox_factory", _CPUSandbox)
     return calls, speed
 
 
-def _cpu_sandbox_init(monkeypatch):
-    from tools.sandbox import Sandbox
+class _CPUSandbox(Sandbox):
+    """The "cuda" verifier's sandbox, running its jobs on the CPU."""
 
-    original = Sandbox.__init__
-
-    def init(self, *, device="cpu", **kw):
-        original(self, device="cpu", **kw)
-        self.device = "cpu"
-
-    return init
+    def __init__(self, *, device: str = "cpu", **kw):
+        super().__init__(device="cpu", **kw)
 
 
 def test_slower_kernel_is_kept_tuned_and_reported(fake_gpu, tmp_path, monkeypatch):

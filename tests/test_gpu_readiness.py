@@ -16,7 +16,9 @@ import pytest
 
 from tests.helpers import ROOT
 from tools.errors import SandboxError
-from tools.sandbox import Limits, Sandbox, visible_device_id
+from tools.limits import Limits
+from tools.sandbox import Sandbox
+from tools.slots import visible_device_id
 
 
 def _run_source(sb: Sandbox, source: str, timeout: float = 120.0):

@@ -180,7 +180,8 @@ def test_failed_sample_metadata_names_kernelbench_keys():
 
 
 def test_kernelbench_timing_summary_and_trace_kept_out_of_json():
-    from tools.profile import ProfileResult, kernelbench_summary
+    from tools.profile import kernelbench_summary
+    from tools.profile_result import ProfileResult
 
     s = kernelbench_summary(
         {"eager": {"mean": 2.0, "std": 0.1}, "candidate": {"mean": 0.5, "std": 0.05}}

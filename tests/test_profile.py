@@ -11,18 +11,10 @@ import pytest
 import torch
 
 from tests.helpers import EX, last_json, last_json_line
+from tools.baselines import baseline_key, load_cache, save_cache
 from tools.problem import read_kernel, read_problem
-from tools.profile import (
-    PROFILE_STATUSES,
-    ProfileOptions,
-    ProfileResult,
-    assemble,
-    baseline_key,
-    load_cache,
-    profile,
-    rescaled_problem,
-    save_cache,
-)
+from tools.profile import assemble, profile, rescaled_problem
+from tools.profile_result import PROFILE_STATUSES, ProfileOptions, ProfileResult
 from tools.results import Verdict
 from tools.roofline import (
     DevicePeaks,
@@ -250,7 +242,7 @@ def test_assemble_rejects_stale_results_and_sandbox_violations():
 
 
 def test_freshness_check_catches_a_result_cached_by_address():
-    from tools.profile_worker import _freshness
+    from tools.freshness import check_freshness
 
     cache: dict = {}
 
@@ -265,7 +257,7 @@ def test_freshness_check_catches_a_result_cached_by_address():
         buf = [torch.randn(64)]
         call(buf)  # the timed calls
         fresh = [torch.randn(64) + 1.0]
-        got = call.__name__, _freshness(call, buf, fresh, [torch.relu(fresh[0])], 1e-5, 1e-5)
+        got = call.__name__, check_freshness(call, buf, fresh, [torch.relu(fresh[0])], 1e-5, 1e-5)
         assert got[1]["ok"] is ok, got
 
 
@@ -436,7 +428,7 @@ def _k(*us: float) -> list[dict]:
     ],
 )
 def test_honest_timings_agree_with_the_profiler(runs_ms, kernels_us):
-    from tools.profile_worker import uncounted_work
+    from tools.timing import uncounted_work
 
     assert uncounted_work(runs_ms, _k(*kernels_us)) is None
 
@@ -449,14 +441,14 @@ def test_honest_timings_agree_with_the_profiler(runs_ms, kernels_us):
     ],
 )
 def test_work_the_caller_stream_did_not_wait_for_is_caught(runs_ms, kernels_us):
-    from tools.profile_worker import uncounted_work
+    from tools.timing import uncounted_work
 
     why = uncounted_work(runs_ms, _k(*kernels_us))
     assert why is not None and "side stream" in why
 
 
 def test_no_profiler_kernels_means_the_timing_is_not_trusted():
-    from tools.profile_worker import uncounted_work
+    from tools.timing import uncounted_work
 
     assert "no GPU kernels" in uncounted_work([[0.01] * 3], [])
 
@@ -479,7 +471,7 @@ def test_host_bound_candidate_gets_a_note_and_its_host_times():
 
 
 def test_cached_baselines_from_another_timing_method_are_ignored():
-    from tools.profile import TIMING_METHOD, cached_baselines_for
+    from tools.baselines import TIMING_METHOD, cached_baselines_for
 
     cache = {
         "baselines": {
@@ -492,13 +484,13 @@ def test_cached_baselines_from_another_timing_method_are_ignored():
 
 
 def test_remembered_baselines_carry_the_method_and_host_times(tmp_path):
+    from tools.baselines import TIMING_METHOD, remember_baselines
     from tools.problem import problem_from_source
-    from tools.profile import TIMING_METHOD, ProfileOptions, _remember
 
     prob = problem_from_source(RELU.read_text(), str(RELU))
     data = _job_data([0.01, 0.01])
     data["baselines"].update(eager_host_ms=0.011, compile_host_ms=0.03)
-    _remember(data, prob, ProfileOptions())
+    remember_baselines(data, prob, ProfileOptions())
     entry = load_cache()["baselines"][baseline_key(prob.digest, "NVIDIA H200", "2.11.0")]
     assert entry["method"] == TIMING_METHOD
     assert entry["eager_host_ms"] == 0.011 and entry["compile_host_ms"] == 0.03

@@ -11,29 +11,16 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from tools import profile as profile_mod
-from tools.profile import (
-    TIMING_MEMORY_FLOOR_MB,
-    TIMING_METHOD,
-    ProfileOptions,
-    assemble,
-    baseline_key,
-    cached_baselines_for,
-    load_cache,
-    timing_memory_mb,
-)
-from tools.profile_worker import (
-    _fill_fresh,
-    _freshness,
-    _host_originals,
-    _reference_on_fresh,
-    _work,
-    input_sets,
-    timing_sets,
-)
+from tools import baselines
+from tools.baselines import TIMING_METHOD, baseline_key, cached_baselines_for, load_cache
+from tools.freshness import check_freshness, fill_fresh, host_originals, reference_on_fresh
+from tools.profile import TIMING_MEMORY_FLOOR_MB, assemble, timing_memory_mb
+from tools.profile_result import ProfileOptions
+from tools.profile_worker import _work
 from tools.results import Verdict
 from tools.roofline import input_sets_for
 from tools.sandbox import JobOutcome
+from tools.timing import input_sets, timing_sets
 
 ROOT = Path(__file__).resolve().parent.parent
 H200_L2 = 60 << 20
@@ -102,35 +89,35 @@ def test_work_does_not_clone_the_inputs_and_counts_bytes(monkeypatch):
 
 def test_fresh_values_are_reproducible_in_place_and_only_for_floats():
     x, idx = torch.zeros(1000), torch.arange(10)
-    _fill_fresh([x, idx], seed=7)
+    fill_fresh([x, idx], seed=7)
     first = x.clone()
     assert torch.equal(idx, torch.arange(10))  # integer inputs keep their values
     assert 0.0 < float(first.mean()) < 0.5 and 1.3 < float(first.std()) < 1.7  # N(0.25, 1.5)
     x.zero_()
-    _fill_fresh([x, idx], seed=7)
+    fill_fresh([x, idx], seed=7)
     assert torch.equal(x, first)
-    _fill_fresh([x], seed=8)
+    fill_fresh([x], seed=8)
     assert not torch.equal(x, first)
 
 
 def test_reference_on_fresh_uses_the_buffers_then_restores_them():
     host = [torch.randn(40, 30)]
     base = [host[0].clone()]  # stands for the device copy
-    originals = _host_originals(host, base)
+    originals = host_originals(host, base)
     assert originals[0] is host[0]  # a host tensor is not copied again
-    ref = _reference_on_fresh(_Relu(), base, originals, lambda b: _fill_fresh(b, 5))
+    ref = reference_on_fresh(_Relu(), base, originals, lambda b: fill_fresh(b, 5))
     assert torch.equal(base[0], host[0])  # the timed inputs are the original values
     probe = [torch.empty_like(base[0])]
-    _fill_fresh(probe, 5)
+    fill_fresh(probe, 5)
     assert torch.equal(ref[0], torch.relu(probe[0]))
 
 
 def test_reference_of_a_model_returning_its_input_survives_the_restore():
     x = torch.randn(50)
     original = x.clone()
-    originals = _host_originals([x], [x])  # already on the "device": a copy is kept
+    originals = host_originals([x], [x])  # already on the "device": a copy is kept
     assert originals[0] is not x and torch.equal(originals[0], original)
-    ref = _reference_on_fresh(_Identity(), [x], originals, lambda b: _fill_fresh(b, 9))
+    ref = reference_on_fresh(_Identity(), [x], originals, lambda b: fill_fresh(b, 9))
     assert torch.equal(x, original)
     assert not torch.equal(ref[0], original)  # the new values, not the restored ones
 
@@ -156,12 +143,12 @@ def _job_freshness(call, x, **kw):
     bufs = [x]
 
     def fill(b):
-        _fill_fresh(b, 1234)
+        fill_fresh(b, 1234)
 
-    ref = _reference_on_fresh(_Relu(), bufs, _host_originals([x.clone()], bufs), fill)
+    ref = reference_on_fresh(_Relu(), bufs, host_originals([x.clone()], bufs), fill)
     for _ in range(3):
         call(bufs)  # the timed calls, on the original values
-    return _freshness(call, bufs, fill, ref, 1e-5, 1e-5, **kw)
+    return check_freshness(call, bufs, fill, ref, 1e-5, 1e-5, **kw)
 
 
 @pytest.mark.parametrize("chunk_elems", [7, 1 << 24])
@@ -227,7 +214,7 @@ def test_baseline_key_names_device_torch_and_triton():
     key = baseline_key("abc", "NVIDIA H200", "2.11.0", "3.6.0")
     assert key.split("|") == ["abc", "NVIDIA H200", "2.11.0", "3.6.0"]
     assert baseline_key("abc", "NVIDIA H200", "2.11.0").split("|")[3] == (
-        profile_mod.installed_triton_version()
+        baselines.installed_triton_version()
     )
 
 
@@ -247,8 +234,8 @@ def test_cached_baselines_miss_another_triton_and_old_keys():
 
 
 def test_remembered_baselines_are_found_under_this_triton_only(monkeypatch):
+    from tools.baselines import remember_baselines
     from tools.problem import problem_from_source
-    from tools.profile import _remember
 
     relu = ROOT / "examples" / "problems" / "relu.py"
     prob = problem_from_source(relu.read_text(), str(relu))
@@ -258,11 +245,11 @@ def test_remembered_baselines_are_found_under_this_triton_only(monkeypatch):
         "baselines": {"eager_samples": [0.02] * 20},
         "baselines_from_cache": False,
     }
-    monkeypatch.setattr(profile_mod, "installed_triton_version", lambda: "3.6.0")
-    _remember(data, prob, ProfileOptions())
+    monkeypatch.setattr(baselines, "installed_triton_version", lambda: "3.6.0")
+    remember_baselines(data, prob, ProfileOptions())
     cache = load_cache()
     assert set(cached_baselines_for(cache, prob.digest, "2.11.0")) == {"NVIDIA H200"}
-    monkeypatch.setattr(profile_mod, "installed_triton_version", lambda: "3.7.0")
+    monkeypatch.setattr(baselines, "installed_triton_version", lambda: "3.7.0")
     assert cached_baselines_for(cache, prob.digest, "2.11.0") == {}
 
 

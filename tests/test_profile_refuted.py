@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from tools.profile import ProfileOptions, profile
+from tools.profile import profile
+from tools.profile_result import ProfileOptions
 from tools.results import Verdict
 from tools.sandbox import JobOutcome
 
@@ -102,7 +103,8 @@ def test_a_clean_timing_keeps_the_verdict():
 
 
 def test_a_failed_re_verification_becomes_the_verdict():
-    from tools.profile import ProfileResult, refuted
+    from tools.profile import refuted
+    from tools.profile_result import ProfileResult
 
     failed = Verdict(status="mismatch", compiled=True, correct=False, message="scaled x100: wrong")
     r = ProfileResult(

@@ -7,8 +7,10 @@ import json
 from pathlib import Path
 
 from agent.cli import main
+from tools.reference import Reference
 from tools.sandbox import JobOutcome
-from tools.verify import Reference, TrialRun, VerifyOptions, judge
+from tools.verdict_rules import TrialRun, judge
+from tools.verify_options import VerifyOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL = ROOT / "examples" / "kernels" / "relu.py"

@@ -8,8 +8,9 @@ import os
 
 import pytest
 
-from tools.sandbox import Sandbox, copy_regular_files
-from tools.verify import Verdict
+from tools.job_files import copy_regular_files
+from tools.results import Verdict
+from tools.sandbox import Sandbox
 
 WRITE = """
 import os
@@ -103,7 +104,8 @@ class _GpuVerifierThatKeepsCaches:
 
 
 def test_the_timing_job_starts_from_its_own_verification_cache():
-    from tools.profile import ProfileOptions, profile
+    from tools.profile import profile
+    from tools.profile_result import ProfileOptions
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     v = _GpuVerifierThatKeepsCaches()

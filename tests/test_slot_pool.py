@@ -1,11 +1,11 @@
-"""tools.sandbox.SlotPool: shared jobs share a GPU; an exclusive (timing) job has it alone."""
+"""tools.slots.SlotPool: shared jobs share a GPU; an exclusive (timing) job has it alone."""
 
 from __future__ import annotations
 
 import threading
 import time
 
-from tools.sandbox import SlotPool
+from tools.slots import SlotPool
 
 
 def test_shared_jobs_fill_every_slot_and_exclusive_takes_a_whole_device():

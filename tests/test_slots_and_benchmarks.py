@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture
 def two_fake_gpus(monkeypatch):
     """This process "sees" two GPUs, listed by UUID as a scheduler may list them."""
-    monkeypatch.setattr(tools.sandbox, "_count_gpus", lambda: 2)
+    monkeypatch.setattr(tools.sandbox, "count_gpus", lambda: 2)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-aaaa,GPU-bbbb")
 
 
@@ -53,8 +53,9 @@ def test_invalid_slots_per_gpu_is_refused(bad):
 def test_verifier_jobs_per_gpu_sets_the_slots(two_fake_gpus, monkeypatch):
     from tools.verify import Verifier, VerifyOptions
 
-    # `tools.verify` the attribute is the verify() function: patch the module itself
-    monkeypatch.setattr(importlib.import_module("tools.verify"), "_cuda_available", lambda: True)
+    monkeypatch.setattr(
+        importlib.import_module("tools.verify_options"), "_cuda_available", lambda: True
+    )
     v = Verifier(VerifyOptions(device="cuda", jobs_per_gpu=4))
     assert v.sandbox._pool.devices == ["cuda:0"] * 4 + ["cuda:1"] * 4
 

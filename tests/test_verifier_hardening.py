@@ -15,9 +15,11 @@ import torch
 from tools.interp_checks import RaceDetector, _round_tf32
 from tools.judge import precision_finding
 from tools.problem import check_candidate_source
+from tools.reference import Reference
 from tools.results import STATUSES
 from tools.sandbox import JobOutcome
-from tools.verify import Reference, TrialRun, VerifyOptions, judge, with_unannounced_trials
+from tools.verdict_rules import TrialRun, judge
+from tools.verify_options import VerifyOptions, with_unannounced_trials
 
 # ---------------------------------------------------------------------------------------------
 # Interpreter numerics

@@ -113,7 +113,7 @@ def test_library_calls_accepted_as_mixed_under_allow_library(tmp_path):
 
 
 def test_generalisation_check_catches_hard_coded_shapes():
-    from tools.verify import generalization_sizes
+    from tools.generalize import generalization_sizes
 
     relu = read_problem(EX / "problems" / "relu.py")
     assert generalization_sizes(relu) == {"BATCH": 7, "DIM": 501}

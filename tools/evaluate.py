@@ -18,13 +18,10 @@ from typing import Any
 
 from tools.errors import TritonAgentError
 from tools.problem import Problem
+from tools.profile_result import BASELINES, DEFAULT_BASELINE
 from tools.results import Evidence, SourceError, Verdict
 
 log = logging.getLogger(__name__)
-
-BASELINES = ("eager", "compile", "best")
-DEFAULT_BASELINE = "best"
-"""The bar: the faster of eager PyTorch and torch.compile, per problem."""
 
 NO_CODE_MESSAGE = (
     "the reply contained no Python code defining `class ModelNew`; answer with one complete "

@@ -13,296 +13,45 @@ Protocol (DESIGN.md "Profiling protocol", docs/profiling.md):
 5. Per-kernel breakdown (torch.profiler) and the roofline against the device's measured peaks.
 
 Baselines are cached per (problem digest, device name, torch version, Triton version) and peaks
-per device name, in `$TRITON_AGENT_CACHE/baselines.json` (default `~/.cache/triton-agent/`).
+per device name (`tools.baselines`). The result and its text are `tools.profile_result`; the
+timing job `tools.profile_worker`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from tools.cache import cache_dir, read_json, write_json
-from tools.errors import BadInputError
+from tools.baselines import (
+    cached_baselines_for,
+    installed_triton_version,
+    load_cache,
+    remember_baselines,
+)
+from tools.limits import Limits
 from tools.problem import Problem, read_problem
+from tools.profile_result import ProfileOptions, ProfileResult
 from tools.results import Verdict
 from tools.roofline import (
-    NOISE_FLOOR,
     DevicePeaks,
     KernelTime,
-    Roofline,
-    Speedup,
     TimingStats,
     format_ms,
-    format_speedup,
-    kernel_line,
     pool,
     roofline,
-    roofline_line,
     settle,
     speedup,
     summarize,
 )
-from tools.sandbox import Limits
 from tools.verify import Verifier, VerifyOptions
 
-ProfileStatus = Literal["ok", "slower", "unavailable", "not_verified", "noisy"]
-PROFILE_STATUSES: tuple[str, ...] = ProfileStatus.__args__  # type: ignore[attr-defined]
-BASELINES = ("eager", "compile", "best")
-DEFAULT_BASELINE = "best"
-"""The bar a candidate must clear: the better (faster) of eager and torch.compile."""
-CACHE_VERSION = 1
 TIMING_MEMORY_FLOOR_MB = 16384
 """The timing job's host memory cap (resident set) for problems of a few GB or less, and when the
 problem's size is unknown: torch, CUDA and an in-process Inductor compile fit in it."""
-
-
-@dataclass(kw_only=True)
-class ProfileOptions:
-    """How to time. Defaults suit kernels from a few microseconds to tens of milliseconds."""
-
-    baseline: str = DEFAULT_BASELINE
-    """The baseline whose speedup decides `ok` vs `slower`: `eager`, `compile` or `best` (the
-    faster of the two that were timed)."""
-    compile_baseline: bool = True
-    """Also time `torch.compile(Model)` (reported either way unless disabled)."""
-    warmup_ms: float = 25.0
-    rep_ms: float = 100.0
-    """Measured time one sequence aims for; repetitions are clamped to [min_reps, max_reps]."""
-    min_reps: int = 20
-    max_reps: int = 1000
-    noise_floor: float = NOISE_FLOOR
-    profile_calls: int = 10
-    reverify_above: float = 10.0
-    """A speedup over this (against either baseline) is re-verified before it is believed."""
-    reverify_trials: int = 20
-    timeout_s: float = 600.0
-    memory_mb: int | None = None
-    """The timing job's host memory cap in MB; None derives it from the problem's size
-    (`timing_memory_mb`)."""
-    use_cache: bool = True
-    refresh_baselines: bool = False
-    kernelbench: bool = False
-    """Also time eager and the candidate with KernelBench's method (`ProfileResult.kernelbench`):
-    3 warm-up calls, 100 trials bracketed by CUDA events, mean and std."""
-    trace: bool = False
-    """Keep the profiler pass as a Chrome/Perfetto trace (`ProfileResult.trace`)."""
-
-    def __post_init__(self) -> None:
-        if self.baseline not in BASELINES:
-            raise BadInputError(
-                f"unknown baseline {self.baseline!r}; choose one of {', '.join(BASELINES)}"
-            )
-        if self.baseline == "compile" and not self.compile_baseline:
-            raise BadInputError("baseline 'compile' needs the compile baseline to be timed")
-
-
-TIMING_METHOD = 2
-"""Version of the timing method (tools/profile_worker.py). Cached baselines timed another way
-are not compared with a candidate timed this way. 1: session 1's synchronised events; 2: padded
-events on the caller's stream, checked against the profiler."""
-
-
-@dataclass(kw_only=True)
-class ProfileResult:
-    """The answer of `profile()`. JSON-serialisable (`to_dict`); times in milliseconds."""
-
-    status: ProfileStatus
-    message: str
-    problem: str
-    kernel: str
-    baseline: str
-    device: str = "cpu"
-    """The GPU's name, or `cpu`."""
-    verdict: Verdict | None = None
-    candidate: TimingStats | None = None
-    """The trusted candidate timing (the agreeing sequences pooled)."""
-    candidate_runs: list[TimingStats] = field(default_factory=list)
-    """Each independent sequence: two, or three after a re-time."""
-    eager: TimingStats | None = None
-    compiled: TimingStats | None = None
-    speedup_eager: Speedup | None = None
-    speedup_compile: Speedup | None = None
-    speedup_best: Speedup | None = None
-    """Over the faster of the baselines that were timed (the lower of the two speedups)."""
-    kernels: list[KernelTime] = field(default_factory=list)
-    roofline: Roofline | None = None
-    peaks: DevicePeaks | None = None
-    baselines_cached: bool = False
-    reverified: Verdict | None = None
-    """The stricter re-verification run after a speedup over `reverify_above`."""
-    refuted_by: str | None = None
-    """Why a verified kernel ended `not_verified` in its timing job: `crash`, `timeout`,
-    `rules` (a sandbox rule broken) or `stale` (an output that was not computed); `verdict`
-    then says so too."""
-    freshness: dict[str, Any] = field(default_factory=dict)
-    memory: dict[str, float] | None = None
-    """The timing job's peaks in MB: `gpu_peak_mb` (reserved by torch's allocator) and
-    `host_peak_mb` (resident set); None when no timing job reported them."""
-    timings: dict[str, float] = field(default_factory=dict)
-    """Seconds spent in the timing job's phases (peaks_s, timer_s, baselines_s [cumulative from
-    the job's start], load_s, first_call_s, candidate_s, breakdown_s, total_s)."""
-    host_ms: dict[str, float] = field(default_factory=dict)
-    """Host time to queue one forward (Python, launches), per timed callable; not in speedups."""
-    notes: list[str] = field(default_factory=list)
-    method: str = (
-        "padded CUDA events: L2 flushed and device synchronised before each repetition, a spin "
-        "kernel hides the host's launch cost, end event on the caller's stream; checked against "
-        "the profiler's per-kernel times (every stream), re-timed until torch.cuda.synchronize() "
-        "when kernels ran outside the caller's stream"
-    )
-    torch_version: str = ""
-    triton_version: str = ""
-    duration_s: float = 0.0
-    kernelbench: dict[str, Any] | None = None
-    """With `ProfileOptions.kernelbench`: KernelBench's timing of eager and the candidate
-    (`{"eager": {mean, std, min, max, num_trials, warmup}, "candidate": {...}, "speedup": x}`,
-    ms; speedup = eager mean / candidate mean), beside this module's own numbers."""
-    trace: str | None = field(default=None, repr=False)
-    """With `ProfileOptions.trace`: the profiler pass as Chrome trace JSON text (not in
-    `to_dict`: write it with `write_trace`)."""
-
-    def write_trace(self, path: str | os.PathLike[str]) -> bool:
-        """Write the Chrome/Perfetto trace to `path`; False when there is none."""
-        if not self.trace:
-            return False
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(self.trace)
-        return True
-
-    @property
-    def chosen_speedup(self) -> Speedup | None:
-        return {
-            "eager": self.speedup_eager,
-            "compile": self.speedup_compile,
-            "best": self.speedup_best,
-        }.get(self.baseline)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d.pop("trace", None)  # megabytes of JSON; `write_trace` writes it
-        return d
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict())
-
-    def feedback(self) -> str:
-        """What the refinement prompt shows the LLM (and a person reads first)."""
-        return render_feedback(self)
-
-    def roofline_text(self) -> str:
-        assert self.roofline is not None
-        return "Roofline, " + roofline_line(self.roofline) + "."
-
-    def kernel_text(self, k: KernelTime) -> str:
-        """One kernel's line; FLOP rates only for a kernel doing (nearly) all of the forward."""
-        r = self.roofline
-        return kernel_line(
-            k,
-            self.peaks,
-            bound=r.bound if r is not None else "unknown",
-            flops=r.flops if r is not None and k.share >= 0.9 else None,
-            compute_roof=r.compute_roof if r is not None else "fp32",
-        )
-
-
-def render_feedback(r: ProfileResult) -> str:
-    """Pure: the result as a few lines of text."""
-    lines = [f"Profile: {r.status}. {r.message}"]
-    if r.status in ("not_verified",) and r.verdict is not None and not r.verdict.correct:
-        lines.append(r.verdict.feedback())
-        return "\n".join(lines)
-    if r.candidate is not None:
-        c = r.candidate
-        timing = f"Candidate {format_ms(c.median_ms)} (p20-p80 {format_ms(c.p20_ms)}-{format_ms(c.p80_ms)}, n={c.n})"
-        if r.eager is not None:
-            timing += f"; eager {format_ms(r.eager.median_ms)} -> {format_speedup(r.speedup_eager)}"
-        if r.compiled is not None:
-            timing += f"; torch.compile {format_ms(r.compiled.median_ms)} -> {format_speedup(r.speedup_compile)}"
-        lines.append(timing + f" on {r.device}.")
-    if len(r.candidate_runs) > 1:
-        runs = ", ".join(format_ms(s.median_ms) for s in r.candidate_runs)
-        lines.append(f"Independent sequences: {runs}.")
-    if r.roofline is not None:
-        lines.append(r.roofline_text())
-    for k in r.kernels[:6]:
-        lines.append("  " + r.kernel_text(k))
-    busy_us = sum(k.time_us for k in r.kernels)
-    if r.candidate is not None and r.kernels and busy_us < 0.5 * r.candidate.median_ms * 1e3:
-        lines.append(
-            f"The GPU kernels account for {format_ms(busy_us / 1e3)} of the "
-            f"{format_ms(r.candidate.median_ms)} a call takes: launch overhead dominates (fewer "
-            "launches, less Python work in forward, or more work per launch)."
-        )
-    if r.status in ("slower", "ok") and r.roofline is not None:
-        lines.append(_advice(r))
-    for n in r.notes[:4]:
-        lines.append(f"Note: {n}")
-    return "\n".join(lines)
-
-
-def _advice(r: ProfileResult) -> str:
-    rl = r.roofline
-    assert rl is not None
-    if rl.fraction >= 0.8:
-        return (
-            "It is near the roofline: large further gains need less data moved or less arithmetic."
-        )
-    if rl.bound == "memory-bound":
-        return (
-            "Memory-bound and below the bandwidth roof: check for re-reads, uncoalesced or narrow "
-            "loads, too little work in flight (tiny grids), and many small launches."
-        )
-    if rl.bound == "compute-bound":
-        return (
-            "Compute-bound and below the compute roof: use tl.dot with tiles that fill the tensor "
-            "cores (bf16/tf32), more stages for latency hiding, and avoid per-element special functions."
-        )
-    return ""
-
-
-# ------------------------------------------------------------------------------------------
-# The cache
-
-
-def load_cache() -> dict[str, Any]:
-    data = read_json(cache_dir() / "baselines.json")
-    if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
-        return {"version": CACHE_VERSION, "baselines": {}, "peaks": {}}
-    data.setdefault("baselines", {})
-    data.setdefault("peaks", {})
-    return data
-
-
-def save_cache(update: dict[str, Any]) -> None:
-    """Merge `update` (`baselines` / `peaks` entries) into the cache file, atomically."""
-    data = load_cache()
-    for section in ("baselines", "peaks"):
-        data[section].update(update.get(section, {}))
-    write_json(cache_dir() / "baselines.json", data, indent=1)
-
-
-def installed_triton_version() -> str:
-    """The installed Triton's version (the sandbox's jobs import the same one); '' without one."""
-    try:
-        import triton
-    except ImportError:
-        return ""
-    return str(triton.__version__)
-
-
-def baseline_key(
-    digest: str, device: str, torch_version: str, triton_version: str | None = None
-) -> str:
-    """`digest|device|torch|triton`. The Triton version defaults to the installed one: a
-    baseline timed under another Triton (torch.compile generates Triton code) is not reused."""
-    tv = installed_triton_version() if triton_version is None else triton_version
-    return f"{digest}|{device}|{torch_version}|{tv}"
 
 
 # ------------------------------------------------------------------------------------------
@@ -461,28 +210,9 @@ def _verify_and_time(
             **base,
         )
     if result.status not in ("not_verified", "unavailable"):
-        _remember(data, prob, opts)
+        remember_baselines(data, prob, opts)
         _maybe_reverify(result, prob, source, kpath, v, opts)
     return result
-
-
-def cached_baselines_for(
-    cache: dict[str, Any], digest: str, torch_version: str, triton_version: str | None = None
-) -> dict[str, dict[str, Any]]:
-    """device name -> cached baselines of this problem, torch and Triton version (default: the
-    installed Triton), timed with this version of the timing method (others are not comparable
-    with a candidate timed now). Entries written before the key had a Triton version never
-    match."""
-    tv = installed_triton_version() if triton_version is None else triton_version
-    prefix, suffix = f"{digest}|", f"|{torch_version}|{tv}"
-    return {
-        k[len(prefix) : -len(suffix)]: e
-        for k, e in cache.get("baselines", {}).items()
-        if len(k) > len(prefix) + len(suffix)
-        and k.startswith(prefix)
-        and k.endswith(suffix)
-        and e.get("method") == TIMING_METHOD
-    }
 
 
 def timing_memory_mb(opts: ProfileOptions, verdict: Verdict) -> int:
@@ -680,34 +410,6 @@ def _stats(b: dict[str, Any], which: str) -> TimingStats | None:
     if isinstance(b.get(which), dict):
         return TimingStats(**b[which])
     return None
-
-
-def _remember(data: dict[str, Any], prob: Problem, opts: ProfileOptions) -> None:
-    if not opts.use_cache:
-        return
-    device = data.get("device", "cuda")
-    update: dict[str, Any] = {"baselines": {}, "peaks": {}}
-    if data.get("peaks_measured") and data.get("peaks"):
-        update["peaks"][device] = data["peaks"]
-    b = data.get("baselines") or {}
-    if not data.get("baselines_from_cache") and "eager_samples" in b:
-        entry: dict[str, Any] = {
-            "eager": asdict(summarize(b["eager_samples"])),
-            "method": TIMING_METHOD,
-        }
-        if "compile_samples" in b:
-            entry["compile"] = asdict(summarize(b["compile_samples"]))
-        for k in ("eager_host_ms", "compile_host_ms"):
-            if isinstance(b.get(k), (int, float)):
-                entry[k] = b[k]
-        if b.get("compile_error"):
-            entry["compile_error"] = b["compile_error"]
-        # The installed Triton, as in the lookup (`cached_baselines_for`), so entries are found.
-        key = baseline_key(
-            prob.digest, device, data.get("torch_version", ""), installed_triton_version()
-        )
-        update["baselines"][key] = entry
-    save_cache(update)
 
 
 # ------------------------------------------------------------------------------------------

@@ -32,17 +32,22 @@ import signal
 import tempfile
 import threading
 import time
-import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from tools.errors import SandboxError
+from tools.job_files import copy_cache, stderr_tail
+from tools.job_process import child_main, load_reply
+from tools.limits import Limits, rss_mb
+from tools.slots import GPU_SHARE, Slot, SlotPool, count_gpus, gpu_memory_mb, visible_device_id
 
 log = logging.getLogger(__name__)
 
+
 PRELOAD_MODULES = ["tools._preload"]
+
 
 OutcomeKind = Literal["ok", "error", "crash", "timeout"]
 
@@ -65,95 +70,6 @@ class JobOutcome:
     resource: bool = False
     """Killed for exceeding its memory limit (a `resource` verdict, not the candidate's crash,
     unless it happens again with the job alone on its device)."""
-
-
-@dataclass(kw_only=True)
-class Limits:
-    """Per-job resource limits."""
-
-    timeout_s: float = 180.0
-    memory_mb: int | None = 8192
-    """Address space (CPU) or resident set (CUDA) cap; None for no cap."""
-    file_size_mb: int = 256
-    network: bool = False
-    guard: bool = True
-    """Install the audit-hook guard (socket / subprocess / write restrictions)."""
-
-
-@dataclass
-class _Slot:
-    device: str
-    """`cpu` or `cuda:N` (N indexes the GPUs this process sees; the job sees it as cuda:0)."""
-
-
-class SlotPool:
-    """Hands out slots to jobs. A shared job takes one free slot; an exclusive job (a timing job)
-    takes every slot of one device, so nothing else runs on that GPU while it runs (DESIGN.md:
-    timings never overlap on one GPU). Several slots may name one device (`gpus=[0, 0, 0, 0]`:
-    four verification jobs at once on GPU 0). While an exclusive job waits, no shared job starts,
-    so a stream of verifications cannot starve a timing."""
-
-    def __init__(self, devices: Sequence[str], capacity_mb: dict[str, float] | None = None) -> None:
-        self.devices = list(devices)
-        self._busy = [False] * len(self.devices)
-        self._cond = threading.Condition()
-        self._exclusive_waiting = 0
-        self.capacity_mb = dict(capacity_mb or {})
-        """Device memory a device's shared jobs may reserve together (absent: no accounting)."""
-        self._reserved: dict[int, float] = {}
-
-    def acquire(self, exclusive: bool = False, mem_mb: float | None = None) -> list[int]:
-        """Slots for one job. `mem_mb`: the device memory it is expected to need; a shared job
-        waits until that fits beside the others' reservations on one device, and a job that
-        could never fit beside anything (more than the device holds) runs exclusive."""
-        if mem_mb is not None and self.capacity_mb:
-            if mem_mb > min(self.capacity_mb.values(), default=float("inf")):
-                exclusive = True
-        with self._cond:
-            if exclusive:
-                self._exclusive_waiting += 1
-            try:
-                while True:
-                    got = self._try(exclusive, mem_mb)
-                    if got:
-                        if mem_mb is not None and not exclusive:
-                            self._reserved[got[0]] = mem_mb
-                        return got
-                    self._cond.wait()
-            finally:
-                if exclusive:
-                    self._exclusive_waiting -= 1
-
-    def _fits(self, i: int, mem_mb: float | None) -> bool:
-        cap = self.capacity_mb.get(self.devices[i])
-        if mem_mb is None or cap is None:
-            return True
-        used = sum(m for j, m in self._reserved.items() if self.devices[j] == self.devices[i])
-        return used + mem_mb <= cap
-
-    def _try(self, exclusive: bool, mem_mb: float | None = None) -> list[int]:
-        if exclusive:
-            for dev in dict.fromkeys(self.devices):
-                idx = [i for i, d in enumerate(self.devices) if d == dev]
-                if not any(self._busy[i] for i in idx):
-                    for i in idx:
-                        self._busy[i] = True
-                    return idx
-            return []
-        if self._exclusive_waiting:
-            return []
-        for i, busy in enumerate(self._busy):
-            if not busy and self._fits(i, mem_mb):
-                self._busy[i] = True
-                return [i]
-        return []
-
-    def release(self, idx: list[int]) -> None:
-        with self._cond:
-            for i in idx:
-                self._busy[i] = False
-                self._reserved.pop(i, None)
-            self._cond.notify_all()
 
 
 class Sandbox:
@@ -191,17 +107,17 @@ class Sandbox:
         Triton objects on a CPU machine, e.g. Inductor drafting; use with start_method="spawn"."""
         self.limits = limits or Limits()
         if device == "cuda":
-            ids = list(gpus) if gpus is not None else list(range(_count_gpus()))
+            ids = list(gpus) if gpus is not None else list(range(count_gpus()))
             if not ids:
                 raise SandboxError("device cuda requested but no GPU is visible")
             for i in ids:
                 visible_device_id(i)  # a GPU the parent cannot see is an error now, not per job
             # Slots of one GPU share its device string: SlotPool gives an exclusive job all of them.
-            self._slots = [_Slot(f"cuda:{i}") for i in ids for _ in range(slots_per_gpu)]
+            self._slots = [Slot(f"cuda:{i}") for i in ids for _ in range(slots_per_gpu)]
             capacity = {f"cuda:{i}": gpu_memory_mb(i) * GPU_SHARE for i in ids}
         else:
             n = max_workers or os.cpu_count() or 1
-            self._slots = [_Slot("cpu") for _ in range(n)]
+            self._slots = [Slot("cpu") for _ in range(n)]
             capacity = {}
         self._pool = SlotPool([s.device for s in self._slots], capacity_mb=capacity)
         self._ctx = _make_context(start_method)
@@ -249,7 +165,7 @@ class Sandbox:
             return job.end(outcome, triton_cache_out=triton_cache_out)
 
     @contextmanager
-    def slot(self, *, exclusive: bool = False, gpu_mb: float | None = None) -> Iterator[_Slot]:
+    def slot(self, *, exclusive: bool = False, gpu_mb: float | None = None) -> Iterator[Slot]:
         """Hold one slot (all of a device's slots when `exclusive`) for the jobs started in it:
         jobs that must talk to each other on one GPU (a verification's judge and candidate)."""
         taken = self._pool.acquire(exclusive, gpu_mb if self.device == "cuda" else None)
@@ -260,7 +176,7 @@ class Sandbox:
 
     def start(
         self,
-        slot: _Slot,
+        slot: Slot,
         fn: str,
         *args: Any,
         limits: Limits | None = None,
@@ -275,7 +191,7 @@ class Sandbox:
         lim = limits or self.limits
         workdir = tempfile.mkdtemp(prefix="ta-job-")
         if triton_cache_in:
-            _copy_cache(triton_cache_in, os.path.join(workdir, "triton_cache"), rebase=True)
+            copy_cache(triton_cache_in, os.path.join(workdir, "triton_cache"), rebase=True)
         job_env = dict(env or {})
         if slot.device.startswith("cuda:"):
             job_env["CUDA_VISIBLE_DEVICES"] = visible_device_id(int(slot.device.split(":", 1)[1]))
@@ -286,7 +202,7 @@ class Sandbox:
                 job_env["TRITON_INTERPRET"] = "1"
         parent_conn, child_conn = self._ctx.Pipe(duplex=True)
         proc = self._ctx.Process(
-            target=_child_main, args=(child_conn, workdir, job_env, lim, slot.device), daemon=True
+            target=child_main, args=(child_conn, workdir, job_env, lim, slot.device), daemon=True
         )
         start = time.monotonic()
         try:
@@ -315,15 +231,6 @@ class Sandbox:
             reason = f"worker exited with code {code} without a result"
         return JobOutcome(kind="crash", error=reason, exitcode=code, peak_rss_mb=peak or None)
 
-    def close(self) -> None:
-        """Nothing persistent to close today (fresh process per job); kept for API symmetry."""
-
-    def __enter__(self) -> Sandbox:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
 
 class JobEnded(Exception):
     """An interactive job ended (returned, raised, crashed or timed out) while the parent
@@ -336,7 +243,7 @@ class JobEnded(Exception):
 
 class JobSession:
     """One running job process, as seen from the parent. Messages the job sends are read with
-    the weights-only unpickler (`_load_reply`): whatever it sends is untrusted data."""
+    the weights-only unpickler (`load_reply`): whatever it sends is untrusted data."""
 
     def __init__(self, sandbox: Sandbox, proc, conn, workdir: str, lim: Limits, start: float):
         self.sandbox, self.proc, self.conn = sandbox, proc, conn
@@ -403,7 +310,7 @@ class JobSession:
                 except (EOFError, OSError):
                     return self.sandbox._crashed(proc, self.peak_rss_mb)
                 try:
-                    kind, payload = _load_reply(data)
+                    kind, payload = load_reply(data)
                 except Exception as exc:  # noqa: BLE001 - a forged or corrupt reply is a dead job
                     return JobOutcome(
                         kind="crash",
@@ -424,7 +331,7 @@ class JobSession:
                     continue
                 return self.sandbox._crashed(proc, self.peak_rss_mb)
             if poll_rss:
-                rss = _rss_mb(proc.pid)
+                rss = rss_mb(proc.pid)
                 self.peak_rss_mb = max(self.peak_rss_mb, rss)
                 if rss > lim.memory_mb:
                     return JobOutcome(
@@ -448,14 +355,14 @@ class JobSession:
         self.conn.close()
         proc.join(timeout=5)
         if not outcome.stderr_tail:
-            outcome.stderr_tail = _tail(os.path.join(self.workdir, "stderr.log"))
+            outcome.stderr_tail = stderr_tail(os.path.join(self.workdir, "stderr.log"))
         if outcome.kind == "crash" and proc.exitcode is not None and outcome.exitcode is None:
             outcome.exitcode = proc.exitcode
             if proc.exitcode < 0:
                 outcome.signal_name = signal.Signals(-proc.exitcode).name
         outcome.duration_s = time.monotonic() - self.start_time
         if triton_cache_out and outcome.kind == "ok":
-            _copy_cache(os.path.join(self.workdir, "triton_cache"), triton_cache_out)
+            copy_cache(os.path.join(self.workdir, "triton_cache"), triton_cache_out)
         shutil.rmtree(self.workdir, ignore_errors=True)
         return outcome
 
@@ -529,67 +436,6 @@ def _start_without_main(proc, *, interpret: bool) -> None:
                 os.environ["TRITON_INTERPRET"] = saved_env
 
 
-def visible_device_id(index: int, parent_visible: str | None = None) -> str:
-    """What a job's CUDA_VISIBLE_DEVICES must say for the `index`-th GPU this process sees.
-
-    Indices (`gpus`, `torch.cuda.device_count()`) count the GPUs visible to *this* process; when
-    it already runs under CUDA_VISIBLE_DEVICES (a scheduler, a container, a user's choice), GPU
-    `index` is that list's entry `index` (an id or a UUID), not physical GPU `index`.
-    """
-    if parent_visible is None:
-        parent_visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if parent_visible is None:
-        return str(index)
-    ids = [x.strip() for x in parent_visible.split(",") if x.strip()]
-    if not 0 <= index < len(ids):
-        raise SandboxError(
-            f"GPU index {index} is not visible: CUDA_VISIBLE_DEVICES={parent_visible!r} lists "
-            f"{len(ids)} GPU(s)"
-        )
-    return ids[index]
-
-
-GPU_SHARE = 0.9
-"""The part of a GPU's memory that jobs sharing it may reserve together (the rest: CUDA
-contexts and allocator slack)."""
-
-
-def gpu_memory_mb(index: int) -> float:
-    """Total memory of the `index`-th visible GPU in MiB, read without creating a CUDA context
-    in this process (nvidia-smi); torch's device properties as the fallback."""
-    import subprocess
-
-    try:
-        out = subprocess.run(
-            [
-                "nvidia-smi",
-                "--query-gpu=memory.total",
-                "--format=csv,noheader,nounits",
-                "-i",
-                visible_device_id(index),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=20,
-            check=True,
-        ).stdout.split()
-        return float(out[0])
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
-        pass
-    try:
-        import torch
-
-        return torch.cuda.get_device_properties(index).total_memory / 2**20
-    except Exception:  # noqa: BLE001 - no figure: no accounting for this GPU
-        return float("inf")
-
-
-def _count_gpus() -> int:
-    import torch
-
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
-
-
 def _kill_group(proc) -> None:
     if proc.pid is None:
         return
@@ -602,289 +448,3 @@ def _kill_group(proc) -> None:
             proc.kill()
         except Exception:
             pass
-
-
-def _rss_mb(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-
-
-def _tail(path: str, lines: int = 25, chars: int = 3000) -> str:
-    try:
-        with open(path, errors="replace") as f:
-            text = f.read()
-    except OSError:
-        return ""
-    # The harness's own profiler (kineto) logs start/stop lines; they are not the candidate's.
-    kept = [ln for ln in text.rstrip().splitlines() if not ln.startswith(_HARNESS_NOISE)]
-    return "\n".join(kept[-lines:])[-chars:]
-
-
-_HARNESS_NOISE = ("USDT:", "STAGE:")
-
-
-def _copy_cache(src: str, dst: str, rebase: bool = False) -> None:
-    """A carried cache only saves compile time: failing to copy it is never a job's failure.
-    `rebase`: the copy is a job's Triton cache (see `_rebase_triton_groups`)."""
-    try:
-        copy_regular_files(src, dst)
-        if rebase:
-            _rebase_triton_groups(dst)
-    except OSError:
-        pass
-
-
-def _rebase_triton_groups(cache_dir: str) -> None:
-    """Point Triton's group indexes (`<key>/__grp__<name>.json`, which name a compiled kernel's
-    files by absolute path) at this copy: they still name the first job's directory, which is
-    gone, and Triton would compile again. Only file names are kept, so no entry can point
-    outside its own folder; an index whose files did not all arrive (the copy's byte limit, an
-    unreadable file) is deleted, so Triton recompiles rather than load half a kernel."""
-    import glob
-    import json
-
-    for index in glob.glob(os.path.join(cache_dir, "*", "__grp__*")):
-        folder = os.path.dirname(index)
-        try:
-            with open(index) as f:
-                data = json.load(f)
-            paths = {
-                name: os.path.join(folder, os.path.basename(str(old)))
-                for name, old in data["child_paths"].items()
-            }
-            if not all(os.path.isfile(p) for p in paths.values()):
-                raise ValueError("incomplete group")
-            data["child_paths"] = paths
-            with open(index, "w") as f:
-                json.dump(data, f)
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            try:
-                os.unlink(index)
-            except OSError:
-                pass
-
-
-def copy_regular_files(src: str, dst: str, max_bytes: int = 512 << 20) -> int:
-    """Copy the regular files under `src` into `dst` (same relative paths); symlinks, devices
-    and FIFOs are skipped, never followed, and copying stops at `max_bytes`. The source was
-    written by an untrusted job, so nothing in it may make the parent read outside it.
-    Returns the bytes copied."""
-    import stat
-
-    copied = 0
-    for root, dirs, files in os.walk(src, followlinks=False):
-        rel = os.path.relpath(root, src)
-        out_dir = os.path.normpath(os.path.join(dst, rel))
-        os.makedirs(out_dir, exist_ok=True)
-        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(root, d))]
-        for name in files:
-            path = os.path.join(root, name)
-            try:
-                st = os.lstat(path)
-            except OSError:
-                continue
-            if not stat.S_ISREG(st.st_mode) or copied + st.st_size > max_bytes:
-                continue
-            try:
-                fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-            except OSError:
-                continue
-            with os.fdopen(fd, "rb") as f, open(os.path.join(out_dir, name), "wb") as g:
-                shutil.copyfileobj(f, g)
-            copied += st.st_size
-    return copied
-
-
-# ---------------------------------------------------------------------------------------------
-# Child side
-
-
-def _child_main(conn, workdir: str, env: dict[str, str], lim: Limits, device: str) -> None:
-    """Entry point of a job process. Never returns: ends with os._exit."""
-    import sys
-
-    try:
-        os.setsid()
-    except OSError:
-        pass
-    _die_with_parent()
-    # stdout/stderr of the job (and of anything it spawns) go to files the parent can read.
-    for fd, name in ((1, "stdout.log"), (2, "stderr.log")):
-        f = os.open(os.path.join(workdir, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.dup2(f, fd)
-        os.close(f)
-    sys.dont_write_bytecode = True
-    os.chdir(workdir)
-    os.environ.update(env)
-    cache = os.path.join(workdir, "triton_cache")
-    os.makedirs(cache, exist_ok=True)  # may already hold a copy of this candidate's own cache
-    os.environ["TRITON_CACHE_DIR"] = cache
-    os.environ["TMPDIR"] = workdir
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(workdir, "inductor_cache")
-    tempfile.tempdir = workdir
-    _apply_rlimits(lim, device)
-    try:
-        fn_ref, args, kwargs, interactive = pickle.loads(conn.recv_bytes())
-        from tools import guard
-
-        if not lim.network:
-            guard.isolate_network()
-        if lim.guard:
-            guard.install(workdir)
-        func = _resolve(fn_ref)
-        if interactive:
-            args = (Channel(conn), *args)
-        result = ("ok", func(*args, **kwargs))
-    except BaseException:  # noqa: BLE001 - everything becomes a message for the parent
-        result = ("error", traceback.format_exc(limit=-12))
-    try:
-        try:
-            data = _dump_reply(result)
-        except Exception:
-            data = _dump_reply(("error", "result not serialisable:\n" + traceback.format_exc()))
-        # Read what the parent sent and the job did not: a socket closed with unread data
-        # resets the connection, and the parent would lose this reply.
-        while conn.poll(0):
-            conn.recv_bytes()
-        conn.send_bytes(data)
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
-
-
-class Channel:
-    """The job's side of an interactive session: `recv()` the parent's next message (plain
-    data), `send()` plain data back (tensors, numbers, strings, bytes, containers)."""
-
-    def __init__(self, conn) -> None:
-        self._conn = conn
-
-    def recv(self) -> Any:
-        return pickle.loads(self._conn.recv_bytes())
-
-    def send(self, msg: Any) -> None:
-        self._conn.send_bytes(_dump_reply(("msg", msg)))
-
-
-def _die_with_parent() -> None:
-    """Linux: SIGKILL this job when the process that started it (the forkserver, which exits
-    with the agent) dies. A job leads its own session, so a killed agent's jobs would otherwise
-    run on: seen here, an interpreted 1 GiB job and its ptxas outlived their agent by minutes."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-        if os.getppid() == 1:  # the parent died before the call
-            os._exit(1)
-    except (OSError, AttributeError):
-        pass
-
-
-def _plain(obj: Any, depth: int = 0) -> Any:
-    """A job's return value as plain data: tensors, numbers, strings, bytes, None, dtypes and
-    devices in dicts, lists and tuples (dataclasses become dicts, anything else its repr)."""
-    import dataclasses
-
-    import torch
-
-    if depth > 50:
-        return "<nested too deep>"
-    if obj is None or type(obj) in (bool, int, float, str, bytes):
-        return obj
-    if isinstance(obj, torch.Tensor):
-        t = obj.detach()
-        return t if type(t) is torch.Tensor else t.as_subclass(torch.Tensor)
-    if isinstance(obj, (torch.dtype, torch.device)):
-        return obj
-    if isinstance(obj, bool):
-        return bool(obj)
-    if isinstance(obj, int):
-        return int(obj)
-    if isinstance(obj, float):
-        return float(obj)
-    if isinstance(obj, str):
-        return str(obj)
-    if isinstance(obj, dict):
-        return {_plain(k, depth + 1): _plain(v, depth + 1) for k, v in obj.items()}
-    if isinstance(obj, tuple):
-        return tuple(_plain(v, depth + 1) for v in obj)
-    if isinstance(obj, (list, set, frozenset)):
-        return [_plain(v, depth + 1) for v in obj]
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return _plain(dataclasses.asdict(obj), depth + 1)
-    item = getattr(obj, "item", None)  # numpy scalars
-    if callable(item) and getattr(obj, "shape", None) == ():
-        try:
-            return _plain(item(), depth + 1)
-        except Exception:
-            pass
-    return repr(obj)[:500]
-
-
-def _dump_reply(result: tuple) -> bytes:
-    import io
-
-    import torch
-
-    buf = io.BytesIO()
-    torch.save(_plain(result), buf)
-    return buf.getvalue()
-
-
-def _load_reply(data: bytes) -> tuple[str, Any]:
-    """Read a job's reply with torch's weights-only unpickler.
-
-    The job process runs untrusted code, which can write anything to the reply pipe (or replace
-    the worker's own reply). A plain `pickle.loads` here would run whatever callable the bytes
-    name *in the agent's process*; the weights-only unpickler only rebuilds tensors, dtypes,
-    numbers, strings and containers, so a forged reply can at worst be wrong, never execute.
-    """
-    import io
-    import warnings
-
-    import torch
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        reply = torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
-    if not (isinstance(reply, tuple) and len(reply) == 2 and reply[0] in ("ok", "error", "msg")):
-        raise ValueError("malformed reply")
-    if reply[0] == "error" and not isinstance(reply[1], str):
-        raise ValueError("malformed error reply")
-    return reply
-
-
-def _apply_rlimits(lim: Limits, device: str) -> None:
-    import resource
-
-    def setlim(which: int, value: int) -> None:
-        try:
-            soft, hard = resource.getrlimit(which)
-            if hard != resource.RLIM_INFINITY:
-                value = min(value, hard)
-            resource.setrlimit(which, (value, hard))
-        except (ValueError, OSError):
-            pass
-
-    setlim(resource.RLIMIT_CORE, 0)
-    setlim(resource.RLIMIT_FSIZE, lim.file_size_mb * 1024 * 1024)
-    if device == "cpu" and lim.memory_mb is not None:
-        setlim(resource.RLIMIT_AS, lim.memory_mb * 1024 * 1024)
-
-
-def _resolve(ref: str):
-    import importlib
-
-    module, _, name = ref.partition(":")
-    obj = importlib.import_module(module)
-    for part in name.split("."):
-        obj = getattr(obj, part)
-    return obj

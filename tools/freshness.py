@@ -1,0 +1,150 @@
+"""The freshness check, inside a timing job: after the timing, new values are written *in place*
+into the buffers the candidate was timed on and its output is compared again with the reference
+on those values (computed before the candidate's code was loaded), so a kernel that caches its
+result by data pointer fails. New values follow each input's own distribution."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from tools.compare import CHUNK_ELEMS, mismatch_report, normalise_outputs
+from tools.timing import Call
+from tools.worker import _sync
+
+FRESH_SEED_OFFSET = 2000
+"""The freshness check's new values come from a generator seeded `seed + FRESH_SEED_OFFSET`."""
+
+
+def fresh_moments(bufs: list) -> list:
+    """Per floating-point input: (mean, std, non-negative) of its values, so that new values
+    follow the problem's own distribution. Values of another scale fail honest kernels: on the
+    H200, normal(0.25, 1.5) values in place of KernelBench's rand() made 975 of 8.4M elements
+    of a correct fp32 GEMM (16_Matmul_with_transposed_A) miss 1e-4 through cancellation."""
+    out = []
+    for x in bufs:
+        if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel():
+            xf = x.float() if x.element_size() < 4 else x
+            out.append(
+                (float(xf.mean()), float(xf.std()) if x.numel() > 1 else 1.0, bool(x.min() >= 0))
+            )
+        else:
+            out.append(None)
+    return out
+
+
+def fill_fresh(bufs: list, seed: int, moments: list | None = None) -> None:
+    """Write new values into the floating-point tensors of `bufs`, in place: normal with each
+    input's own mean and spread (`fresh_moments`; folded to non-negative for inputs that were),
+    or normal(0.25, 1.5) without moments. The same seed and the same buffers give the same
+    values: the job writes them once to compute the reference, and again after the timing,
+    without keeping them in between."""
+    generators: dict[torch.device, torch.Generator] = {}
+    for i, x in enumerate(bufs):
+        if isinstance(x, torch.Tensor) and x.is_floating_point():
+            if x.device not in generators:
+                generators[x.device] = torch.Generator(device=x.device).manual_seed(seed)
+            m = moments[i] if moments is not None and i < len(moments) else None
+            if m is None:
+                x.normal_(0.25, 1.5, generator=generators[x.device])
+                continue
+            mean, std, non_negative = m
+            x.normal_(mean, max(std, 1e-6), generator=generators[x.device])
+            if non_negative:
+                x.abs_()
+
+
+def reference_on_fresh(
+    model: torch.nn.Module, inputs: list, originals: list, fill: Callable[[list], None]
+) -> list:
+    """The model's outputs on new values written by `fill`, computed in `inputs`' own buffers (no
+    second input set on the device); the floating-point inputs then get their values back from
+    `originals` (host copies), so everything timed afterwards sees the original inputs."""
+    fill(inputs)
+    with torch.no_grad():
+        out = normalise_outputs(model(*inputs))
+    storages = {x.untyped_storage().data_ptr() for x in inputs if isinstance(x, torch.Tensor)}
+    # An output in an input's memory (a model returning its input, or a view of it) would
+    # change with the restore below, so it is copied first.
+    expected = [
+        o.clone()
+        if isinstance(o, torch.Tensor) and o.untyped_storage().data_ptr() in storages
+        else o
+        for o in out
+    ]
+    del out
+    for x, original in zip(inputs, originals, strict=True):
+        if isinstance(x, torch.Tensor) and x.is_floating_point():
+            x.copy_(original)
+    _sync()
+    return expected
+
+
+def host_originals(host: list, device_inputs: list) -> list:
+    """What `reference_on_fresh` restores the floating-point inputs from: the tensors
+    `get_inputs()` returned when they were on the host, a host copy of those it returned on the
+    device already (moving them did not copy them)."""
+    return [
+        h.detach().to("cpu", copy=True)
+        if h is d and isinstance(h, torch.Tensor) and h.is_floating_point()
+        else h
+        for h, d in zip(host, device_inputs, strict=True)
+    ]
+
+
+def check_freshness(
+    call: Call,
+    bufs: list,
+    fresh: list | Callable[[list], None],
+    expected: list,
+    atol: float,
+    rtol: float,
+    *,
+    chunk_elems: int = CHUNK_ELEMS,
+) -> dict[str, Any]:
+    """Write new values into the very buffers the candidate was timed on and check its output.
+
+    A result cached by data pointer (or any other memoisation of the inputs' identity) is now
+    stale and fails this. `fresh` writes the new values: a function filling `bufs` in place (the
+    job's, so no second input set is alive), or a list of values copied in. `expected` is the
+    reference on those values; outputs are compared `chunk_elems` elements at a time, on their
+    own device (`tools.compare.mismatch_report`)."""
+    if not any(isinstance(x, torch.Tensor) and x.is_floating_point() for x in bufs):
+        return {"checked": False, "ok": True, "message": "no floating-point inputs to rewrite"}
+    if callable(fresh):
+        fresh(bufs)
+    else:
+        for buf, val in zip(bufs, fresh, strict=True):
+            if isinstance(buf, torch.Tensor) and buf.is_floating_point():
+                buf.copy_(val)
+    _sync()
+    got = normalise_outputs(call(bufs))
+    _sync()
+    if len(got) != len(expected):
+        return {
+            "checked": True,
+            "ok": False,
+            "message": f"{len(got)} outputs instead of {len(expected)}",
+        }
+    for i, (g, e) in enumerate(zip(got, expected, strict=True)):
+        if not isinstance(g, torch.Tensor) or g.shape != e.shape:
+            return {
+                "checked": True,
+                "ok": False,
+                "message": f"output {i} changed shape on new input values",
+            }
+        # hint_full_elems=0: the pattern hint from per-chunk counts, never whole float64 copies
+        report = mismatch_report(
+            g, e, atol, rtol, output_index=i, chunk_elems=chunk_elems, hint_full_elems=0
+        )
+        if report is not None:
+            return {
+                "checked": True,
+                "ok": False,
+                "message": f"output {i}: {report.bad_count} of {e.numel()} elements wrong after "
+                "new values were written into the same input buffers (a result cached by the "
+                "input's address?)",
+            }
+    return {"checked": True, "ok": True, "message": "output follows new values in the same buffers"}

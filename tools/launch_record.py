@@ -1,0 +1,297 @@
+"""Launch recording: `record_launches()` watches `kernel[grid](...)` calls (native `JITFunction`
+or the interpreter's `InterpretedFunction`, also behind `@triton.autotune` /
+`@triton.heuristics`) and keeps one `LaunchRecord` per launch: the kernel, its Triton signature,
+constexpr values and launch options, enough to compile it again (`tools.aot`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+import functools
+import inspect
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from tools.jit_bridge import as_jit, unwrapped
+
+# CUDAOptions defaults, used when a launch does not say.
+DEFAULT_NUM_WARPS = 4
+
+
+DEFAULT_NUM_STAGES = 3
+
+
+# Launch options other than num_warps/num_stages that change the compiled code, with the
+# defaults that need not be recorded.
+_PASSED_OPTIONS = {
+    "num_ctas": 1,
+    "maxnreg": None,
+    "enable_fp_fusion": None,
+    "launch_cooperative_grid": False,
+    "launch_pdl": False,
+}
+
+
+@dataclass(kw_only=True)
+class LaunchRecord:
+    """One observed `kernel[grid](...)` launch, enough to compile that kernel again."""
+
+    name: str
+    """The kernel function's name."""
+    fn: Any = field(default=None, repr=False, compare=False)
+    """The `JITFunction` or `InterpretedFunction`; not serialised."""
+    signature: dict[str, str] = field(default_factory=dict)
+    """Argument name -> Triton type: `*fp32`, `i32`, `i64`, `fp32`, `u1`, `constexpr`, ..."""
+    constexprs: dict[str, Any] = field(default_factory=dict)
+    """Values of the arguments typed `constexpr` (annotated, or specialised like `1` and `None`)."""
+    num_warps: int = DEFAULT_NUM_WARPS
+    num_stages: int = DEFAULT_NUM_STAGES
+    grid: tuple[int, ...] | None = None
+    """The launch grid, resolved when it was a callable; None when it could not be."""
+    file: str | None = None
+    first_line: int | None = None
+    """1-based line of the kernel's `def` in `file`."""
+    aligned: list[str] = field(default_factory=list)
+    """Arguments the runtime specialises as multiples of 16 (16-byte aligned pointers, ints)."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """Other launch options that change the code: num_ctas, maxnreg, enable_fp_fusion, ..."""
+    autotuning: bool = False
+    """True for launches made by `@triton.autotune` while it benchmarks configs."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            f.name: jsonable(getattr(self, f.name))
+            for f in dataclasses.fields(self)
+            if f.name != "fn"
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# Launch recording
+
+
+_AUTOTUNING: contextvars.ContextVar[bool] = contextvars.ContextVar("_AUTOTUNING", default=False)
+
+
+@contextlib.contextmanager
+def record_launches() -> Iterator[list[LaunchRecord]]:
+    """Record every Triton kernel launch made inside the block.
+
+    Patches `JITFunction.run` and `InterpretedFunction.run` (what `kernel[grid](...)` calls,
+    directly or through an autotuner/heuristics wrapper), records the launch, then calls the
+    original. A launch is recorded before it runs, so a kernel that fails still has its record.
+    Recording never raises: a launch whose arguments cannot be read is left to fail on its own.
+
+    On a GPU, `@triton.autotune` benchmark launches are recorded too, with `autotuning=True`.
+    Under the interpreter, where benchmarking cannot run, the autotuner is told every config
+    takes the same time, so it runs its first config instead of failing.
+    """
+    from triton.runtime.autotuner import Autotuner
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    records: list[LaunchRecord] = []
+    originals = [
+        (JITFunction, "run", JITFunction.__dict__["run"]),
+        (InterpretedFunction, "run", InterpretedFunction.__dict__["run"]),
+        (Autotuner, "_bench", Autotuner.__dict__["_bench"]),
+    ]
+
+    def recording_run(original):
+        @functools.wraps(original)
+        def run(self, *args, **kwargs):
+            if not kwargs.get("warmup", False):
+                record = _make_record(self, args, kwargs)
+                if record is not None:
+                    records.append(record)
+            return original(self, *args, **kwargs)
+
+        return run
+
+    def flagging_bench(original):
+        @functools.wraps(original)
+        def _bench(self, *args, **kwargs):
+            if _is_interpreted(self):
+                # Interpreter timings mean nothing and benchmarking needs a GPU driver: call
+                # every config equally fast, so the autotuner runs its first (pruned) config.
+                return [0.0, 0.0, 0.0]
+            token = _AUTOTUNING.set(True)
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                _AUTOTUNING.reset(token)
+
+        return _bench
+
+    JITFunction.run = recording_run(originals[0][2])
+    InterpretedFunction.run = recording_run(originals[1][2])
+    Autotuner._bench = flagging_bench(originals[2][2])
+    try:
+        yield records
+    finally:
+        for cls, name, original in originals:
+            setattr(cls, name, original)
+
+
+def def_line(jit: Any) -> int | None:
+    """1-based line of the kernel's `def` (Triton < 3.9 has no `def_file_line_number`)."""
+    line = getattr(jit, "def_file_line_number", None)
+    if line is not None:
+        return line
+    try:
+        lines, start = inspect.getsourcelines(jit.fn)
+    except (OSError, TypeError):
+        return None
+    for i, text in enumerate(lines):
+        if re.match(r"\s*def\s", text):
+            return start + i
+    return start
+
+
+def file_name(jit: Any) -> str | None:
+    return (
+        getattr(jit, "file_name", None)
+        or getattr(jit.fn, "__code__", None)
+        and jit.fn.__code__.co_filename
+    )
+
+
+def _is_interpreted(kernel: Any) -> bool:
+    from triton.runtime.interpreter import InterpretedFunction
+
+    return isinstance(unwrapped(kernel), InterpretedFunction)
+
+
+def _make_record(kernel: Any, args: tuple, kwargs: dict) -> LaunchRecord | None:
+    try:
+        jit = as_jit(kernel)
+        kwargs = dict(kwargs)
+        grid = kwargs.pop("grid", None)
+        kwargs.pop("warmup", None)
+        try:
+            bound, specialization, options = _binder(jit)(*args, **kwargs)
+        except Exception:
+            bound, specialization, options = _specialize_by_hand(jit, args, kwargs)
+    except Exception:
+        return None
+    signature: dict[str, str] = {}
+    constexprs: dict[str, Any] = {}
+    aligned: list[str] = []
+    for param, (ty, spec) in zip(jit.params, specialization, strict=True):
+        signature[param.name] = ty
+        if ty == "constexpr":
+            constexprs[param.name] = bound[param.name]
+        elif isinstance(spec, str) and "D" in spec:
+            aligned.append(param.name)
+    return LaunchRecord(
+        name=jit.__name__,
+        fn=kernel,
+        signature=signature,
+        constexprs=constexprs,
+        num_warps=int(options.get("num_warps") or DEFAULT_NUM_WARPS),
+        num_stages=int(options.get("num_stages") or DEFAULT_NUM_STAGES),
+        grid=_resolve_grid(grid, bound),
+        file=file_name(jit),
+        first_line=def_line(jit),
+        aligned=aligned,
+        options={
+            k: v
+            for k, v in options.items()
+            if k in _PASSED_OPTIONS and v is not None and v != _PASSED_OPTIONS[k]
+        },
+        autotuning=_AUTOTUNING.get(),
+    )
+
+
+def _resolve_grid(grid: Any, bound: dict[str, Any]) -> tuple[int, ...] | None:
+    try:
+        if callable(grid):
+            grid = grid(bound)
+        if isinstance(grid, int):
+            grid = (grid,)
+        return tuple(int(g) for g in grid)
+    except Exception:
+        return None
+
+
+_BINDERS: dict[int, tuple[Any, Any]] = {}
+
+
+def _binder(jit: Any) -> Any:
+    """Triton's own argument binder for `jit` (what the runtime uses to specialise a launch)."""
+    cached = _BINDERS.get(id(jit))
+    if cached is not None and cached[0] is jit:
+        return cached[1]
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import make_backend
+    from triton.runtime.jit import create_function_from_signature
+
+    backend = make_backend(GPUTarget("cuda", 90, 32))
+    binder = create_function_from_signature(jit.signature, jit.params, backend)
+    _BINDERS[id(jit)] = (jit, binder)
+    return binder
+
+
+_TORCH_TO_TRITON = {
+    "float32": "fp32",
+    "float16": "fp16",
+    "bfloat16": "bf16",
+    "float64": "fp64",
+    "int8": "i8",
+    "int16": "i16",
+    "int32": "i32",
+    "int64": "i64",
+    "bool": "u1",
+    "uint8": "u8",
+    "uint16": "u16",
+    "uint32": "u32",
+    "uint64": "u64",
+    "float8_e4m3fn": "fp8e4nv",
+    "float8_e5m2": "fp8e5",
+}
+
+
+def _specialize_by_hand(jit: Any, args: tuple, kwargs: dict) -> tuple[dict, list, dict]:
+    """What Triton's binder returns, for Triton versions whose binder we cannot call."""
+    names = [p.name for p in jit.params]
+    options = {k: v for k, v in kwargs.items() if k not in names}
+    call = inspect.signature(jit.fn).bind(*args, **{k: v for k, v in kwargs.items() if k in names})
+    call.apply_defaults()
+    bound = dict(call.arguments)
+    specialization = []
+    for param in jit.params:
+        value = bound[param.name]
+        if (
+            param.is_constexpr
+            or value is None
+            or (isinstance(value, int) and value == 1 and not isinstance(value, bool))
+        ):
+            specialization.append(("constexpr", value))
+        elif hasattr(value, "data_ptr") and hasattr(value, "dtype"):
+            dtype = _TORCH_TO_TRITON.get(str(value.dtype).removeprefix("torch."), str(value.dtype))
+            specialization.append(("*" + dtype, "D" if value.data_ptr() % 16 == 0 else ""))
+        elif isinstance(value, bool):
+            specialization.append(("u1", None))
+        elif isinstance(value, int):
+            ty = "i32" if -(2**31) <= value < 2**31 else "u64" if value >= 2**63 else "i64"
+            aligned = value % 16 == 0 and not param.do_not_specialize
+            specialization.append((ty, "D" if aligned else ""))
+        elif isinstance(value, float):
+            specialization.append(("fp32", None))
+        else:
+            raise TypeError(f"cannot type argument {param.name}={value!r}")
+    return bound, specialization, options
+
+
+def jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    return str(value)

@@ -1,0 +1,53 @@
+"""A job's resource limits (`Limits`) and how they are enforced: rlimits set in the job's own
+process (`apply_rlimits`: file size, no core dumps, address space on the CPU) and, on CUDA, its
+resident set polled by the parent (`rss_mb`). `DEFAULT_TIMEOUT_S` is the one default timeout of
+a job (the verification options and the option table read it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_TIMEOUT_S = 180.0
+"""Seconds a candidate's job may run (compile included) before it is killed."""
+
+
+@dataclass(kw_only=True)
+class Limits:
+    """Per-job resource limits."""
+
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    memory_mb: int | None = 8192
+    """Address space (CPU) or resident set (CUDA) cap; None for no cap."""
+    file_size_mb: int = 256
+    network: bool = False
+    guard: bool = True
+    """Install the audit-hook guard (socket / subprocess / write restrictions)."""
+
+
+def rss_mb(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def apply_rlimits(lim: Limits, device: str) -> None:
+    import resource
+
+    def setlim(which: int, value: int) -> None:
+        try:
+            soft, hard = resource.getrlimit(which)
+            if hard != resource.RLIM_INFINITY:
+                value = min(value, hard)
+            resource.setrlimit(which, (value, hard))
+        except (ValueError, OSError):
+            pass
+
+    setlim(resource.RLIMIT_CORE, 0)
+    setlim(resource.RLIMIT_FSIZE, lim.file_size_mb * 1024 * 1024)
+    if device == "cpu" and lim.memory_mb is not None:
+        setlim(resource.RLIMIT_AS, lim.memory_mb * 1024 * 1024)

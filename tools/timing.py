@@ -1,0 +1,214 @@
+"""The timing protocol, inside a timing job on a GPU (`tools.profile_worker`).
+
+Timing method ("padded events, checked against the profiler"): before each repetition the L2 is
+flushed (a write over a buffer of twice its size) and the device synchronised; then a short spin
+kernel (`torch.cuda._sleep`, 3x the call's measured host time) keeps the GPU busy while the host
+records the start event and queues the call, so the sample is device time as if the host ran
+ahead (as `do_bench` measures; the host's own time per call is returned separately as
+`*_host_ms`); an event right after the call on the caller's stream ends the sample. That event misses work on a stream the caller's
+stream does not wait for (a side stream), so the profiler's per-kernel device times (CUPTI sees
+every stream) are checked against it (`uncounted_work`); when the kernels add up to more than
+the timing, the candidate is re-timed without the pad until `torch.cuda.synchronize()` returns
+(every stream, host launch cost included; the wake-up cost of that synchronize, measured on an
+empty call, subtracted) and a note says so.
+Why: the first H200 runs (session 2) timed from the start event to after the synchronize, with
+no pad: the host's launch cost and the wake-up's jitter landed in every sample, and five profiles
+of a 127 us ReLU kernel spread by 14%. Deciding "side stream" from the synchronize's end event
+instead of the profiler flagged honest kernels (its wake-up cost grows with the wait).
+Input sets (clones) are rotated when one set fits in L2. Returns raw samples; statistics are
+computed by the caller.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from tools.roofline import input_sets_for, repetitions
+from tools.worker import _clone
+
+Call = Callable[[list], Any]
+
+
+MAX_ROTATED_SET_BYTES = 256 << 20
+"""Above this one input set is never cloned for rotation (KernelBench's sets reach 6.4 GB)."""
+
+
+def input_sets(input_bytes: int, l2_bytes: int) -> int:
+    """How many input sets the timing rotates over: `input_sets_for`'s answer, except one (the
+    inputs themselves, no clone) for a set over 4x the L2 or over 256 MiB. Such a set cannot sit in
+    the L2 anyway, and the L2 is flushed before every repetition."""
+    if input_bytes > MAX_ROTATED_SET_BYTES or input_bytes > 4 * l2_bytes:
+        return 1
+    return input_sets_for(input_bytes, l2_bytes)
+
+
+class Timer:
+    """Padded event timing with an L2 flush before every repetition (see the module doc)."""
+
+    def __init__(
+        self, l2_bytes: int, *, warmup_ms: float, rep_ms: float, min_reps: int, max_reps: int
+    ):
+        # do_bench flushes 256 MB; H200's L2 is 50-60 MB, so 2x L2 is below that.
+        n = max(256 << 20, 2 * l2_bytes)
+        self.cache = torch.empty(n // 4, dtype=torch.int32, device="cuda")
+        self.warmup_ms, self.rep_ms = warmup_ms, rep_ms
+        self.min_reps, self.max_reps = min_reps, max_reps
+        self.cycles_per_us = _sleep_cycles_per_us()
+        self.pad_us = 50.0
+        self.last_host_ms = 0.0
+        self.overhead_ms = 0.0
+        self.overhead_ms = statistics.median(self._run(lambda args: None, [[]], 200, True)[1])
+
+    def _run(self, call: Call, sets: list[list], reps: int, pad: bool):
+        """`reps` timed calls rotating over `sets`. Per call: the time on the caller's stream
+        (start event to an event queued right after the call) and the time until every stream
+        is done (to an event after `torch.cuda.synchronize()`, its wake-up cost subtracted)."""
+        e0, e1, e2 = ([torch.cuda.Event(enable_timing=True) for _ in range(reps)] for _ in "abc")
+        cycles = int(self.pad_us * self.cycles_per_us)
+        for i in range(reps):
+            args = sets[i % len(sets)]
+            self.cache.zero_()
+            torch.cuda.synchronize()
+            if pad:
+                torch.cuda._sleep(cycles)  # the GPU waits here while the host queues the call
+            e0[i].record()
+            call(args)
+            e1[i].record()
+            torch.cuda.synchronize()  # every stream of the device: side-stream work is counted
+            e2[i].record()
+        torch.cuda.synchronize()
+        stream = [max(a.elapsed_time(b), 1e-4) for a, b in zip(e0, e1, strict=True)]
+        device = [
+            max(a.elapsed_time(c) - self.overhead_ms, 1e-4) for a, c in zip(e0, e2, strict=True)
+        ]
+        return stream, device
+
+    def sequence(self, call: Call, sets: list[list], reps: int, *, pad: bool = True) -> list[float]:
+        """ms per call. Padded: time on the caller's stream, host launch cost hidden.
+        Unpadded: time until every stream is done, host launch cost included (the fallback)."""
+        stream, every = self._run(call, sets, reps, pad)
+        return stream if pad else every
+
+    def measure(self, call: Call, sets: list[list], *, pad: bool = True) -> list[float]:
+        """Warm up (compiles, autotuning, caches), then one sequence of repetitions."""
+        host_us = []
+        for i in range(5):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            call(sets[i % len(sets)])
+            host_us.append((time.perf_counter() - t0) * 1e6)
+        torch.cuda.synchronize()
+        # Long enough to cover queueing the call (the first warm-up calls compile: not counted).
+        self.last_host_ms = statistics.median(host_us[2:]) / 1000.0
+        self.pad_us = min(max(3 * statistics.median(host_us[2:]) + 20.0, 50.0), 5000.0)
+        estimate = statistics.median(self.sequence(call, sets, 5, pad=pad))
+        for i in range(repetitions(estimate, budget_ms=self.warmup_ms, least=1, most=500)):
+            call(sets[i % len(sets)])
+        torch.cuda.synchronize()
+        reps = repetitions(estimate, budget_ms=self.rep_ms, least=self.min_reps, most=self.max_reps)
+        return self.sequence(call, sets, reps, pad=pad)
+
+
+def uncounted_work(
+    runs: list[list[float]],
+    kernels: list[dict[str, Any]],
+    *,
+    rel: float = 0.10,
+    abs_ms: float = 0.002,
+) -> str | None:
+    """Why the caller's-stream timing cannot be trusted, or None when it can.
+
+    `kernels` is the profiler's breakdown (CUPTI sees every stream): the device time of each
+    kernel per forward, measured back to back with a warm L2, so for an honest forward their sum
+    is at most the timed median (cold L2, one stream, gaps included). Work on a stream that the
+    caller's stream does not wait for is in the sum but not in the timing.
+    """
+    if not kernels:
+        return "the profiler saw no GPU kernels, so the timing could not be checked against them"
+    timed = min(statistics.median(r) for r in runs)
+    busy = sum(float(k.get("time_us", 0.0)) for k in kernels) / 1000.0
+    if busy > timed * (1 + rel) + abs_ms:
+        return (
+            f"the profiler saw {busy:.4f} ms of GPU kernels per forward but the caller's stream "
+            f"was busy for {timed:.4f} ms: work ran on a stream the caller's stream does not wait "
+            "for (a side stream)"
+        )
+    return None
+
+
+def _sleep_cycles_per_us() -> float:
+    """How many `torch.cuda._sleep` cycles make a microsecond on this GPU (measured once)."""
+    cycles = 2_000_000
+    torch.cuda._sleep(cycles // 10)  # warm
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    torch.cuda._sleep(cycles)
+    end.record()
+    end.synchronize()
+    return cycles / max(start.elapsed_time(end) * 1000.0, 1.0)
+
+
+KERNELBENCH_WARMUP = 3
+
+
+KERNELBENCH_TRIALS = 100
+
+
+def kernelbench_times(
+    call: Call, args: list, *, warmup: int = KERNELBENCH_WARMUP, trials: int = KERNELBENCH_TRIALS
+) -> dict[str, Any]:
+    """KernelBench's timing method (`src/eval.py: time_execution_with_cuda_event` and
+    `get_timing_stats`), reproduced so its numbers can sit beside ours: `warmup` synchronised
+    calls, then `trials` calls each bracketed by two CUDA events on the current stream and
+    followed by a device synchronise; same inputs every trial, no L2 flush, host launch cost
+    inside the bracket. Mean and (population) std over the trials, in ms."""
+    for _ in range(warmup):
+        call(args)
+        torch.cuda.synchronize()
+    times: list[float] = []
+    for _ in range(trials):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        call(args)
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    return {
+        "mean": statistics.fmean(times),
+        "std": statistics.pstdev(times),
+        "min": min(times),
+        "max": max(times),
+        "num_trials": len(times),
+        "warmup": warmup,
+    }
+
+
+def timing_sets(inputs: list, k: int) -> list[list]:
+    """The `k` input sets the timing rotates over: `inputs` themselves first (a large problem's
+    only set, so never copied), then clones. Every set holds the same values, so eager, compile
+    and the candidate see identical inputs; nothing timed writes into its inputs (verification
+    rejects a candidate that does)."""
+    return [inputs] + [_clone(inputs) for _ in range(k - 1)]
+
+
+def independent_runs(
+    timer: Timer, call: Call, sets: list[list], noise_floor: float, *, pad: bool = True
+) -> list[list[float]]:
+    """Two independent timing sequences of `call`; a third when the two disagree."""
+    runs = [timer.measure(call, sets, pad=pad), timer.measure(call, sets, pad=pad)]
+    if not _agree_samples(runs[0], runs[1], noise_floor):
+        runs.append(timer.measure(call, sets, pad=pad))
+    return runs
+
+
+def _agree_samples(a: list[float], b: list[float], floor: float) -> bool:
+    from tools.roofline import agree, summarize
+
+    return agree(summarize(a), summarize(b), floor)

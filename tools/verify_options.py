@@ -1,0 +1,114 @@
+"""What a verification is asked to do: its options (`VerifyOptions`), the device it runs on,
+and the trials it sends (the documented ones plus unannounced ones), with the memory floor of
+its jobs. Plain data and small functions: no jobs run here."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass, field
+
+from tools.compare import Tolerance
+from tools.cuda_targets import DEFAULT_TARGET
+from tools.errors import BadInputError
+from tools.limits import DEFAULT_TIMEOUT_S
+
+POLICIES = ("strict", "allow-library")
+
+
+@dataclass(kw_only=True)
+class VerifyOptions:
+    trials: int = 5
+    seed: int = 42
+    tolerance: Tolerance = field(default_factory=Tolerance)
+    policy: str = "strict"
+    """`strict`: all compute in Triton. `allow-library`: library matmul/conv calls allowed, the
+    verdict is marked mixed and lists them."""
+    device: str = "auto"
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    aot_target: str | None = DEFAULT_TARGET
+    """On CPU, also compile each launched kernel for this CUDA target (None to skip)."""
+    allow_large: bool = False
+    poison: bool = True
+    memory_mb: int | None = None
+    """Host memory limit of each job in MB; None derives it from the problem's footprint."""
+    input_scales: tuple[float, ...] = ()
+    """Generalisation check: one extra trial per factor with the floating-point inputs scaled by
+    it (e.g. `(100.0,)` catches kernels that are right only inside randn's range, like a ReLU
+    that also clamps at 6). Off by default: scaling shrinks the relative weight of `atol`, so
+    sums that cancel can fail honest kernels."""
+
+    jobs_per_gpu: int = 1
+    """On CUDA: verification jobs running at once on each GPU (they only check correctness;
+    timing jobs still have their GPU alone, `Sandbox.run(exclusive=True)`)."""
+
+    generalize: bool = False
+    """Generalisation check over sizes: after passing at the problem's own sizes, verify again
+    with its integer size constants changed (`generalization_sizes`). Catches kernels with
+    shapes baked in (the compiler drafter's, for one)."""
+
+    def __post_init__(self) -> None:
+        if self.policy not in POLICIES:
+            raise BadInputError(
+                f"unknown policy {self.policy!r}; choose one of {', '.join(POLICIES)}"
+            )
+        if self.trials < 1:
+            raise BadInputError("--trials must be at least 1")
+        if self.jobs_per_gpu < 1:
+            raise BadInputError("--jobs-per-gpu must be at least 1")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise BadInputError(f"unknown device {self.device!r}; choose auto, cpu or cuda")
+
+
+def resolve_device(device: str) -> str:
+    if device != "auto":
+        if device == "cuda" and not _cuda_available():
+            raise BadInputError("--device cuda requested but no CUDA GPU is visible")
+        return device
+    return "cuda" if _cuda_available() else "cpu"
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+HOST_FLOOR_MB = 8192
+"""Host memory limit of a job for problems up to a few hundred MB: torch, Triton and a CUDA
+context alone take 2-3 GB of address space."""
+
+
+def host_memory_mb() -> int:
+    """This machine's physical memory in MB (the problem check's limit before its footprint is
+    known)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**20)
+    except (ValueError, OSError, AttributeError):
+        return 64 * 1024
+
+
+UNANNOUNCED_MAX_MB = 256.0
+"""Problems whose tensors take more than this a trial get no unannounced trials."""
+
+
+def with_unannounced_trials(
+    trials: list[tuple[int, float]], plain: int
+) -> tuple[list[tuple[int, float]], list[list[str]]]:
+    """`trials` with one or two unannounced trials (fresh seed, one run), and the runs each
+    trial gets: one right after the `plain` trials (so the calls past the documented number
+    include fresh inputs: a second run of a trial repeats its inputs, where a stale output
+    would still be right), and half the time one more at a random place among them. The
+    candidate cannot know how many calls a verification makes nor which input set comes next,
+    so a kernel correct for exactly the documented number of calls (and stale afterwards)
+    fails; the verdict still counts the trials asked for."""
+    out = list(trials)
+    runs = [["first", "second"] for _ in trials]
+    at = min(plain, len(out))
+    out.insert(at, (secrets.randbits(31), 1.0))
+    runs.insert(at, ["first"])
+    if secrets.randbelow(2):
+        at = secrets.randbelow(min(plain, len(out) - 1) + 1)
+        out.insert(at, (secrets.randbits(31), 1.0))
+        runs.insert(at, ["first"])
+    return out, runs
