@@ -11,8 +11,8 @@ from typing import Any
 import torch
 
 from tools.compare import CHUNK_ELEMS, mismatch_report, normalise_outputs
+from tools.job_common import _sync
 from tools.timing import Call
-from tools.worker import _sync
 
 FRESH_SEED_OFFSET = 2000
 """The freshness check's new values come from a generator seeded `seed + FRESH_SEED_OFFSET`."""

@@ -46,6 +46,15 @@ from tools.freshness import (
     reference_on_fresh,
 )
 from tools.gpu_measures import breakdown, measure_peaks
+from tools.job_common import (
+    _copy_matching_weights,
+    _device_context,
+    _sync,
+    _to_device,
+    exec_module,
+    job_device,
+    peak_memory,
+)
 from tools.precision import full_fp32
 from tools.timing import (
     Timer,
@@ -54,15 +63,6 @@ from tools.timing import (
     kernelbench_times,
     timing_sets,
     uncounted_work,
-)
-from tools.worker import (
-    _copy_matching_weights,
-    _device_context,
-    _sync,
-    _to_device,
-    exec_module,
-    job_device,
-    peak_memory,
 )
 
 MAX_TRACE_CHARS = 64 << 20

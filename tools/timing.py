@@ -28,8 +28,8 @@ from typing import Any
 
 import torch
 
+from tools.job_common import _clone
 from tools.roofline import input_sets_for, repetitions
-from tools.worker import _clone
 
 Call = Callable[[list], Any]
 
