@@ -82,6 +82,12 @@ bias2d = torch.randn(33, 1)  # broadcast over columns
 results["split4_bias"] = rel_err(
     g.gemm(a, b, bias=bias2d, SPLIT_K=4, **small), a.double() @ b.double() + bias2d.double()
 )
+# Inductor's bias_addmm on CUDA: a Linear's bias as an (M, N) view with row stride 0
+vec = torch.randn(17)
+row_bias = torch.as_strided(vec, (33, 17), (0, 1))
+results["bias_addmm_rows"] = rel_err(
+    g.gemm(a, b, bias=row_bias, **small), a.double() @ b.double() + vec.double()
+)
 at, bt = torch.randn(75, 129), torch.randn(97, 75)  # transposed views: column-major operands
 results["transposed"] = rel_err(g.gemm(at.t(), bt.t(), **small), at.double().t() @ bt.double().t())
 a3, b3 = torch.randn(3, 20, 30), torch.randn(3, 30, 10)
@@ -134,7 +140,7 @@ def interpreted(tmp_path_factory):
 @pytest.mark.parametrize(
     "case",
     ["mm_tf32x3", "mm_ieee", "addmm_tf32x3", "addmm_ieee", "split0", "split1", "split3",
-     "split7", "split4_bias", "transposed", "bmm"],
+     "split7", "split4_bias", "bias_addmm_rows", "transposed", "bmm"],
 )  # fmt: skip
 def test_template_matches_float64_at_fp32_tolerance(interpreted, case):
     assert interpreted[case] < 1e-5, f"{case}: relative error {interpreted[case]:.2e}"
@@ -180,6 +186,8 @@ def test_call_for_maps_inductor_extern_calls():
     addmm = call_for("addmm", ["bias", "a", "b"], {"alpha": "1", "beta": "2", "out": "o"})
     assert addmm.startswith("gemm(a, b, bias=bias, alpha=1, beta=2, out=o,")
     assert "precision='tf32x3'" in addmm
+    bias_addmm = call_for("bias_addmm", ["reinterpret_tensor(b0, (8, 4), (0, 1), 0)", "a", "w"], {})
+    assert bias_addmm.startswith("gemm(a, w, bias=reinterpret_tensor(b0, (8, 4), (0, 1), 0),")
     with pytest.raises(ValueError):
         call_for("convolution", ["x", "w"], {})
 

@@ -202,7 +202,7 @@ def call_for(op: str, args: list[str], kwargs: dict[str, str], config: dict | No
     if op in ("mm", "bmm"):
         a, b = args[:2]
         parts = [a, b]
-    elif op in ("addmm", "baddbmm"):
+    elif op in ("addmm", "bias_addmm", "baddbmm"):
         bias, a, b = args[:3]
         parts = [a, b, f"bias={bias}"]
         for name in ("alpha", "beta"):
@@ -216,5 +216,7 @@ def call_for(op: str, args: list[str], kwargs: dict[str, str], config: dict | No
     return f"gemm({', '.join(parts)})"
 
 
-GEMM_OPS = frozenset({"mm", "addmm", "bmm", "baddbmm"})
-"""Inductor extern calls the template replaces."""
+GEMM_OPS = frozenset({"mm", "addmm", "bias_addmm", "bmm", "baddbmm"})
+"""Inductor extern calls the template replaces. `bias_addmm` is Inductor's addmm whose bias is a
+row broadcast to the output (stride 0 over rows; a Linear's bias on CUDA), which cuBLASLt takes
+as a 1-D bias; the template reads it through its strides like any other bias."""
