@@ -32,6 +32,7 @@ autotuned over a few tile configs; under `TRITON_INTERPRET=1` it runs one fixed 
 from __future__ import annotations
 
 # --- candidate source begin (copied verbatim into compiler drafts) ---
+import math
 import os
 
 import torch
@@ -39,6 +40,10 @@ import triton
 import triton.language as tl
 
 DIRECT_MAX_COUT_G = 4  # output channels a group below which the direct kernel is used
+CONV_PRECISIONS = ("tf32x3", "bf16x3", "ieee", "tf32")
+"""tl.dot input precisions for fp32 inputs: tf32x3 (three TF32 products, ~fp32 accuracy, the
+default), bf16x3 (three bf16 products, ~2**-16 relative: half tf32x3's tensor-core time),
+ieee (FMA, no tensor cores), tf32 (one TF32 product, ~1e-3: only where the tolerance allows)."""
 
 
 @triton.jit
@@ -56,6 +61,18 @@ def _conv_in_pos(o, k, stride, pad, dil, size, TRANSPOSED: tl.constexpr):
 
 
 @triton.jit
+def _conv_tap_start(r, pad, dil, stride, KSIZE):
+    """First kernel tap k (0 <= k < KSIZE) with r + pad - k * dil a multiple of stride, and how
+    many taps hit phase r (taps that hit are `step` = stride / gcd(stride, dil) apart)."""
+    k0 = tl.zeros([], tl.int32) + KSIZE
+    for k in range(0, KSIZE):
+        t = r + pad - k * dil
+        hit = ((t % stride) + stride) % stride == 0  # the same for C's and numpy's %
+        k0 = tl.where(hit & (k0 == KSIZE), k, k0)
+    return k0
+
+
+@triton.jit
 def _conv_gemm_kernel(
     x_ptr, w_ptr, b_ptr, y_ptr,
     C_in_g, D, H, W, C_out_g, OD, OH, OW, KD, KH, KW,
@@ -63,7 +80,7 @@ def _conv_gemm_kernel(
     xs_n, xs_c, xs_d, xs_h, xs_w,
     ws_g, ws_co, ws_ci, ws_d, ws_h, ws_w,
     ys_n, ys_c, ys_d, ys_h, ys_w,
-    M, K, JD, JH, JW,
+    M, K, JD, JH, JW, step_d, step_h, step_w,
     HAS_BIAS: tl.constexpr, TRANSPOSED: tl.constexpr, TAP_OUTER: tl.constexpr,
     PHASED: tl.constexpr, PRECISION: tl.constexpr, IDX64: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
@@ -78,18 +95,21 @@ def _conv_gemm_kernel(
     if PHASED:
         # Strided transposed conv, one output phase (o mod stride, per dimension) a program:
         # rows are o = phase + stride * j, and a kernel tap either hits every row of the
-        # phase or none, so taps that miss are skipped whole instead of loaded masked.
+        # phase or none, so only the taps that hit are visited.
         phase = g % (sd * sh * sw)
         g = g // (sd * sh * sw)
         ph_w = phase % sw
         ph_h = (phase // sw) % sh
         ph_d = phase // (sw * sh)
-        ow = ph_w + sw * (offs_m % JW)
+        jw = offs_m % JW
         t = offs_m // JW
-        oh = ph_h + sh * (t % JH)
+        jh = t % JH
         t = t // JH
-        od = ph_d + sd * (t % JD)
+        jd = t % JD
         nb = t // JD
+        ow = ph_w + sw * jw
+        oh = ph_h + sh * jh
+        od = ph_d + sd * jd
         m_ok = m_ok & (od < OD) & (oh < OH) & (ow < OW)
     else:
         ph_d = 0
@@ -106,43 +126,84 @@ def _conv_gemm_kernel(
         g_c = g.to(tl.int64)
     else:
         g_c = g
-    x_base = nb * xs_n + g_c * C_in_g * xs_c  # [BLOCK_M]
+    x_n = nb * xs_n + g_c * C_in_g * xs_c  # [BLOCK_M]
     w_base = w_ptr + g_c * ws_g + offs_n * ws_co  # [BLOCK_N]
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     if TAP_OUTER:
-        for tap in range(0, KD * KH * KW):
-            kd = tap // (KH * KW)
-            kh = (tap // KW) % KH
-            kw = tap % KW
-            hit = True
-            if PHASED:  # ((x % s) + s) % s: the same for C's and numpy's % of negatives
-                hit = (((ph_d + pd - kd * dd) % sd + sd) % sd == 0) & (
-                    ((ph_h + ph - kh * dh) % sh + sh) % sh == 0
-                )
-                hit = hit & (((ph_w + pw - kw * dw) % sw + sw) % sw == 0)
-            if hit:
-                i_d, ok_d = _conv_in_pos(od, kd, sd, pd, dd, D, TRANSPOSED)
-                i_h, ok_h = _conv_in_pos(oh, kh, sh, ph, dh, H, TRANSPOSED)
-                i_w, ok_w = _conv_in_pos(ow, kw, sw, pw, dw, W, TRANSPOSED)
-                row_ok = m_ok & ok_d & ok_h & ok_w
-                x_row = x_base + i_d * xs_d + i_h * xs_h + i_w * xs_w
-                w_tap = w_base + kd * ws_d + kh * ws_h + kw * ws_w
-                for c0 in range(0, C_in_g, BLOCK_K):
-                    ci = c0 + tl.arange(0, BLOCK_K)
-                    c_ok = ci < C_in_g
-                    a = tl.load(
-                        x_ptr + x_row[:, None] + ci[None, :] * xs_c,
-                        mask=row_ok[:, None] & c_ok[None, :],
-                        other=0.0,
-                    )
-                    b = tl.load(
-                        w_tap[None, :] + ci[:, None] * ws_ci,
-                        mask=c_ok[:, None] & n_ok[None, :],
-                        other=0.0,
-                    )
-                    acc = tl.dot(a, b, acc, input_precision=PRECISION)
+        # One flat, software-pipelined loop over (kernel tap, channel block): the tap's input
+        # offset is a scalar added to a per-row base computed once, so the loop body is loads
+        # (contiguous along the output row for NCHW), a few compares and the MMA.
+        # input index per dimension: i = base + off(tap), valid when 0 <= i < size
+        if TRANSPOSED:  # o = phase + s*j reads i = j + (phase + p - k*d) / s (exact)
+            if PHASED:
+                base_d = jd
+                base_h = jh
+                base_w = jw
+            else:  # stride 1
+                base_d = od
+                base_h = oh
+                base_w = ow
+            kd0 = _conv_tap_start(ph_d, pd, dd, sd, KD)
+            kh0 = _conv_tap_start(ph_h, ph, dh, sh, KH)
+            kw0 = _conv_tap_start(ph_w, pw, dw, sw, KW)
+            nt_d = (KD - kd0 + step_d - 1) // step_d
+            nt_h = (KH - kh0 + step_h - 1) // step_h
+            nt_w = (KW - kw0 + step_w - 1) // step_w
+        else:
+            base_d = od * sd
+            base_h = oh * sh
+            base_w = ow * sw
+            kd0 = 0
+            kh0 = 0
+            kw0 = 0
+            nt_d = KD
+            nt_h = KH
+            nt_w = KW
+        x_row = x_n + base_d * xs_d + base_h * xs_h + base_w * xs_w  # [BLOCK_M]
+        n_cb = tl.cdiv(C_in_g, BLOCK_K)
+        n_iter = nt_d * nt_h * nt_w * n_cb
+        for it in range(0, n_iter):
+            tap = it // n_cb
+            c0 = (it - tap * n_cb) * BLOCK_K
+            kw = kw0 + (tap % nt_w) * step_w
+            kh = kh0 + ((tap // nt_w) % nt_h) * step_h
+            kd = kd0 + (tap // (nt_w * nt_h)) * step_d
+            if TRANSPOSED:
+                off_d = (ph_d + pd - kd * dd) // sd  # exact: C's and numpy's // agree
+                off_h = (ph_h + ph - kh * dh) // sh
+                off_w = (ph_w + pw - kw * dw) // sw
+            else:
+                off_d = kd * dd - pd
+                off_h = kh * dh - ph
+                off_w = kw * dw - pw
+            i_d = base_d + off_d
+            i_h = base_h + off_h
+            i_w = base_w + off_w
+            row_ok = m_ok & (i_d >= 0) & (i_d < D) & (i_h >= 0) & (i_h < H) & (i_w >= 0)
+            row_ok = row_ok & (i_w < W)
+            x_tap = x_row + (off_d * xs_d + off_h * xs_h + off_w * xs_w)
+            ci = c0 + tl.arange(0, BLOCK_K)
+            c_ok = ci < C_in_g
+            a = tl.load(
+                x_ptr + x_tap[:, None] + ci[None, :] * xs_c,
+                mask=row_ok[:, None] & c_ok[None, :],
+                other=0.0,
+            )
+            w_tap = kd * ws_d + kh * ws_h + kw * ws_w
+            b = tl.load(
+                w_base[None, :] + (w_tap + ci[:, None] * ws_ci),
+                mask=c_ok[:, None] & n_ok[None, :],
+                other=0.0,
+            )
+            acc = tl.dot(a, b, acc, input_precision=PRECISION)
     else:
+        # Few input channels (an RGB stem): (channel, tap) pairs are one flat reduction axis.
         taps = KD * KH * KW
+        if not TRANSPOSED:  # separable: input offset = row base + column offset; masks per dim
+            base_d = od * sd - pd
+            base_h = oh * sh - ph
+            base_w = ow * sw - pw
+            x_row = x_n + base_d * xs_d + base_h * xs_h + base_w * xs_w
         for k0 in range(0, K, BLOCK_K):
             kk = k0 + tl.arange(0, BLOCK_K)
             k_ok = kk < K
@@ -151,14 +212,21 @@ def _conv_gemm_kernel(
             kd = r // (KH * KW)
             kh = (r // KW) % KH
             kw = r % KW
-            i_d, ok_d = _conv_in_pos(od[:, None], kd[None, :], sd, pd, dd, D, TRANSPOSED)
-            i_h, ok_h = _conv_in_pos(oh[:, None], kh[None, :], sh, ph, dh, H, TRANSPOSED)
-            i_w, ok_w = _conv_in_pos(ow[:, None], kw[None, :], sw, pw, dw, W, TRANSPOSED)
-            a = tl.load(
-                x_ptr + x_base[:, None] + ci[None, :] * xs_c + i_d * xs_d + i_h * xs_h + i_w * xs_w,
-                mask=m_ok[:, None] & k_ok[None, :] & ok_d & ok_h & ok_w,
-                other=0.0,
-            )
+            if TRANSPOSED:
+                i_d, ok_d = _conv_in_pos(od[:, None], kd[None, :], sd, pd, dd, D, True)
+                i_h, ok_h = _conv_in_pos(oh[:, None], kh[None, :], sh, ph, dh, H, True)
+                i_w, ok_w = _conv_in_pos(ow[:, None], kw[None, :], sw, pw, dw, W, True)
+                x_off = x_n[:, None] + ci[None, :] * xs_c + i_d * xs_d + i_h * xs_h + i_w * xs_w
+                a_ok = m_ok[:, None] & k_ok[None, :] & ok_d & ok_h & ok_w
+            else:
+                x_col = ci * xs_c + kd * dd * xs_d + kh * dh * xs_h + kw * dw * xs_w
+                x_off = x_row[:, None] + x_col[None, :]
+                i_d = base_d[:, None] + (kd * dd)[None, :]
+                i_h = base_h[:, None] + (kh * dh)[None, :]
+                i_w = base_w[:, None] + (kw * dw)[None, :]
+                a_ok = m_ok[:, None] & k_ok[None, :] & (i_d >= 0) & (i_d < D) & (i_h >= 0)
+                a_ok = a_ok & (i_h < H) & (i_w >= 0) & (i_w < W)
+            a = tl.load(x_ptr + x_off, mask=a_ok, other=0.0)
             w_k = ci * ws_ci + kd * ws_d + kh * ws_h + kw * ws_w
             b = tl.load(
                 w_base[None, :] + w_k[:, None],
@@ -214,8 +282,7 @@ def _conv_direct_kernel(
     ws_g, ws_co, ws_ci, ws_d, ws_h, ws_w,
     ys_n, ys_c, ys_d, ys_h, ys_w,
     S, n_blocks,
-    HAS_BIAS: tl.constexpr, TRANSPOSED: tl.constexpr, BLOCK: tl.constexpr, TAPS: tl.constexpr,
-    IDX64: tl.constexpr,
+    HAS_BIAS: tl.constexpr, TRANSPOSED: tl.constexpr, BLOCK: tl.constexpr, IDX64: tl.constexpr,
 ):  # fmt: skip
     pid = tl.program_id(0)
     pid_s = pid % n_blocks
@@ -233,24 +300,25 @@ def _conv_direct_kernel(
     t = offs // OW
     oh = t % OH
     od = t // OH
-    # All kernel taps at once, as a second block axis: [BLOCK, TAPS] gathers, one reduction.
-    tap = tl.arange(0, TAPS)
-    tap_ok = tap < KD * KH * KW
-    kd = tap // (KH * KW)
-    kh = (tap // KW) % KH
-    kw = tap % KW
-    i_d, ok_d = _conv_in_pos(od[:, None], kd[None, :], sd, pd, dd, D, TRANSPOSED)
-    i_h, ok_h = _conv_in_pos(oh[:, None], kh[None, :], sh, ph, dh, H, TRANSPOSED)
-    i_w, ok_w = _conv_in_pos(ow[:, None], kw[None, :], sw, pw, dw, W, TRANSPOSED)
-    ok = s_ok[:, None] & tap_ok[None, :] & ok_d & ok_h & ok_w
-    x_pos = x_ptr + nb * xs_n + g * C_in_g * xs_c + i_d * xs_d + i_h * xs_h + i_w * xs_w
-    w_tap = w_ptr + g * ws_g + (co % C_out_g) * ws_co
-    w_tap += kd * ws_d + kh * ws_h + kw * ws_w
+    # Tap by tap: each tap's input row is one contiguous (stride 1) or evenly strided load of
+    # BLOCK elements and a scalar weight (a [BLOCK, taps] gather wasted the lanes of the
+    # power-of-two padding: 7 of 16 for 3x3).
+    x_base = x_ptr + nb * xs_n + g * C_in_g * xs_c
+    w_base = w_ptr + g * ws_g + (co % C_out_g) * ws_co
     acc = tl.zeros([BLOCK], dtype=tl.float32)
-    for ci in range(0, C_in_g):
-        xv = tl.load(x_pos + ci * xs_c, mask=ok, other=0.0)
-        wv = tl.load(w_tap + ci * ws_ci, mask=tap_ok, other=0.0)
-        acc += tl.sum(xv.to(tl.float32) * wv.to(tl.float32)[None, :], axis=1)
+    for tap in range(0, KD * KH * KW):
+        kd = tap // (KH * KW)
+        kh = (tap // KW) % KH
+        kw = tap % KW
+        i_d, ok_d = _conv_in_pos(od, kd, sd, pd, dd, D, TRANSPOSED)
+        i_h, ok_h = _conv_in_pos(oh, kh, sh, ph, dh, H, TRANSPOSED)
+        i_w, ok_w = _conv_in_pos(ow, kw, sw, pw, dw, W, TRANSPOSED)
+        ok = s_ok & ok_d & ok_h & ok_w
+        x_pos = x_base + i_d * xs_d + i_h * xs_h + i_w * xs_w
+        w_tap = w_base + kd * ws_d + kh * ws_h + kw * ws_w
+        for ci in range(0, C_in_g):
+            xv = tl.load(x_pos + ci * xs_c, mask=ok, other=0.0)
+            acc += xv.to(tl.float32) * tl.load(w_tap + ci * ws_ci).to(tl.float32)
     if HAS_BIAS:
         acc += tl.load(b_ptr + co).to(tl.float32)
     y = y_ptr + nb * ys_n + co * ys_c + od * ys_d + oh * ys_h + ow * ys_w
@@ -290,8 +358,21 @@ def triton_convolution(
     transposed=False,
     output_padding=0,
     groups=1,
+    *,
+    precision=None,
+    BLOCK_M=None,
+    BLOCK_N=None,
+    BLOCK_K=None,
+    num_warps=None,
+    num_stages=None,
 ):
-    """`torch.convolution` in Triton: 1D/2D/3D, forward or transposed, any strides."""
+    """`torch.convolution` in Triton: 1D/2D/3D, forward or transposed, any strides.
+
+    The keywords are the tuner's knobs (tools.tune.conv_variants); left at None, fp32 products
+    use tl.dot's "tf32x3" and the GPU autotunes the tile. `precision`: the tl.dot input
+    precision of fp32 inputs, one of `CONV_PRECISIONS` (other dtypes multiply natively).
+    `BLOCK_M/N/K`, `num_warps`, `num_stages`: one fixed tile for the implicit GEMM (the direct
+    kernel reads BLOCK_M as its block of output positions and num_warps)."""
     x = input
     nd = x.dim() - 2
     if nd not in (1, 2, 3) or weight.dim() != x.dim():
@@ -353,18 +434,16 @@ def triton_convolution(
 
     if C_out_g < DIRECT_MAX_COUT_G:
         S = OD * OH * OW
-        taps = triton.next_power_of_2(KD * KH * KW)
-        # [BLOCK, TAPS] in registers: at most 8192 elements, 8 warps above 2048 (sm_90, ptxas:
-        # 512x16 at 4 warps took 244 registers a thread, at 8 warps 127, no spills)
-        block = max(16, min(1024, triton.next_power_of_2(S), 8192 // taps))
+        # 1024 positions a program at 4 warps: 8 a thread, contiguous along the output row
+        block = BLOCK_M or max(16, min(1024, triton.next_power_of_2(S)))
         if interpret:
             block = min(block, 64)
         n_blocks = triton.cdiv(S, block)
         _conv_direct_kernel[(n_blocks * N * C_out,)](
             x, weight, b, y, *sizes, C_out, C_out_g, OD, OH, OW, KD, KH, KW, *conv,
             *xs, *ws, *ys, S, n_blocks,
-            HAS_BIAS=has_bias, TRANSPOSED=bool(transposed), BLOCK=block, TAPS=taps, IDX64=idx64,
-            num_warps=4 if block * taps <= 2048 else 8,
+            HAS_BIAS=has_bias, TRANSPOSED=bool(transposed), BLOCK=block, IDX64=idx64,
+            num_warps=num_warps or 4,
         )  # fmt: skip
         return y
 
@@ -374,10 +453,17 @@ def triton_convolution(
     phased = bool(transposed) and tap_outer and sd * sh * sw > 1
     phases = sd * sh * sw if phased else 1
     JD, JH, JW = (triton.cdiv(OD, sd), triton.cdiv(OH, sh), triton.cdiv(OW, sw))
+    # taps that hit one output phase are stride / gcd(stride, dilation) apart
+    steps = [s // math.gcd(s, d) if phased else 1 for s, d in ((sd, dd), (sh, dh), (sw, dw))]
     M = N * JD * JH * JW if phased else N * OD * OH * OW
-    precision = "tf32x3" if x.dtype == torch.float32 else "ieee"
+    if x.dtype != torch.float32:
+        precision = "ieee"  # fp16/bf16: their native dot
+    elif precision is None:
+        precision = "tf32x3"
+    elif precision not in CONV_PRECISIONS:
+        raise ValueError(f"precision {precision!r}: expected one of {CONV_PRECISIONS}")
     args = [x, weight, b, y, *sizes, C_out_g, OD, OH, OW, KD, KH, KW, *conv, *xs, *ws, *ys]
-    args += [M, K, JD, JH, JW]
+    args += [M, K, JD, JH, JW, *steps]
     flags = dict(
         HAS_BIAS=has_bias,
         TRANSPOSED=bool(transposed),
@@ -386,10 +472,17 @@ def triton_convolution(
         PRECISION=precision,
         IDX64=idx64,
     )
-    if interpret:  # no autotuning in the interpreter: one small tile
-        bm, bn, bk = 32, 16 if C_out_g <= 16 else 32, 16
+    fixed = (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) != (None,) * 5
+    if interpret or fixed:  # the tuner's tile, or in the interpreter one small tile
+        if interpret and not fixed:
+            bm, bn, bk = 32, 16 if C_out_g <= 16 else 32, 16
+        else:
+            bm, bn, bk = BLOCK_M or 128, BLOCK_N or 64, BLOCK_K or 32
         grid = (triton.cdiv(M, bm), triton.cdiv(C_out_g, bn), groups * phases)
-        _conv_gemm_kernel[grid](*args, **flags, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk)
+        _conv_gemm_kernel[grid](
+            *args, **flags, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+            num_warps=num_warps or 8, num_stages=num_stages or 3,
+        )  # fmt: skip
         return y
 
     def grid(meta):
