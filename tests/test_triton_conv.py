@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # name -> (N, C_in, C_out, spatial, kernel, stride, padding, dilation, groups, transposed,
 #          output_padding, bias, channels_last). Which kernel each reaches: C_out / groups < 4
 # -> direct; else implicit GEMM, tap by tap when C_in / groups >= 16, one flat reduction below;
-# transposed + strided + tap by tap -> one program per output phase ("phased").
+# transposed + strided + tap by tap -> one program per output phase ("phased"). An optional
+# 14th item: keywords for triton_convolution (the tuner's tile and precision knobs).
 CASES = {
     "1d_strided_dilated_bias": (2, 4, 17, (11,), (3,), 2, 1, 2, 1, False, 0, True, False),
     "2d_asym_kernel_3ch": (2, 3, 20, (7, 6), (3, 2), 1, 1, 1, 1, False, 0, True, False),
@@ -44,6 +45,26 @@ CASES = {
     "t3d_grouped_asym": (
         1, 4, 18, (3, 3, 2), (3, 2, 2), (2, 1, 2), (1, 0, 0), 1, 2, True, (1, 0, 1), True, False,
     ),
+    # channels not a multiple of the channel block; the flat (tap, channel block) loop's tail
+    "2d_24ch_dilated_tap_loop": (2, 24, 20, (6, 7), (3, 2), (1, 2), 1, (2, 1), 1, False, 0, True, False),
+    # stride 4, dilation 2: taps that hit a phase are 2 apart and some phases have none
+    "t2d_16ch_phased_gcd": (
+        1, 16, 17, (3, 4), (5, 4), (4, 3), (1, 2), (2, 3), 1, True, (1, 2), False, False,
+    ),
+    "3d_depthwise_strided": (1, 4, 4, (4, 5, 6), (3, 3, 3), 2, 1, 1, 4, False, 0, True, False),
+    # the tuner's keywords (tools.tune.conv_variants): a fixed tile and each input precision
+    # (the interpreter's tl.dot is exact whatever the precision: this checks the plumbing)
+    "2d_tile_16x16x16_bf16x3": (
+        1, 16, 20, (5, 6), (3, 3), 1, 1, 1, 1, False, 0, True, False,
+        {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "num_warps": 4, "precision": "bf16x3"},
+    ),
+    "t2d_phased_tile_tf32": (
+        1, 16, 18, (3, 4), (3, 3), 2, 1, 1, 1, True, 1, False, False,
+        {"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 16, "num_stages": 2, "precision": "tf32"},
+    ),
+    "2d_depthwise_block_32": (
+        1, 3, 3, (5, 9), (3, 3), 1, 1, 1, 3, False, 0, False, False, {"BLOCK_M": 32},
+    ),
 }  # fmt: skip
 
 CHECK_SCRIPT = r"""
@@ -57,7 +78,7 @@ exec(compile(candidate_source(), "<candidate conv>", "exec"), scope)
 conv = scope["triton_convolution"]
 results = {}
 for name, case in cases.items():
-    n, cin, cout, sp, k, s, p, d, g, tr, op, bias, cl = case
+    n, cin, cout, sp, k, s, p, d, g, tr, op, bias, cl, *knobs = case
     nd = len(sp)
     tup = lambda v: tuple(v) if isinstance(v, (list, tuple)) else (v,) * nd
     torch.manual_seed(0)
@@ -68,7 +89,7 @@ for name, case in cases.items():
         x, w = x.to(memory_format=torch.channels_last), w.to(memory_format=torch.channels_last)
     args = (tup(s), tup(p), tup(d), tr, tup(op), g)
     ref = torch.convolution(x.double(), w.double(), None if b is None else b.double(), *args)
-    got = conv(x, w, b, *args)
+    got = conv(x, w, b, *args, **(knobs[0] if knobs else {}))
     results[name] = {
         "shape": list(got.shape), "ref_shape": list(ref.shape),
         "stride": list(got.stride()), "ref_stride": list(torch.convolution(x, w, b, *args).stride()),

@@ -462,6 +462,8 @@ def triton_convolution(
         precision = "tf32x3"
     elif precision not in CONV_PRECISIONS:
         raise ValueError(f"precision {precision!r}: expected one of {CONV_PRECISIONS}")
+    if interpret and precision == "bf16x3":  # the interpreter has no bf16x3 (its dot is exact)
+        precision = "ieee"
     args = [x, weight, b, y, *sizes, C_out_g, OD, OH, OW, KD, KH, KW, *conv, *xs, *ws, *ys]
     args += [M, K, JD, JH, JW, *steps]
     flags = dict(
@@ -494,6 +496,9 @@ def triton_convolution(
 
 
 # --- candidate source end ---
+
+CONV_FUNCTIONS = ("triton_convolution",)
+"""The launcher a candidate calls; the tuner adds `CONV_PRECISIONS`/tile keywords to its calls."""
 
 PRECISION_NOTE = (
     "convolution in Triton (tools.triton_conv: implicit GEMM, direct kernel for depthwise); "

@@ -1,6 +1,7 @@
 """Launch-parameter variants of a candidate: block-size constexprs, `num_warps`, `num_stages`,
 and for this project's GEMM template (`tools.gemm_template`) whole tile configs, split-K and the
-`tl.dot` input precision.
+`tl.dot` input precision; for its convolutions (`triton_convolution`, tools.triton_conv) whole
+tile configs and the input precision, added as keywords to the call.
 
 Pure source-to-source rewriting (no LLM, no GPU): find the constants that set launch
 parameters — keyword arguments of `kernel[grid](...)` and `gemm(...)` calls and UPPER_CASE
@@ -17,6 +18,7 @@ import ast
 from dataclasses import dataclass
 
 from tools.gemm_template import GEMM_FUNCTIONS, PRECISIONS
+from tools.triton_conv import CONV_FUNCTIONS, CONV_PRECISIONS
 
 WARPS = (2, 4, 8, 16)
 STAGES = (1, 2, 3, 4)
@@ -70,6 +72,24 @@ GEMM_TILE_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_
 SPLITS = (0, 1, 4, 16, 64)
 """Split-K values tried (0: chosen from the shapes at run time)."""
 
+CONV_TILES = (
+    # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) for the implicit-GEMM convolution
+    # (tools.triton_conv); none spills on sm_90 with tf32x3 (ptxas -v) for the conv classes of
+    # KernelBench level 1. BLOCK_M is also the direct (depthwise) kernel's block of positions.
+    (128, 64, 32, 8, 3),
+    (128, 128, 32, 8, 3),
+    (64, 128, 32, 8, 3),
+    (128, 64, 16, 8, 4),
+    (256, 64, 32, 8, 3),
+    (128, 32, 32, 8, 3),
+    (64, 64, 32, 4, 3),
+    (128, 128, 16, 8, 4),
+    (1024, 64, 32, 4, 3),
+    (512, 64, 32, 4, 3),
+)
+"""Tile configs the tuner tries for each `triton_convolution` call (not given: autotuned)."""
+CONV_TILE_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages")
+
 
 def _is_block_name(name: str) -> bool:
     up = name.upper()
@@ -105,7 +125,7 @@ def find_knobs(source: str) -> list[Knob]:
             )
     site = 0
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and _is_gemm_call(node):
+        if isinstance(node, ast.Call) and (_is_gemm_call(node) or _is_conv_call(node)):
             for kw in node.keywords:
                 v = kw.value
                 if kw.arg and isinstance(v, ast.Constant) and type(v.value) in (int, str):
@@ -151,6 +171,64 @@ def _is_gemm_call(node: ast.Call) -> bool:
     return isinstance(node.func, ast.Name) and node.func.id in GEMM_FUNCTIONS
 
 
+def _is_conv_call(node: ast.Call) -> bool:
+    return isinstance(node.func, ast.Name) and node.func.id in CONV_FUNCTIONS
+
+
+def conv_sites(source: str) -> dict[int, ast.Call]:
+    """The `triton_convolution` calls in the source: site -> call (sites numbered with the GEMM
+    calls', in `find_knobs`'s walk order). Drafts call it without keywords: every knob of a
+    site is then a keyword to add (`conv_variants`)."""
+    sites: dict[int, ast.Call] = {}
+    site = 0
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and (_is_gemm_call(node) or _is_conv_call(node)):
+            if _is_conv_call(node):
+                sites[site] = node
+            site += 1
+    return sites
+
+
+def _conv_variant(source: str, site: int, call: ast.Call, values: dict) -> tuple[str, str]:
+    """The source with the conv call's keywords set to `values` (added or replaced)."""
+    new = ast.Call(
+        func=call.func,
+        args=call.args,
+        keywords=[k for k in call.keywords if k.arg not in values]
+        + [ast.keyword(arg=k, value=ast.Constant(v)) for k, v in values.items()],
+    )
+    lines = source.splitlines(keepends=True)
+    first, last = call.lineno - 1, call.end_lineno - 1
+    head = lines[first][: call.col_offset]
+    tail = lines[last][call.end_col_offset :]
+    text = "".join(lines[:first]) + head + ast.unparse(new) + tail + "".join(lines[last + 1 :])
+    shown = ", ".join(f"{k}={v}" for k, v in values.items())
+    return f"conv#{site}: {shown}", text
+
+
+def conv_variants(source: str, stage: str = "tiles", limit: int = 16) -> list[tuple[str, str]]:
+    """Variants of the `triton_convolution` calls: `stage="tiles"`: each call with each of
+    `CONV_TILES`; `stage="split_precision"`: each call with the other tl.dot input precisions
+    (`CONV_PRECISIONS`; verification decides which the problem's tolerance allows)."""
+    out: list[tuple[str, str]] = []
+    for site, call in conv_sites(source).items():
+        current = {k.arg: k.value.value for k in call.keywords if isinstance(k.value, ast.Constant)}
+        if stage == "tiles":
+            changes = [dict(zip(CONV_TILE_KEYS, tile, strict=True)) for tile in CONV_TILES]
+        elif stage == "split_precision":
+            now = current.get("precision", CONV_PRECISIONS[0])
+            changes = [{"precision": p} for p in CONV_PRECISIONS if p != now]
+        else:
+            raise ValueError(f"unknown convolution tuning stage {stage!r}")
+        for values in changes:
+            if all(current.get(k) == v for k, v in values.items()):
+                continue
+            out.append(_conv_variant(source, site, call, values))
+            if len(out) >= limit:
+                return out
+    return out
+
+
 def candidates_for(knob: Knob) -> list[int | str]:
     if knob.kind == "precision":
         return [p for p in PRECISIONS if p != knob.value]
@@ -192,7 +270,9 @@ def gemm_sites(source: str) -> dict[int, dict[str, Knob]]:
     for knob in find_knobs(source):
         if knob.site >= 0:
             sites.setdefault(knob.site, {})[knob.name] = knob
-    return sites
+    for site in conv_sites(source):  # convolutions: tiles and precision, keywords or not
+        sites.setdefault(site, {})
+    return dict(sorted(sites.items()))
 
 
 def _gemm_variant(source: str, site: int, knobs: dict[str, Knob], values: dict) -> tuple[str, str]:
@@ -206,7 +286,10 @@ def gemm_variants(source: str, stage: str = "tiles", limit: int = 16) -> list[tu
     `stage="split_precision"`: each call with other split-K values and input precisions (run
     it on the best of the tiles stage). Empty when the source has no GEMM template call."""
     out: list[tuple[str, str]] = []
+    convs = conv_sites(source)
     for site, knobs in gemm_sites(source).items():
+        if site in convs:
+            continue
         current = {k: knobs[k].value for k in knobs}
         if stage == "tiles":
             changes = [dict(zip(GEMM_TILE_KEYS, tile, strict=True)) for tile in GEMM_TILES]
@@ -221,12 +304,20 @@ def gemm_variants(source: str, stage: str = "tiles", limit: int = 16) -> list[tu
             out.append(_gemm_variant(source, site, knobs, values))
             if len(out) >= limit:
                 return out
+    if convs and len(out) < limit:
+        out += conv_variants(source, stage, limit - len(out))
     return out
 
 
 def precisions(source: str) -> list[str]:
-    """The `tl.dot` input precisions a candidate's GEMM template calls use, in call order."""
-    return [str(k.value) for k in find_knobs(source) if k.site >= 0 and k.kind == "precision"]
+    """The `tl.dot` input precisions a candidate's GEMM template and convolution calls use, in
+    call order (a convolution call without the keyword uses tf32x3, `CONV_PRECISIONS[0]`)."""
+    given = {
+        k.site: str(k.value) for k in find_knobs(source) if k.site >= 0 and k.kind == "precision"
+    }
+    for site in conv_sites(source):
+        given.setdefault(site, CONV_PRECISIONS[0])
+    return [given[site] for site in sorted(given)]
 
 
 def one_at_a_time(source: str, limit: int = 16) -> list[tuple[str, str]]:
