@@ -11,9 +11,10 @@ from tools.errors import (
     TooLargeForCPUError,
     TritonAgentError,
 )
+from tools.limits import Limits
 from tools.problem import Problem, read_problem
 from tools.results import STATUSES, Verdict
-from tools.sandbox import Limits, Sandbox
+from tools.sandbox import Sandbox
 from tools.verify import Verifier, VerifyOptions, verify
 
 __all__ = [

@@ -1,7 +1,8 @@
 """A job's resource limits (`Limits`) and how they are enforced: rlimits set in the job's own
 process (`apply_rlimits`: file size, no core dumps, address space on the CPU) and, on CUDA, its
-resident set polled by the parent (`rss_mb`). `DEFAULT_TIMEOUT_S` is the one default timeout of
-a job (the verification options and the option table read it)."""
+resident set polled by the parent (`rss_mb`). `DEFAULT_TIMEOUT_S` and `HOST_FLOOR_MB` are the
+one default timeout and host memory of a job (the verification options, and through them the
+option table, read them)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,17 @@ from dataclasses import dataclass
 DEFAULT_TIMEOUT_S = 180.0
 """Seconds a candidate's job may run (compile included) before it is killed."""
 
+HOST_FLOOR_MB = 8192
+"""Host memory limit of a job for problems up to a few hundred MB: torch, Triton and a CUDA
+context alone take 2-3 GB of address space."""
+
 
 @dataclass(kw_only=True)
 class Limits:
     """Per-job resource limits."""
 
     timeout_s: float = DEFAULT_TIMEOUT_S
-    memory_mb: int | None = 8192
+    memory_mb: int | None = HOST_FLOOR_MB
     """Address space (CPU) or resident set (CUDA) cap; None for no cap."""
     file_size_mb: int = 256
     network: bool = False

@@ -29,13 +29,13 @@ from typing import Any, ClassVar
 
 from tools.errors import ProblemError, ResourceError, TooLargeForCPUError, is_out_of_memory_text
 from tools.generalize import generalize
+from tools.limits import HOST_FLOOR_MB, Limits
 from tools.problem import Problem, check_candidate_source, read_kernel, read_problem
 from tools.reference import Reference, problem_cache_key, read_problem_cache, write_problem_cache
 from tools.results import Evidence, SourceError, Verdict
-from tools.sandbox import JobEnded, JobOutcome, JobSession, Limits, Sandbox
+from tools.sandbox import JobEnded, JobOutcome, JobSession, Sandbox
 from tools.verdict_rules import TrialRun, judge, resource_verdict
 from tools.verify_options import (
-    HOST_FLOOR_MB,
     UNANNOUNCED_MAX_MB,
     VerifyOptions,
     host_memory_mb,

@@ -1,6 +1,6 @@
 """What a verification is asked to do: its options (`VerifyOptions`), the device it runs on,
-and the trials it sends (the documented ones plus unannounced ones), with the memory floor of
-its jobs. Plain data and small functions: no jobs run here."""
+and the trials it sends (the documented ones plus unannounced ones). Plain data and small
+functions: no jobs run here."""
 
 from __future__ import annotations
 
@@ -72,11 +72,6 @@ def _cuda_available() -> bool:
     import torch
 
     return torch.cuda.is_available()
-
-
-HOST_FLOOR_MB = 8192
-"""Host memory limit of a job for problems up to a few hundred MB: torch, Triton and a CUDA
-context alone take 2-3 GB of address space."""
 
 
 def host_memory_mb() -> int:
