@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.llm.base import SamplingParams
+from tools.compare import PRESETS, Tolerance
 from tools.errors import BadInputError
 from tools.evaluate import BASELINES, DEFAULT_BASELINE
+from tools.limits import HOST_FLOOR_MB
 from tools.verify_options import POLICIES, VerifyOptions
 
 _VERIFY = {f.name: f.default for f in dataclasses.fields(VerifyOptions)}
@@ -141,8 +143,8 @@ OPTIONS: tuple[Option, ...] = (
            help="absolute tolerance (default per dtype)"),
     Option(name="rtol", group="verify", type=float, default=None, nullable=True, low=0,
            help="relative tolerance (default per dtype)"),
-    Option(name="tolerance_preset", group="verify", type=str, default="default",
-           choices=("default", "kernelbench-v0"),
+    Option(name="tolerance_preset", group="verify", type=str, default=Tolerance().preset,
+           choices=tuple(PRESETS),
            help="default: fp32 1e-4, fp16/bf16 1e-2; kernelbench-v0: 1e-2 for everything"),
     Option(name="policy", group="verify", type=str, default=_VERIFY["policy"], choices=POLICIES,
            help="strict: all compute in Triton; allow-library: library matmul/conv calls "
@@ -156,13 +158,13 @@ OPTIONS: tuple[Option, ...] = (
            help="on CPU, also compile kernels ahead of time for this CUDA target ('none' to skip)"),
     Option(name="seed", group="verify", type=int, default=_VERIFY["seed"], low=0,
            help="seed of the first trial's inputs"),
-    Option(name="allow_large", group="verify", type=bool, default=False,
+    Option(name="allow_large", group="verify", type=bool, default=_VERIFY["allow_large"],
            help="run problems the CPU interpreter would take very long on, instead of "
            "refusing them"),
-    Option(name="memory_mb", group="verify", type=int, default=None, nullable=True, low=1024,
-           help="host memory limit of each verification job in MB (default: derived from the "
-           "problem's measured footprint, at least 8192)"),
-    Option(name="generalize", group="verify", type=bool, default=False,
+    Option(name="memory_mb", group="verify", type=int, default=_VERIFY["memory_mb"], nullable=True,
+           low=1024, help="host memory limit of each verification job in MB (default: derived "
+           f"from the problem's measured footprint, at least {HOST_FLOOR_MB})"),
+    Option(name="generalize", group="verify", type=bool, default=_VERIFY["generalize"],
            help="also verify with the problem's size constants changed (catches hard-coded "
            "shapes)"),
     Option(name="jobs_per_gpu", group="verify", type=int, default=_VERIFY["jobs_per_gpu"], low=1,

@@ -54,7 +54,7 @@ def test_verifier_jobs_per_gpu_sets_the_slots(two_fake_gpus, monkeypatch):
     from tools.verify import Verifier, VerifyOptions
 
     monkeypatch.setattr(
-        importlib.import_module("tools.verify_options"), "_cuda_available", lambda: True
+        importlib.import_module("tools.verify_options"), "cuda_available", lambda: True
     )
     v = Verifier(VerifyOptions(device="cuda", jobs_per_gpu=4))
     assert v.sandbox._pool.devices == ["cuda:0"] * 4 + ["cuda:1"] * 4

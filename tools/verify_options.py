@@ -62,13 +62,13 @@ class VerifyOptions:
 
 def resolve_device(device: str) -> str:
     if device != "auto":
-        if device == "cuda" and not _cuda_available():
+        if device == "cuda" and not cuda_available():
             raise BadInputError("--device cuda requested but no CUDA GPU is visible")
         return device
-    return "cuda" if _cuda_available() else "cpu"
+    return "cuda" if cuda_available() else "cpu"
 
 
-def _cuda_available() -> bool:
+def cuda_available() -> bool:
     import torch
 
     return torch.cuda.is_available()
