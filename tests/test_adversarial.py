@@ -93,6 +93,7 @@ def test_corpus_is_large_and_well_formed():
         "relu__ctor_honest_init",
         "mse_loss__atomic_accumulate",
         "relu__compiled_kernel_launcher",
+        "relu__rng_seeds_honest",
         # and code with no Triton launch is still refused
         "relu__thirdparty_torch_only",
     ):

@@ -43,6 +43,10 @@ ALLOC_OPS = {
     "lift_fresh_copy",
     "resize_",
 }
+RNG_OPS = {"rand", "randn", "randint", "randperm", "random_", "uniform_", "normal_"}
+"""Random draws that read no tensor's values (sizes and scalars only): Inductor's wrapper draws
+the seeds of `tl.rand` (dropout) with `aten.randint`. Not compute: nothing of the inputs can
+flow through them."""
 POISON_OPS = {"empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided"}
 VIEW_OPS = {
     "view",
@@ -167,12 +171,23 @@ class AuditMode(TorchDispatchMode):
         elif name in ("lift_fresh", "lift_fresh_copy"):
             if isinstance(out, torch.Tensor) and out.numel() > HOST_DATA_LIMIT:
                 self.compute["a tensor built from Python values (torch.tensor(data))"] += 1
+        elif name in RNG_OPS and not _reads_tensor_values(name, args, kwargs):
+            pass
         elif name in ALLOC_OPS or name in VIEW_OPS:
             if self.poison and name in POISON_OPS and isinstance(out, torch.Tensor):
                 _fill_poison(out)
         else:
             self.compute[f"aten.{name}"] += 1
         return out
+
+
+def _reads_tensor_values(name: str, args: tuple, kwargs: dict) -> bool:
+    """Whether a random op reads tensor values: any tensor argument other than the tensor it
+    fills (`normal_(self)`) or its `out=` (e.g. `normal(mean_tensor, std)` reads `mean`)."""
+    rest = args[1:] if name.endswith("_") else args
+    tensors = [a for a in rest if isinstance(a, torch.Tensor)]
+    tensors += [v for k, v in kwargs.items() if k != "out" and isinstance(v, torch.Tensor)]
+    return bool(tensors)
 
 
 def _fill_poison(t: torch.Tensor) -> None:

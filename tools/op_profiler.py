@@ -15,11 +15,12 @@ import contextlib
 
 import torch
 
-from tools.audit import ALLOC_OPS, LIBRARY_OPS, VIEW_OPS
+from tools.audit import ALLOC_OPS, LIBRARY_OPS, RNG_OPS, VIEW_OPS
 
 PROFILER_FREE = (
     ALLOC_OPS
     | VIEW_OPS
+    | RNG_OPS  # none of them takes a tensor to read (only the one it fills, or out=)
     | {
         "to",
         "type_as",
