@@ -15,6 +15,7 @@ from langgraph.runtime import Runtime
 from agent.context import RunContext
 from agent.drafters import draft_llm, first_prompt, refinement_prompt
 from agent.evaluation import evaluate_candidate, improves, kill_jobs
+from agent.interrupt import STOPPING
 from agent.report import write_best_kernel, write_final_files
 from agent.state import AgentState, Attempt, Candidate
 from tools.errors import BackendError
@@ -90,7 +91,7 @@ def evaluate(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         i, cand = i_cand
         index = cand.get("index", start + i)
         attempt = evaluate_candidate(ctx, problem, cand, index=index, round_=round_)
-        if stopping.is_set():  # its jobs were killed by Ctrl-C: not a verdict
+        if stopping.is_set() or STOPPING.is_set():  # its jobs were killed by Ctrl-C: no verdict
             return None
         ctx.rundir.write_attempt(attempt, cand["prompt"], cand["response"])
         ctx.emit("attempt", attempt=attempt)

@@ -118,6 +118,7 @@ def repl(
     """The read-draft-verify loop; returns the exit code (0 when the user leaves with Ctrl-D)."""
     from agent.api import materialize
     from agent.cli.optimize import config_from
+    from agent.interrupt import jobs_stop_on_sigint
     from agent.llm import backend_for
     from agent.runner import run
 
@@ -151,7 +152,8 @@ def repl(
             console.print(f"[dim]{escape(note)}[/dim]")
         path = materialize(problem, "problem", config.runs_dir)
         try:
-            result = run(path, config, backend=llm, on_event=printer)
+            with jobs_stop_on_sigint():
+                result = run(path, config, backend=llm, on_event=printer)
         except TritonAgentError as exc:
             console.print(f"[red]error:[/red] {escape(str(exc))}")
             continue

@@ -3,6 +3,11 @@ had finished, and `--resume` evaluates only the candidates left, under their own
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -11,7 +16,7 @@ import agent.nodes
 from agent.config import AgentConfig
 from agent.llm.replay import ReplayBackend
 from agent.runner import run
-from tests.helpers import EX, fenced
+from tests.helpers import EX, ROOT, fenced, last_json_line, write_replies
 from tools.evaluate import no_code_verdict
 
 RELU = str(EX / "problems" / "relu.py")
@@ -50,3 +55,115 @@ def test_ctrl_c_keeps_finished_attempts_and_resume_does_the_rest(tmp_path, monke
     assert calls == [1]  # attempt 0 was checkpointed, not redone
     assert [a["index"] for a in res["attempts"]] == [0, 1]
     assert res["budget"]["left"] == 0
+
+
+# ------------------------------------------------------------------------------------------
+# A real SIGINT to a real `python -m agent optimize` (issue 17: "40 s of silence before
+# 'interrupted'"; an attempt printed was not checkpointed; `--resume` redid it).
+
+BAD = (EX / "broken" / "relu__mismatch.py").read_text()
+STOP_WITHIN_S = 10.0
+"""From SIGINT to exit. The run's own start takes longer than this on a loaded 2-core machine."""
+
+
+def _optimize(tmp_path: Path, *args: str) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "agent", "optimize", *args, "--runs-dir", str(tmp_path / "runs"),
+           "--trials", "1", "--target", "none", "--timeout", "120"]  # fmt: skip
+    env = {**os.environ, "TERM": "dumb", "COLUMNS": "200"}
+    return subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+
+
+def _interrupt_when(proc: subprocess.Popen, marker: str, *, after: str | None = None) -> str:
+    """SIGINT `proc` once its stderr shows `marker` (after a line with `after`, if given);
+    returns everything it printed; asserts it then exits with 130 within STOP_WITHIN_S."""
+    seen: list[str] = []
+    armed = after is None
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        seen.append(line)
+        armed = armed or (after is not None and after in line)
+        if armed and marker in line:
+            break
+    else:
+        raise AssertionError("the run ended before the phase to interrupt:\n" + "".join(seen))
+    os.kill(proc.pid, signal.SIGINT)
+    t0 = time.monotonic()
+    try:
+        _, rest = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    took = time.monotonic() - t0
+    out = "".join(seen) + rest
+    assert proc.returncode == 130, out
+    assert took < STOP_WITHIN_S, f"{took:.1f} s from SIGINT to exit:\n{out}"
+    assert "interrupted: every finished attempt is checkpointed; continue with --resume r" in out
+    return out
+
+
+def _resume(tmp_path: Path) -> tuple[int, str, dict]:
+    out = subprocess.run(
+        [sys.executable, "-m", "agent", "optimize", "--resume", "r", "--json",
+         "--runs-dir", str(tmp_path / "runs")],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    return out.returncode, out.stderr, last_json_line(out.stdout)
+
+
+def _checkpointed(tmp_path: Path) -> list[int]:
+    return sorted(int(p.name) for p in (tmp_path / "runs" / "r" / "attempts").iterdir())
+
+
+def test_sigint_while_evaluating_keeps_what_finished_and_resume_does_the_rest(tmp_path):
+    replies = write_replies(tmp_path / "replies.jsonl", [fenced(BAD), fenced(GOOD)])
+    proc = _optimize(tmp_path, RELU, "--replies", replies, "--budget", "2",
+                     "--no-compiler-seed", "--run-id", "r")  # fmt: skip
+    # round 2's candidate is being verified (a replay draft is instant)
+    _interrupt_when(proc, "round 2: drafting", after="attempt  0")
+    assert _checkpointed(tmp_path) == [0]
+    rc, err, result = _resume(tmp_path)
+    assert rc == 0, err
+    assert "resuming: 1 attempts already evaluated" in err
+    assert "attempt  0" not in err and "attempt  1" in err  # attempt 0 was not redone
+    assert [a["index"] for a in result["attempts"]] == [0, 1]
+    assert result["attempts"][1]["status"] == "ok"
+
+
+def test_sigint_while_the_llm_drafts_stops_at_once(tmp_path):
+    from tests.fakes.openai_server import FakeOpenAIServer
+
+    with FakeOpenAIServer([fenced(BAD), fenced(GOOD)], slow_s=120) as server:
+        proc = _optimize(tmp_path, RELU, "--base-url", server.url, "--budget", "2",
+                         "--no-compiler-seed", "--run-id", "r")  # fmt: skip
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if "attempt  0" in line:
+                server.failures = ["slow"]  # round 2's request hangs for two minutes
+                break
+        _interrupt_when(proc, "round 2: drafting")
+    assert _checkpointed(tmp_path) == [0]
+
+
+def test_sigint_while_verifying_an_endless_kernel_stops_at_once(tmp_path):
+    """`verify` waited for the killed run's jobs to end: 112 s for an infinite loop under
+    --timeout 120."""
+    endless = EX / "broken" / "relu__timeout.py"
+    cmd = [sys.executable, "-m", "agent", "verify", RELU, str(endless), "--timeout", "120",
+           "--target", "none", "--trials", "1"]  # fmt: skip
+    env = {**os.environ, "TERM": "dumb", "TMPDIR": str(tmp_path)}  # where jobs get their dirs
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        # the candidate's job writes the kernel into its directory before it runs it
+        while not list(tmp_path.glob(f"ta-job-*/{endless.name}")):
+            assert proc.poll() is None and time.monotonic() < deadline, "no candidate job"
+            time.sleep(0.2)
+        time.sleep(2.0)  # in its endless loop by now
+        os.kill(proc.pid, signal.SIGINT)
+        t0 = time.monotonic()
+        _, err = proc.communicate(timeout=150)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and "interrupted" in err, err
+    assert time.monotonic() - t0 < STOP_WITHIN_S

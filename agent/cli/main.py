@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -22,10 +23,16 @@ from rich.markup import escape
 
 from agent.cli import bench, dataset, optimize, profile, serve, verify
 from agent.cli.common import Parser, emit_json, err_console
+from agent.interrupt import jobs_stop_on_sigint
 from tools.errors import BadInputError, TritonAgentError
+from tools.size_guard import ALLOW_LARGE_ENV
 
 COMMAND_MODULES = (verify, optimize, profile, bench, serve, dataset)
 """In the order `--help` lists them."""
+
+BENCH_LIKE = frozenset({"bench", "dataset"})
+"""Commands whose SIGINT lets the running candidates finish (a grace period) instead of killing
+their jobs at once (`agent.interrupt`)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,8 +73,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.command:
         parser.print_help(sys.stderr)
         return 2
+    if getattr(args, "allow_large", False):
+        # The jobs inherit this process's environment: the per-launch interpreter limit of the
+        # candidate's job (tools.size_guard) is lifted with the problem's (VerifyOptions).
+        os.environ[ALLOW_LARGE_ENV] = "1"
     try:
-        return args.handler(args)
+        if args.command in BENCH_LIKE:
+            return args.handler(args)
+        with jobs_stop_on_sigint():
+            return args.handler(args)
     except TritonAgentError as exc:
         if args.debug:
             err_console.print_exception()
