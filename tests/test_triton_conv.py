@@ -62,6 +62,17 @@ CASES = {
         1, 16, 18, (3, 4), (3, 3), 2, 1, 1, 1, True, 1, False, False,
         {"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 16, "num_stages": 2, "precision": "tf32"},
     ),
+    # tf32x3 by hand on weights split in memory (SPLIT_W): tap loop, flat loop, phased
+    "2d_split_w": (
+        2, 16, 20, (5, 6), (3, 3), 1, 1, 1, 1, False, 0, True, False,
+        {"BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 16, "SPLIT_W": True},
+    ),
+    "3d_3ch_split_w": (
+        1, 3, 17, (3, 4, 5), (2, 3, 3), 1, 1, 1, 1, False, 0, False, False, {"SPLIT_W": True},
+    ),
+    "t2d_phased_split_w_channels_last": (
+        1, 16, 18, (3, 4), (3, 3), 2, 1, 1, 1, True, 1, True, True, {"SPLIT_W": True},
+    ),
     "2d_depthwise_block_32": (
         1, 3, 3, (5, 9), (3, 3), 1, 1, 1, 3, False, 0, False, False, {"BLOCK_M": 32},
     ),

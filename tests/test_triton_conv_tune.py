@@ -65,11 +65,13 @@ def test_precision_stage_replaces_keywords_and_is_named():
     tiled = tune.gemm_variants(CANDIDATE, "tiles", limit=1)[0][1]
     assert tune.precisions(CANDIDATE) == ["tf32x3"]  # the default, named though not written
     stage = tune.gemm_variants(tiled, "split_precision", limit=50)
-    assert [_conv_keywords(s)["precision"] for _, s in stage] == list(CONV_PRECISIONS[1:])
+    got = [_conv_keywords(s).get("precision", "tf32x3") for _, s in stage]
+    assert got == [*CONV_PRECISIONS[1:], "tf32x3"]
+    assert _conv_keywords(stage[-1][1])["SPLIT_W"] is True  # tf32x3, weights split first
     for _, source in stage:
-        got = _conv_keywords(source)
-        assert got["BLOCK_M"] == tune.CONV_TILES[0][0]  # the tile is kept
-        assert tune.precisions(source) == [got["precision"]]
+        kw = _conv_keywords(source)
+        assert kw["BLOCK_M"] == tune.CONV_TILES[0][0]  # the tile is kept
+        assert tune.precisions(source) == [kw.get("precision", "tf32x3")]
     # a variant of a variant replaces the keyword rather than repeating it
     again = tune.gemm_variants(stage[0][1], "split_precision", limit=50)
     assert [_conv_keywords(s)["precision"] for _, s in again] == ["tf32x3", "ieee", "tf32"]

@@ -61,6 +61,34 @@ def _conv_in_pos(o, k, stride, pad, dil, size, TRANSPOSED: tl.constexpr):
 
 
 @triton.jit
+def _conv_dot(a, b, b_lo, acc, PRECISION: tl.constexpr, SPLIT_W: tl.constexpr):
+    """acc + a @ b. SPLIT_W: tf32x3 by hand, b = the weights' TF32 part and b_lo the rest, both
+    split in memory beforehand (`_conv_split_kernel`), so they go from global memory to shared
+    memory as they are; tl.dot's own tf32x3 splits B in registers and writes both parts back
+    to shared memory every step. a_lo * b_lo (~2**-22 relative) is left out, as tf32x3 does."""
+    if SPLIT_W:
+        a_hi = (a.to(tl.int32, bitcast=True) & -8192).to(tl.float32, bitcast=True)  # 0xFFFFE000
+        a_lo = a - a_hi
+        acc = tl.dot(a_lo, b, acc, input_precision="tf32")
+        acc = tl.dot(a_hi, b_lo, acc, input_precision="tf32")
+        acc = tl.dot(a_hi, b, acc, input_precision="tf32")
+    else:
+        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+    return acc
+
+
+@triton.jit
+def _conv_split_kernel(w_ptr, hi_ptr, lo_ptr, n, BLOCK: tl.constexpr):
+    """hi = w with its 13 low mantissa bits cleared (exact in TF32), lo = w - hi (exact)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    ok = offs < n
+    w = tl.load(w_ptr + offs, mask=ok, other=0.0)
+    hi = (w.to(tl.int32, bitcast=True) & -8192).to(tl.float32, bitcast=True)
+    tl.store(hi_ptr + offs, hi, mask=ok)
+    tl.store(lo_ptr + offs, w - hi, mask=ok)
+
+
+@triton.jit
 def _conv_tap_start(r, pad, dil, stride, KSIZE):
     """First kernel tap k (0 <= k < KSIZE) with r + pad - k * dil a multiple of stride, and how
     many taps hit phase r (taps that hit are `step` = stride / gcd(stride, dil) apart)."""
@@ -74,7 +102,7 @@ def _conv_tap_start(r, pad, dil, stride, KSIZE):
 
 @triton.jit
 def _conv_gemm_kernel(
-    x_ptr, w_ptr, b_ptr, y_ptr,
+    x_ptr, w_ptr, w2_ptr, b_ptr, y_ptr,
     C_in_g, D, H, W, C_out_g, OD, OH, OW, KD, KH, KW,
     sd, sh, sw, pd, ph, pw, dd, dh, dw,
     xs_n, xs_c, xs_d, xs_h, xs_w,
@@ -82,7 +110,7 @@ def _conv_gemm_kernel(
     ys_n, ys_c, ys_d, ys_h, ys_w,
     M, K, JD, JH, JW, step_d, step_h, step_w,
     HAS_BIAS: tl.constexpr, TRANSPOSED: tl.constexpr, TAP_OUTER: tl.constexpr,
-    PHASED: tl.constexpr, PRECISION: tl.constexpr, IDX64: tl.constexpr,
+    PHASED: tl.constexpr, PRECISION: tl.constexpr, IDX64: tl.constexpr, SPLIT_W: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):  # fmt: skip
     pid_m = tl.program_id(0)
@@ -127,7 +155,9 @@ def _conv_gemm_kernel(
     else:
         g_c = g
     x_n = nb * xs_n + g_c * C_in_g * xs_c  # [BLOCK_M]
-    w_base = w_ptr + g_c * ws_g + offs_n * ws_co  # [BLOCK_N]
+    w_col = g_c * ws_g + offs_n * ws_co  # [BLOCK_N]
+    w_base = w_ptr + w_col
+    w2_base = w2_ptr + w_col  # the weights' low parts (SPLIT_W)
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     if TAP_OUTER:
         # One flat, software-pipelined loop over (kernel tap, channel block): the tap's input
@@ -189,13 +219,13 @@ def _conv_gemm_kernel(
                 mask=row_ok[:, None] & c_ok[None, :],
                 other=0.0,
             )
-            w_tap = kd * ws_d + kh * ws_h + kw * ws_w
-            b = tl.load(
-                w_base[None, :] + (w_tap + ci[:, None] * ws_ci),
-                mask=c_ok[:, None] & n_ok[None, :],
-                other=0.0,
-            )
-            acc = tl.dot(a, b, acc, input_precision=PRECISION)
+            w_off = kd * ws_d + kh * ws_h + kw * ws_w + ci[:, None] * ws_ci
+            b_ok = c_ok[:, None] & n_ok[None, :]
+            b = tl.load(w_base[None, :] + w_off, mask=b_ok, other=0.0)
+            b_lo = b
+            if SPLIT_W:
+                b_lo = tl.load(w2_base[None, :] + w_off, mask=b_ok, other=0.0)
+            acc = _conv_dot(a, b, b_lo, acc, PRECISION, SPLIT_W)
     else:
         # Few input channels (an RGB stem): (channel, tap) pairs are one flat reduction axis.
         taps = KD * KH * KW
@@ -227,13 +257,13 @@ def _conv_gemm_kernel(
                 a_ok = m_ok[:, None] & k_ok[None, :] & (i_d >= 0) & (i_d < D) & (i_h >= 0)
                 a_ok = a_ok & (i_h < H) & (i_w >= 0) & (i_w < W)
             a = tl.load(x_ptr + x_off, mask=a_ok, other=0.0)
-            w_k = ci * ws_ci + kd * ws_d + kh * ws_h + kw * ws_w
-            b = tl.load(
-                w_base[None, :] + w_k[:, None],
-                mask=k_ok[:, None] & n_ok[None, :],
-                other=0.0,
-            )
-            acc = tl.dot(a, b, acc, input_precision=PRECISION)
+            w_k = (ci * ws_ci + kd * ws_d + kh * ws_h + kw * ws_w)[:, None]
+            b_ok = k_ok[:, None] & n_ok[None, :]
+            b = tl.load(w_base[None, :] + w_k, mask=b_ok, other=0.0)
+            b_lo = b
+            if SPLIT_W:
+                b_lo = tl.load(w2_base[None, :] + w_k, mask=b_ok, other=0.0)
+            acc = _conv_dot(a, b, b_lo, acc, PRECISION, SPLIT_W)
     if HAS_BIAS:
         bias = tl.load(b_ptr + g * C_out_g + offs_n, mask=n_ok, other=0.0)
         acc += bias.to(tl.float32)[None, :]
@@ -248,11 +278,12 @@ def _conv_gemm_kernel(
 
 def _gemm_configs() -> list:
     """A few tile shapes for the GPU autotuner: (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages).
-    Compiled for sm_90 with tf32x3 and int32 offsets (ptxas -v through tools.aot), the 8-warp
-    ones spill 0-64 bytes, the 4-warp ones up to 160 (phased transposed); 128x64x32 at 4 warps
-    spilled 916 bytes and 128x128x32 at 8 warps 336, so neither is here. Not timed yet."""
-    shapes = [(128, 64, 32, 8, 3), (64, 128, 32, 8, 3), (128, 64, 16, 8, 3), (128, 32, 32, 8, 3)]
-    shapes += [(64, 64, 32, 4, 3), (64, 32, 32, 4, 4), (128, 16, 32, 8, 3), (64, 16, 32, 4, 3)]
+    Compiled for sm_90 with tf32x3 (ptxas -v) on KernelBench's conv classes after the flat
+    (tap, channel block) loop: 128x64x32 at 8 warps 176-248 registers and no spills; 256x64x32
+    spilled 132-656 bytes and 128x64x32 at 4 warps 136-828, so neither is here; 128x128x16 at
+    8 warps spills only on the 3-channel stem (20 bytes). Not timed yet (gpu_conv_tune.sh)."""
+    shapes = [(128, 64, 32, 8, 3), (128, 128, 16, 8, 4), (64, 128, 32, 8, 3), (128, 32, 32, 8, 3)]
+    shapes += [(128, 64, 16, 8, 4), (64, 64, 32, 4, 3), (128, 16, 32, 8, 3), (64, 16, 32, 4, 3)]
     return [
         triton.Config({"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k}, num_warps=w, num_stages=s)
         for m, n, k, w, s in shapes
@@ -365,6 +396,7 @@ def triton_convolution(
     BLOCK_K=None,
     num_warps=None,
     num_stages=None,
+    SPLIT_W=None,
 ):
     """`torch.convolution` in Triton: 1D/2D/3D, forward or transposed, any strides.
 
@@ -464,7 +496,15 @@ def triton_convolution(
         raise ValueError(f"precision {precision!r}: expected one of {CONV_PRECISIONS}")
     if interpret and precision == "bf16x3":  # the interpreter has no bf16x3 (its dot is exact)
         precision = "ieee"
-    args = [x, weight, b, y, *sizes, C_out_g, OD, OH, OW, KD, KH, KW, *conv, *xs, *ws, *ys]
+    w_hi = w_lo = weight
+    split_w = bool(SPLIT_W) and precision == "tf32x3" and weight.dtype == torch.float32
+    if split_w and (weight.is_contiguous() or _conv_is_channels_last(weight)):  # dense
+        w_hi, w_lo = torch.empty_like(weight), torch.empty_like(weight)
+        n = weight.numel()
+        _conv_split_kernel[(triton.cdiv(n, 1024),)](weight, w_hi, w_lo, n, BLOCK=1024)
+    else:
+        split_w = False
+    args = [x, w_hi, w_lo, b, y, *sizes, C_out_g, OD, OH, OW, KD, KH, KW, *conv, *xs, *ws, *ys]
     args += [M, K, JD, JH, JW, *steps]
     flags = dict(
         HAS_BIAS=has_bias,
@@ -473,6 +513,7 @@ def triton_convolution(
         PHASED=phased,
         PRECISION=precision,
         IDX64=idx64,
+        SPLIT_W=split_w,
     )
     fixed = (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) != (None,) * 5
     if interpret or fixed:  # the tuner's tile, or in the interpreter one small tile

@@ -74,18 +74,20 @@ SPLITS = (0, 1, 4, 16, 64)
 
 CONV_TILES = (
     # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) for the implicit-GEMM convolution
-    # (tools.triton_conv); none spills on sm_90 with tf32x3 (ptxas -v) for the conv classes of
-    # KernelBench level 1. BLOCK_M is also the direct (depthwise) kernel's block of positions.
+    # (tools.triton_conv), the first its autotuner's first. sm_90, tf32x3, ptxas -v on the
+    # level-1 conv classes: 128x64x32/8 warps no spills; 128x128x32 spills 40-312 bytes on
+    # transposed 2D and the 3-channel stem but not on 1D or pointwise; 256x64 and 128x64 at 4
+    # warps spill on all (not here). BLOCK_M is also the direct (depthwise) kernel's block.
     (128, 64, 32, 8, 3),
-    (128, 128, 32, 8, 3),
-    (64, 128, 32, 8, 3),
-    (128, 64, 16, 8, 4),
-    (256, 64, 32, 8, 3),
-    (128, 32, 32, 8, 3),
-    (64, 64, 32, 4, 3),
     (128, 128, 16, 8, 4),
+    (64, 128, 32, 8, 3),
+    (128, 32, 32, 8, 3),
+    (128, 128, 32, 8, 3),
+    (128, 64, 16, 8, 4),
+    (64, 64, 32, 4, 3),
     (1024, 64, 32, 4, 3),
     (512, 64, 32, 4, 3),
+    (2048, 64, 32, 8, 3),
 )
 """Tile configs the tuner tries for each `triton_convolution` call (not given: autotuned)."""
 CONV_TILE_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages")
@@ -209,7 +211,8 @@ def _conv_variant(source: str, site: int, call: ast.Call, values: dict) -> tuple
 def conv_variants(source: str, stage: str = "tiles", limit: int = 16) -> list[tuple[str, str]]:
     """Variants of the `triton_convolution` calls: `stage="tiles"`: each call with each of
     `CONV_TILES`; `stage="split_precision"`: each call with the other tl.dot input precisions
-    (`CONV_PRECISIONS`; verification decides which the problem's tolerance allows)."""
+    (`CONV_PRECISIONS`; verification decides which the problem's tolerance allows), and
+    tf32x3 with the weights split in memory first (`SPLIT_W=True`, same accuracy)."""
     out: list[tuple[str, str]] = []
     for site, call in conv_sites(source).items():
         current = {k.arg: k.value.value for k in call.keywords if isinstance(k.value, ast.Constant)}
@@ -218,6 +221,8 @@ def conv_variants(source: str, stage: str = "tiles", limit: int = 16) -> list[tu
         elif stage == "split_precision":
             now = current.get("precision", CONV_PRECISIONS[0])
             changes = [{"precision": p} for p in CONV_PRECISIONS if p != now]
+            if now == "tf32x3" and not current.get("SPLIT_W"):  # tf32x3, weights split first
+                changes.append({"SPLIT_W": True})
         else:
             raise ValueError(f"unknown convolution tuning stage {stage!r}")
         for values in changes:
