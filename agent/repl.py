@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import re
 import sys
 from typing import Any, TextIO
 
@@ -77,9 +78,15 @@ def as_problem(text: str) -> tuple[str | None, str]:
             None,
             "no `class Model(nn.Module)`, and not exactly one nn.Module class to use instead",
         )
-    # a class statement, not `Model = Net`: the problem contract asks for a top-level class
-    alias = f"\n\n\nclass Model({modules[0]}):\n    pass\n"
-    return text.rstrip("\n") + alias, f"using `{modules[0]}` as Model"
+    # The class itself renamed, not `class Model(Net): pass`: the compiler drafter reads
+    # Model's own `forward` (its signature) from the source, and a subclass has none.
+    name = modules[0]
+    node = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name)
+    lines = text.splitlines(keepends=True)
+    header = lines[node.lineno - 1]
+    lines[node.lineno - 1] = re.sub(rf"\bclass\s+{name}\b", "class Model", header, count=1)
+    alias = f"\n\n\n{name} = Model  # the pasted name, for code that refers to it\n"
+    return "".join(lines).rstrip("\n") + alias, f"using `{name}` as Model"
 
 
 class Printer:

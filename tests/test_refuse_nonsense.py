@@ -89,6 +89,10 @@ def test_the_repl_takes_a_plain_module_with_get_inputs(tmp_path):
     path = tmp_path / "net.py"
     path.write_text(source)
     assert read_problem(str(path)).source == source  # was "no top-level `class Model`"
+    # the compiler drafter reads Model's own forward: was "Model has no `forward` method"
+    from tools.inductor_draft import _forward_signature, _load_problem
+
+    assert _forward_signature(_load_problem(source, "cpu"))[1] == ["x"]
 
 
 def test_repl_help_shows_the_budget_it_uses(capsys):
