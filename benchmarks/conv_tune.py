@@ -165,8 +165,10 @@ def run(args) -> int:
 
     scope = load_problem(path, shrink=device == "cpu")
     torch.manual_seed(0)
-    model = scope["Model"](*scope["get_init_inputs"]()).to(device)
-    inputs = [t.to(device) if isinstance(t, torch.Tensor) else t for t in scope["get_inputs"]()]
+    # made on the device: KernelBench's inputs reach gigabytes, slow to draw on the CPU
+    with torch.device(device):
+        model = scope["Model"](*scope["get_init_inputs"]())
+        inputs = [t.to(device) if isinstance(t, torch.Tensor) else t for t in scope["get_inputs"]()]
     bench = timer(device)
     for conv_name, m, x in conv_calls(model, inputs):
         tune_conv(conv_name, m, x, emit, bench, deadline=start + args.cap)
