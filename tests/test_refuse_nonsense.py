@@ -51,6 +51,21 @@ def test_tables_do_not_cut_words_when_not_a_terminal(capsys):
     assert "┃ # ┃" in err and max(len(line) for line in err.splitlines()) < 160
 
 
+def test_a_long_summary_is_cut_at_a_word_not_inside_one(capsys):
+    from agent.cli.optimize import print_table
+
+    summary = ("resource: the candidate failed: too slow for the Triton interpreter: "
+               "triton_per_fused_native_layer_norm_0's grid (32768, 1, 1) is 32,768 programs")  # fmt: skip
+    attempt = {"index": 0, "round": 1, "source": "compiler", "status": "resource",
+               "speedup": None, "summary": summary}  # fmt: skip
+    print_table({"run_id": "r", "run_dir": "runs/r", "attempts": [attempt], "correct": False})
+    row = next(ln for ln in capsys.readouterr().err.splitlines() if "resource:" in ln)
+    shown = row.split("│")[-2].strip()
+    # was "...interpreter: triton_per_fused_nati"
+    assert shown.endswith("...") and summary.startswith(shown[:-3])
+    assert not summary[len(shown) - 3].isalnum()  # cut where a word ends
+
+
 @pytest.mark.parametrize("text", ["", "import torch\n\nclass Net:\n    pass\n"])
 def test_a_kernel_without_model_new_is_bad_input_exit_2(tmp_path, capsys, text):
     kernel = tmp_path / "k.py"

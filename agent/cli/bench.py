@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.markup import escape
 
-from agent.cli.common import emit_json, err_console
+from agent.cli.common import clip, emit_json, err_console
 from agent.options import add_options, config_kwargs
 from tools.errors import BadInputError
 
@@ -147,7 +147,7 @@ class BenchProgress:
             style = "green" if r["correct"] else "red"
             err_console.print(
                 f"  {r['problem']}/{r['sample']:02d} [{style}]{r['status']:<14}[/{style}] "
-                f"{escape(r['summary'][:120])}"
+                f"{escape(clip(r['summary'], 120))}"
             )
         elif kind == "error":
             err_console.print(

@@ -58,3 +58,13 @@ def table_width() -> int | None:
     if err_console.is_terminal:
         return None
     return max(160, shutil.get_terminal_size((160, 24)).columns)
+
+
+def clip(text: str, width: int) -> str:
+    """`text` cut to `width` characters at a word boundary, with "..." when cut (a summary in a
+    table or a progress line never ends mid-word)."""
+    text = " ".join(str(text).split())
+    if len(text) <= width:
+        return text
+    cut = text[: width - 3].rsplit(" ", 1)[0] if " " in text[: width - 3] else text[: width - 3]
+    return cut.rstrip(" ,;:") + "..."

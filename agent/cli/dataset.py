@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from agent.cli.common import emit_json, err_console, verify_options_from
+from agent.cli.common import clip, emit_json, err_console, verify_options_from
 from agent.options import add_options
 
 
@@ -165,7 +165,7 @@ class BuildProgress:
         elif kind == "item":
             style = {"ok": "green", "duplicate": "dim"}.get(e["status"], "red")
             msg = (
-                f" {escape(e['message'][:120])}"
+                f" {escape(clip(e['message'], 120))}"
                 if e["status"] not in ("ok",) and e["message"]
                 else ""
             )

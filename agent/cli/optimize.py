@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from agent.cli.common import STATUS_STYLE, emit_json, err_console, table_width
+from agent.cli.common import STATUS_STYLE, clip, emit_json, err_console, table_width
 from agent.config import AgentConfig
 from agent.options import add_options, config_kwargs
 
@@ -68,7 +68,7 @@ class Progress:
             a = e["attempt"]
             style = STATUS_STYLE.get(a["status"], "red")
             err_console.print(
-                f"  attempt {a['index']:>2} [{style}]{a['status']:<14}[/{style}] {escape(a['summary'][:140])}"
+                f"  attempt {a['index']:>2} [{style}]{a['status']:<14}[/{style}] {escape(clip(a['summary'], 140))}"
             )
         elif kind in ("error", "warning"):
             err_console.print(f"[yellow]{kind}:[/yellow] {escape(str(e.get('message')))}")
@@ -89,7 +89,7 @@ def print_table(result: dict[str, Any]) -> None:
             a["source"],
             f"[{style}]{a['status']}[/{style}]",
             sp,
-            escape((a.get("summary") or "")[:90]),
+            escape(clip(a.get("summary") or "", 90)),
         )
     width = table_width()  # its natural width, up to that (off a terminal: wide, not 80)
     (Console(stderr=True, highlight=False, width=width) if width else err_console).print(table)
