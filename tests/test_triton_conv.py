@@ -51,6 +51,10 @@ CASES = {
     "t2d_16ch_phased_gcd": (
         1, 16, 17, (3, 4), (5, 4), (4, 3), (1, 2), (2, 3), 1, True, (1, 2), False, False,
     ),
+    # strided 1x1 with a row length divisible by 16: no contiguity hint (on a GPU, it would
+    # vectorise a strided read); 1x1 with stride 1: the hint, and 16-byte loads
+    "2d_pointwise_strided_ow32": (1, 16, 20, (4, 64), (1, 1), 2, 0, 1, 1, False, 0, True, False),
+    "2d_pointwise_ow32": (1, 16, 20, (3, 32), (1, 1), 1, 0, 1, 1, False, 0, True, False),
     "3d_depthwise_strided": (1, 4, 4, (4, 5, 6), (3, 3, 3), 2, 1, 1, 4, False, 0, True, False),
     # the tuner's keywords (tools.tune.conv_variants): a fixed tile and each input precision
     # (the interpreter's tl.dot is exact whatever the precision: this checks the plumbing)

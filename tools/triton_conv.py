@@ -515,6 +515,13 @@ def triton_convolution(
         split_w = False
     args = [x, w_hi, w_lo, b, y, *sizes, C_out_g, OD, OH, OW, KD, KH, KW, *conv, *xs, *ws, *ys]
     args += [M, K, JD, JH, JW, *steps]
+    # Hint that the input tile's rows are contiguous (W-contiguous input, not channels-last).
+    # Triton then vectorises only as far as the offsets' provable alignment, which never spans
+    # two output rows; within one, consecutive rows must read consecutive inputs: W-stride 1, a
+    # transposed gather (i = j + offset), or KW > 1 (the tap offset has no provable alignment,
+    # so accesses stay 4 bytes wide). Not for a strided 1x1 (it would vectorise a strided read).
+    m_contig = xs[4] == 1 and xs[1] != 1
+    m_contig = m_contig and (sw == 1 or (tap_outer and (bool(transposed) or KW > 1)))
     flags = dict(
         HAS_BIAS=has_bias,
         TRANSPOSED=bool(transposed),
@@ -523,7 +530,7 @@ def triton_convolution(
         PRECISION=precision,
         IDX64=idx64,
         SPLIT_W=split_w,
-        M_CONTIG=xs[4] == 1 and xs[1] != 1,  # W-contiguous input (NCHW), not channels-last
+        M_CONTIG=m_contig,
     )
     fixed = (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) != (None,) * 5
     if interpret or fixed:  # the tuner's tile, or in the interpreter one small tile
