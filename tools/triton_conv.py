@@ -517,11 +517,11 @@ def triton_convolution(
     args += [M, K, JD, JH, JW, *steps]
     # Hint that the input tile's rows are contiguous (W-contiguous input, not channels-last).
     # Triton then vectorises only as far as the offsets' provable alignment, which never spans
-    # two output rows; within one, consecutive rows must read consecutive inputs: W-stride 1, a
-    # transposed gather (i = j + offset), or KW > 1 (the tap offset has no provable alignment,
-    # so accesses stay 4 bytes wide). Not for a strided 1x1 (it would vectorise a strided read).
+    # two output rows; within one, consecutive rows must read consecutive inputs: W-stride 1 or
+    # a transposed gather (i = j + offset). Not for strided convs: their reads are strided, and
+    # the pipeliner's first steps (tap 0, a constant) can make the offsets provably aligned.
     m_contig = xs[4] == 1 and xs[1] != 1
-    m_contig = m_contig and (sw == 1 or (tap_outer and (bool(transposed) or KW > 1)))
+    m_contig = m_contig and (sw == 1 or (tap_outer and bool(transposed)))
     flags = dict(
         HAS_BIAS=has_bias,
         TRANSPOSED=bool(transposed),
