@@ -128,3 +128,17 @@ def test_a_small_kernel_is_unaffected(tmp_path, cpu_verifier):
     problem.write_text(PROBLEM.format(n=64))
     v = cpu_verifier.verify(read_problem(problem), KERNEL.format(repeat=1), "k.py")
     assert v.status == "ok", v.feedback()
+
+
+def test_allow_large_on_the_command_line_lifts_the_launch_limit_in_the_jobs(monkeypatch, tmp_path):
+    import os
+
+    from agent.cli import main
+    from tools.size_guard import ALLOW_LARGE_ENV, allow_large
+
+    monkeypatch.setenv(ALLOW_LARGE_ENV, "0")  # recorded, so the test leaves it as it was
+    assert not allow_large()
+    missing = str(tmp_path / "missing.py")
+    assert main(["verify", missing, missing, "--allow-large"]) == 2  # set before any work
+    assert os.environ.get(ALLOW_LARGE_ENV) == "1" and allow_large()
+    assert LaunchBudget(None).limit_s is None
