@@ -16,8 +16,9 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
-import re
+import io
 import sys
+import tokenize
 from typing import Any, TextIO
 
 from rich.console import Console
@@ -78,15 +79,25 @@ def as_problem(text: str) -> tuple[str | None, str]:
             None,
             "no `class Model(nn.Module)`, and not exactly one nn.Module class to use instead",
         )
-    # The class itself renamed, not `class Model(Net): pass`: the compiler drafter reads
-    # Model's own `forward` (its signature) from the source, and a subclass has none.
-    name = modules[0]
-    node = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name)
+    # The class itself renamed (every use of its name, as a name, not in strings), not
+    # `class Model(Net): pass` nor `Net = Model`: the compiler drafter reads Model's own
+    # `forward` from the source, and copies the file's other statements into its draft.
+    return _renamed(text, modules[0], "Model"), f"using `{modules[0]}` as Model"
+
+
+def _renamed(text: str, old: str, new: str) -> str:
+    """`text` with every name `old` replaced by `new` (not attributes, strings or comments)."""
     lines = text.splitlines(keepends=True)
-    header = lines[node.lineno - 1]
-    lines[node.lineno - 1] = re.sub(rf"\bclass\s+{name}\b", "class Model", header, count=1)
-    alias = f"\n\n\n{name} = Model  # the pasted name, for code that refers to it\n"
-    return "".join(lines).rstrip("\n") + alias, f"using `{name}` as Model"
+    edits, prev = [], None
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type == tokenize.NAME and tok.string == old and prev != ".":
+            edits.append(tok.start)
+        if tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT):
+            prev = tok.string
+    for row, col in reversed(edits):
+        line = lines[row - 1]
+        lines[row - 1] = line[:col] + new + line[col + len(old) :]
+    return "".join(lines)
 
 
 class Printer:

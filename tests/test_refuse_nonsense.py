@@ -95,6 +95,7 @@ def test_the_repl_takes_a_plain_module_with_get_inputs(tmp_path):
 
     text = (
         "import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n"
+        "    def __init__(self):\n        super(Net, self).__init__()  # Net\n\n"
         "    def forward(self, x):\n        return torch.relu(x)\n\n\n"
         "def get_inputs():\n    return [torch.randn(64)]\n\n\n"
         "def get_init_inputs():\n    return []\n"
@@ -108,6 +109,9 @@ def test_the_repl_takes_a_plain_module_with_get_inputs(tmp_path):
     from tools.inductor_draft import _forward_signature, _load_problem
 
     assert _forward_signature(_load_problem(source, "cpu"))[1] == ["x"]
+    # renamed, not aliased: the drafter copies the file's other statements (`Net = Model`
+    # ended up in its draft without the class, a NameError)
+    assert "super(Model, self)" in source and "Net = " not in source and "# Net" in source
 
 
 def test_repl_help_shows_the_budget_it_uses(capsys):
