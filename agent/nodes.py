@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import threading
+import time
 from typing import Any, Literal
 
 from langgraph.runtime import Runtime
@@ -22,6 +23,9 @@ from tools.errors import BackendError
 from tools.problem import problem_from_source
 
 Decision = Literal["feedback", "tune", "finish"]
+
+HEARTBEAT_S = 30.0
+"""While candidates are evaluated, an `evaluating` event this often (what runs, for how long)."""
 
 
 def baseline(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -100,7 +104,23 @@ def evaluate(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     workers = max(1, min(len(pending), ctx.verifier.sandbox.slots))
     pool = cf.ThreadPoolExecutor(max_workers=workers)
     futures = [pool.submit(run, item) for item in enumerate(pending)]
+    t0 = time.monotonic()
     try:
+        # a line every HEARTBEAT_S while candidates run (an interpreted one can take minutes)
+        while True:
+            _, running = cf.wait(futures, timeout=HEARTBEAT_S)
+            if not running:
+                break
+            left = [
+                pending[i].get("index", start + i) for i, f in enumerate(futures) if f in running
+            ]
+            took = time.monotonic() - t0
+            ctx.emit(
+                "evaluating",
+                attempts=left,
+                elapsed_s=round(took),
+                message=f"still evaluating attempt {', '.join(map(str, left))} ({took:.0f} s)",
+            )
         attempts = [f.result() for f in futures]
     except KeyboardInterrupt:
         # Stop now (not after every running job): keep what finished, kill the rest's jobs.

@@ -126,6 +126,8 @@ class Printer:
             self.console.print(f"verdict: [bold {style}]{a['status']}[/bold {style}]")
             if not a["correct"] and a.get("feedback"):
                 self.console.print(a["feedback"], markup=False, highlight=False)
+        elif kind == "evaluating":
+            self.console.print(f"[dim]{escape(str(e.get('message')))}[/dim]")
         elif kind in ("error", "warning"):
             self.console.print(f"[yellow]{kind}:[/yellow] {escape(str(e.get('message')))}")
 

@@ -167,3 +167,28 @@ def test_sigint_while_verifying_an_endless_kernel_stops_at_once(tmp_path):
         proc.kill()
     assert proc.returncode == 130 and "interrupted" in err, err
     assert time.monotonic() - t0 < STOP_WITHIN_S
+
+
+def test_a_long_evaluation_says_what_is_running_and_for_how_long(tmp_path, monkeypatch):
+    import time as _time
+
+    def slow_evaluate(ctx, problem, cand, *, index, round_):
+        _time.sleep(0.5)
+        verdict = no_code_verdict("scripted")
+        return {
+            "index": index, "round": round_, "source": cand["source"], "code": cand["code"],
+            "status": verdict.status, "correct": False, "speedup": None, "speedups": {},
+            "verdict": verdict.to_dict(), "profile": None, "feedback": "", "summary": "scripted",
+        }  # fmt: skip
+
+    monkeypatch.setattr(agent.nodes, "evaluate_candidate", slow_evaluate)
+    monkeypatch.setattr(agent.nodes, "HEARTBEAT_S", 0.1)
+    cfg = AgentConfig(
+        budget=1, compiler_seed=False, trials=1, aot_target=None, runs_dir=str(tmp_path),
+        run_id="r", backend="replay",
+    )  # fmt: skip
+    events: list[dict] = []
+    run(RELU, cfg, backend=ReplayBackend([fenced(GOOD)]), on_event=events.append)
+    beats = [e for e in events if e["event"] == "evaluating"]
+    assert beats and beats[0]["attempts"] == [0]
+    assert beats[0]["message"].startswith("still evaluating attempt 0 (")

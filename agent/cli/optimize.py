@@ -70,6 +70,8 @@ class Progress:
             err_console.print(
                 f"  attempt {a['index']:>2} [{style}]{a['status']:<14}[/{style}] {escape(clip(a['summary'], 140))}"
             )
+        elif kind == "evaluating":
+            err_console.print(f"  [dim]{escape(str(e.get('message')))}[/dim]")
         elif kind in ("error", "warning"):
             err_console.print(f"[yellow]{kind}:[/yellow] {escape(str(e.get('message')))}")
         elif kind == "finish":
