@@ -7,8 +7,8 @@ input captured by a forward hook at the published sizes):
 
 - cuDNN eager with PyTorch's default TF32 (what a user's eager runs) and with TF32 off;
 - `triton_convolution` with the tuner's tiles (tools.tune.CONV_TILES, pruned by the group's output
-  channels) at tf32x3, then the best tile with SPLIT_W (tf32x3 on weights split in memory) and
-  at bf16x3, tf32 and ieee;
+  channels) at tf32x3, then the best tile with SPLIT_W (tf32x3 on weights split in memory), with
+  PACK_W=False (weights not repacked) and at bf16x3, tf32 and ieee;
 - each checked against an fp64 convolution of the same inputs: max abs error, and whether every
   element is within atol + rtol * |ref| at 1e-4 (the verifier's fp32 default) and at 1e-2
   (KernelBench's own tolerance).
@@ -220,7 +220,7 @@ def tune_conv(conv_name, m, x, emit, bench, deadline: float) -> None:
     results: list[dict] = []
     longest = 0.0
 
-    def attempt(tile, precision, split_w=False):
+    def attempt(tile, precision, **extra):
         nonlocal longest
         if time.monotonic() + 1.5 * longest > deadline:
             return
@@ -229,8 +229,8 @@ def tune_conv(conv_name, m, x, emit, bench, deadline: float) -> None:
         knobs = dict(BLOCK_M=bm, num_warps=warps)
         if not direct:  # the direct kernel multiplies in fp32 FMA, whatever the precision
             knobs.update(BLOCK_N=bn, BLOCK_K=bk, num_stages=stages, precision=precision)
-            knobs.update(SPLIT_W=split_w)
-        label = precision + (" SPLIT_W" if split_w else "")
+            knobs.update(extra)
+        label = " ".join([precision] + [f"{k}={v}" for k, v in extra.items()])
         row = dict(conv=conv_name, kernel=path_name, tile=tile, precision=label)
 
         def fn():
@@ -254,7 +254,8 @@ def tune_conv(conv_name, m, x, emit, bench, deadline: float) -> None:
     timed = [r for r in results if r.get("ms")]
     if timed and not direct:
         best = min(timed, key=lambda r: r["ms"])["tile"]
-        attempt(best, "tf32x3", split_w=True)
+        attempt(best, "tf32x3", SPLIT_W=True)
+        attempt(best, "tf32x3", PACK_W=False)
         for precision in ("bf16x3", "tf32", "ieee"):
             attempt(best, precision)
     for tol in ("1e-4", "1e-2"):

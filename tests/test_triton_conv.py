@@ -77,6 +77,13 @@ CASES = {
     "t2d_phased_split_w_channels_last": (
         1, 16, 18, (3, 4), (3, 3), 2, 1, 1, 1, True, 1, True, True, {"SPLIT_W": True},
     ),
+    # the weights as they are, not repacked (every other GEMM case repacks them: PACK_W default)
+    "2d_grouped_unpacked_weights": (
+        1, 32, 40, (4, 5), (3, 3), 1, 1, 1, 2, False, 0, True, True, {"PACK_W": False},
+    ),
+    "t3d_grouped_split_w": (
+        1, 32, 34, (2, 3, 3), (2, 3, 3), 2, 1, 1, 2, True, 1, True, False, {"SPLIT_W": True},
+    ),
     "2d_depthwise_block_32": (
         1, 3, 3, (5, 9), (3, 3), 1, 1, 1, 3, False, 0, False, False, {"BLOCK_M": 32},
     ),

@@ -66,15 +66,18 @@ def test_precision_stage_replaces_keywords_and_is_named():
     assert tune.precisions(CANDIDATE) == ["tf32x3"]  # the default, named though not written
     stage = tune.gemm_variants(tiled, "split_precision", limit=50)
     got = [_conv_keywords(s).get("precision", "tf32x3") for _, s in stage]
-    assert got == [*CONV_PRECISIONS[1:], "tf32x3"]
-    assert _conv_keywords(stage[-1][1])["SPLIT_W"] is True  # tf32x3, weights split first
+    assert got == [*CONV_PRECISIONS[1:], "tf32x3", "tf32x3"]
+    assert _conv_keywords(stage[-2][1])["SPLIT_W"] is True  # tf32x3, weights split first
+    assert _conv_keywords(stage[-1][1])["PACK_W"] is False  # weights not repacked
     for _, source in stage:
         kw = _conv_keywords(source)
         assert kw["BLOCK_M"] == tune.CONV_TILES[0][0]  # the tile is kept
         assert tune.precisions(source) == [kw.get("precision", "tf32x3")]
     # a variant of a variant replaces the keyword rather than repeating it
     again = tune.gemm_variants(stage[0][1], "split_precision", limit=50)
-    assert [_conv_keywords(s)["precision"] for _, s in again] == ["tf32x3", "ieee", "tf32"]
+    again = [_conv_keywords(s) for _, s in again]
+    assert [kw["precision"] for kw in again] == ["tf32x3", "ieee", "tf32", "bf16x3"]
+    assert again[-1]["PACK_W"] is False
 
 
 def test_no_conv_call_no_conv_variants():
@@ -92,7 +95,7 @@ from tools.triton_conv import triton_convolution
 x, w = torch.randn(1, 32, 6, 7), torch.randn(48, 32, 3, 3)
 with record_launches() as records:
     triton_convolution(x, w, None, 1, 1, 1, False, 0, 1)
-rec = records[0]
+rec = next(r for r in records if r.name == "_conv_gemm_kernel")
 rec = dataclasses.replace(
     rec, num_warps=8, num_stages=3,
     constexprs={**rec.constexprs, "PRECISION": "bf16x3", "BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32},

@@ -63,7 +63,7 @@ def _conv_in_pos(o, k, stride, pad, dil, size, TRANSPOSED: tl.constexpr):
 @triton.jit
 def _conv_dot(a, b, b_lo, acc, PRECISION: tl.constexpr, SPLIT_W: tl.constexpr):
     """acc + a @ b. SPLIT_W: tf32x3 by hand, b = the weights' TF32 part and b_lo the rest, both
-    split in memory beforehand (`_conv_split_kernel`), so they go from global memory to shared
+    split in memory beforehand (`_conv_pack_kernel`), so they go from global memory to shared
     memory as they are; tl.dot's own tf32x3 splits B in registers and writes both parts back
     to shared memory every step. a_lo * b_lo (~2**-22 relative) is left out, as tf32x3 does."""
     if SPLIT_W:
@@ -78,14 +78,34 @@ def _conv_dot(a, b, b_lo, acc, PRECISION: tl.constexpr, SPLIT_W: tl.constexpr):
 
 
 @triton.jit
-def _conv_split_kernel(w_ptr, hi_ptr, lo_ptr, n, BLOCK: tl.constexpr):
-    """hi = w with its 13 low mantissa bits cleared (exact in TF32), lo = w - hi (exact)."""
+def _conv_pack_kernel(
+    w_ptr, hi_ptr, lo_ptr, n, C_in_g, C_out_g, KH, KW, TAPS,
+    ws_g, ws_co, ws_ci, ws_d, ws_h, ws_w,
+    SPLIT: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """The weights as [group, tap, input channel, output channel], output channels contiguous,
+    so the GEMM's [BLOCK_K, BLOCK_N] weight tile is coalesced (torch's layouts put output
+    channels C_in * taps apart). SPLIT: hi = w with its 13 low mantissa bits cleared (exact
+    in TF32) and lo = w - hi (exact), for `_conv_dot`'s tf32x3 by hand."""
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     ok = offs < n
-    w = tl.load(w_ptr + offs, mask=ok, other=0.0)
-    hi = (w.to(tl.int32, bitcast=True) & -8192).to(tl.float32, bitcast=True)
-    tl.store(hi_ptr + offs, hi, mask=ok)
-    tl.store(lo_ptr + offs, w - hi, mask=ok)
+    co = offs % C_out_g
+    t = offs // C_out_g
+    ci = t % C_in_g
+    t = t // C_in_g
+    tap = t % TAPS
+    g = t // TAPS
+    kd = tap // (KH * KW)
+    kh = (tap // KW) % KH
+    kw = tap % KW
+    src = g * ws_g + co * ws_co + ci * ws_ci + kd * ws_d + kh * ws_h + kw * ws_w
+    w = tl.load(w_ptr + src, mask=ok, other=0.0)
+    if SPLIT:
+        hi = (w.to(tl.int32, bitcast=True) & -8192).to(tl.float32, bitcast=True)
+        tl.store(hi_ptr + offs, hi, mask=ok)
+        tl.store(lo_ptr + offs, w - hi, mask=ok)
+    else:
+        tl.store(hi_ptr + offs, w, mask=ok)
 
 
 @triton.jit
@@ -406,6 +426,7 @@ def triton_convolution(
     num_warps=None,
     num_stages=None,
     SPLIT_W=None,
+    PACK_W=None,
 ):
     """`torch.convolution` in Triton: 1D/2D/3D, forward or transposed, any strides.
 
@@ -507,12 +528,16 @@ def triton_convolution(
         precision = "ieee"
     w_hi = w_lo = weight
     split_w = bool(SPLIT_W) and precision == "tf32x3" and weight.dtype == torch.float32
-    if split_w and (weight.is_contiguous() or _conv_is_channels_last(weight)):  # dense
-        w_hi, w_lo = torch.empty_like(weight), torch.empty_like(weight)
+    if split_w or PACK_W is None or PACK_W:  # weights repacked output-channel-fastest
+        taps = KD * KH * KW
         n = weight.numel()
-        _conv_split_kernel[(triton.cdiv(n, 1024),)](weight, w_hi, w_lo, n, BLOCK=1024)
-    else:
-        split_w = False
+        w_hi = torch.empty(n, dtype=weight.dtype, device=weight.device)
+        w_lo = torch.empty(n, dtype=weight.dtype, device=weight.device) if split_w else w_hi
+        _conv_pack_kernel[(triton.cdiv(n, 1024),)](
+            weight, w_hi, w_lo, n, C_in_g, C_out_g, KH, KW, taps, *ws, SPLIT=split_w, BLOCK=1024
+        )
+        plane = C_in_g * C_out_g
+        ws = [taps * plane, 1, C_out_g, KH * KW * plane, KW * plane, plane]
     args = [x, w_hi, w_lo, b, y, *sizes, C_out_g, OD, OH, OW, KD, KH, KW, *conv, *xs, *ws, *ys]
     args += [M, K, JD, JH, JW, *steps]
     # Hint that the input tile's rows are contiguous (W-contiguous input, not channels-last).

@@ -212,7 +212,8 @@ def conv_variants(source: str, stage: str = "tiles", limit: int = 16) -> list[tu
     """Variants of the `triton_convolution` calls: `stage="tiles"`: each call with each of
     `CONV_TILES`; `stage="split_precision"`: each call with the other tl.dot input precisions
     (`CONV_PRECISIONS`; verification decides which the problem's tolerance allows), and
-    tf32x3 with the weights split in memory first (`SPLIT_W=True`, same accuracy)."""
+    tf32x3 with the weights split in memory first (`SPLIT_W=True`, same accuracy), and the
+    weights read as they are rather than repacked (`PACK_W=False`)."""
     out: list[tuple[str, str]] = []
     for site, call in conv_sites(source).items():
         current = {k.arg: k.value.value for k in call.keywords if isinstance(k.value, ast.Constant)}
@@ -223,6 +224,8 @@ def conv_variants(source: str, stage: str = "tiles", limit: int = 16) -> list[tu
             changes = [{"precision": p} for p in CONV_PRECISIONS if p != now]
             if now == "tf32x3" and not current.get("SPLIT_W"):  # tf32x3, weights split first
                 changes.append({"SPLIT_W": True})
+            if current.get("PACK_W") is not False:  # the weights as they are, not repacked
+                changes.append({"PACK_W": False})
         else:
             raise ValueError(f"unknown convolution tuning stage {stage!r}")
         for values in changes:
