@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
+import time
 from collections.abc import Iterator
 
 from agent.evaluation import kill_jobs
@@ -31,7 +32,19 @@ def stop_jobs() -> None:
     kill_jobs()
 
 
+REPEAT_GRACE_S = 5.0
+"""A second SIGINT this soon after the first is ignored: the first is unwinding, checkpointing
+the attempts that had finished (a KeyboardInterrupt in the middle of that write would lose them).
+Later ones interrupt again."""
+
+_last = {"at": float("-inf")}
+
+
 def _on_sigint(signum: int, frame: object) -> None:
+    now = time.monotonic()
+    if STOPPING.is_set() and now - _last["at"] < REPEAT_GRACE_S:
+        return
+    _last["at"] = now
     stop_jobs()
     raise KeyboardInterrupt
 

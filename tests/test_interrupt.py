@@ -192,3 +192,19 @@ def test_a_long_evaluation_says_what_is_running_and_for_how_long(tmp_path, monke
     beats = [e for e in events if e["event"] == "evaluating"]
     assert beats and beats[0]["attempts"] == [0]
     assert beats[0]["message"].startswith("still evaluating attempt 0 (")
+
+
+def test_a_second_ctrl_c_at_once_does_not_cut_the_checkpoint_short(monkeypatch):
+    import agent.interrupt as interrupt
+
+    killed: list[int] = []
+    monkeypatch.setattr(interrupt, "kill_jobs", lambda: killed.append(1))
+    interrupt.STOPPING.clear()
+    with pytest.raises(KeyboardInterrupt):
+        interrupt._on_sigint(2, None)
+    assert interrupt.STOPPING.is_set() and killed == [1]
+    interrupt._on_sigint(2, None)  # within the grace: the first is still being handled
+    monkeypatch.setattr(interrupt, "REPEAT_GRACE_S", 0.0)
+    with pytest.raises(KeyboardInterrupt):
+        interrupt._on_sigint(2, None)
+    interrupt.STOPPING.clear()
