@@ -3,30 +3,43 @@
 `triton_convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding,
 groups)` has `torch.convolution`'s signature and meaning for 1D/2D/3D inputs: forward and
 transposed, stride, padding, dilation, output_padding, groups (depthwise included), bias, any
-input/weight strides (channels-last too). Two kernels:
+input/weight strides (channels-last too). Keyword-only knobs for the tuner (tools.tune
+`conv_variants`): `precision`, `BLOCK_M/N/K`, `num_warps`, `num_stages`, `SPLIT_W`, `PACK_W`.
+Three kernels:
 
 - `_conv_gemm_kernel`: implicit GEMM. Rows are output positions (n, od, oh, ow), columns the
-  output channels of one group (program axis 2), the reduction runs over (input channel, kernel
-  tap) and is gathered from the input on the fly. With at least 16 input channels a group the
-  loop goes tap by tap and then over channel blocks (the input position and its bounds check are
-  computed once a tap); with fewer (the 3-channel first layer) the (channel, tap) pairs are one
-  flat reduction axis, so a block is not mostly padding. Transposed convolution is the same GEMM
-  with a gather: output o takes input i = (o + p - k*d) / s where that is a whole number in range;
-  strided, with the tap-by-tap loop, one output phase (o mod s) a program, so the taps that miss
-  a phase are skipped rather than loaded masked.
-- `_conv_direct_kernel`: one output channel a program, scalar weights, for groups of fewer than
-  `DIRECT_MAX_COUT_G` output channels (depthwise), where a tl.dot tile (at least 16 wide) would
-  be mostly empty.
+  output channels of one group (program axis 2), the reduction runs over (kernel tap, input
+  channel) and is gathered from the input on the fly. With at least 16 input channels a group it
+  is ONE flat, software-pipelined loop over (tap, channel block): the tap (a scalar) is decoded
+  from the loop counter, the input index is a per-row base computed once plus a scalar offset,
+  so the body is two loads, a few compares and the MMA. With fewer channels (the 3-channel first
+  layer) the (channel, tap) pairs are one flat reduction axis, so a block is not mostly padding.
+  Transposed convolution is the same GEMM with a gather: output o takes input
+  i = (o + p - k*d) / s where that is a whole number in range; strided, one output phase
+  (o mod s) a program, which visits only the taps that hit it (they are s / gcd(s, d) apart).
+  For NCHW inputs the input tile is loaded output-position-fastest (a contiguity hint; Triton
+  otherwise laid it out channel-fastest, 32 cache lines a warp).
+- `_conv_pack_kernel`: the weights repacked [group, tap, C_in, C_out], output channels
+  contiguous (coalesced weight tiles), and for `SPLIT_W` split into TF32 high and low parts.
+- `_conv_direct_kernel`: one output channel a program, tap by tap, contiguous loads and scalar
+  weights, for groups of fewer than `DIRECT_MAX_COUT_G` output channels (depthwise), where a
+  tl.dot tile (at least 16 wide) would be mostly empty.
 
-Precision: fp32 inputs multiply with `tl.dot(..., input_precision="tf32x3")` (three TF32 products
-per fp32 product, error ~1e-6 relative; plain TF32 is ~1e-3 and fails fp32's atol 1e-4; issue 15
-measured tf32x3 faster than and as accurate as cuBLAS's fp32 GEMM on the H200). fp16/bf16 inputs
-use their native dot. Accumulation is fp32. The interpreter's tl.dot is exact (numpy).
+Precision: fp32 inputs multiply with `tl.dot(..., input_precision="tf32x3")` by default (three
+TF32 products per fp32 product, error ~1e-6 relative; plain TF32 is ~1e-3 and fails fp32's atol
+1e-4; issue 15 measured tf32x3 faster than and as accurate as cuBLAS's fp32 GEMM on the H200).
+The tuner may try `CONV_PRECISIONS` (bf16x3, ieee, tf32): verification at the problem's
+tolerance decides, and the report names the precision. fp16/bf16 inputs use their native dot.
+Accumulation is fp32. The interpreter's tl.dot is exact (numpy) and has no bf16x3 (run as ieee).
 
-The code between the `candidate source` markers is self-contained (os, torch, triton, tl): the
-compiler drafter (`tools/inductor_draft.py`) copies it into a candidate file with
+sm_90 (ptxas -v, tf32x3, 128x64x32 at 8 warps), before -> after this layout: conv1d 235 -> 128
+registers; transposed 2D 250 -> 155; 3-channel 3D stem 255 + 48 bytes spilled -> 201, none.
+
+The code between the `candidate source` markers is self-contained (math, os, torch, triton,
+tl): the compiler drafter (`tools/inductor_draft.py`) copies it into a candidate file with
 `candidate_source()`, so a candidate never imports `tools/`. On a GPU the GEMM kernel is
-autotuned over a few tile configs; under `TRITON_INTERPRET=1` it runs one fixed config.
+autotuned over a few tile configs unless the call fixes one; under `TRITON_INTERPRET=1` it runs
+one small fixed config unless the call gives one.
 """
 
 from __future__ import annotations
@@ -585,8 +598,9 @@ CONV_FUNCTIONS = ("triton_convolution",)
 
 PRECISION_NOTE = (
     "convolution in Triton (tools.triton_conv: implicit GEMM, direct kernel for depthwise); "
-    "fp32 products with tl.dot input_precision='tf32x3' (not plain TF32), fp32 accumulation; "
-    "tile sizes autotuned on the GPU, fixed under the interpreter"
+    "fp32 products with tl.dot input_precision='tf32x3' (not plain TF32) unless the call's "
+    "precision= says otherwise, fp32 accumulation; tile sizes autotuned on the GPU, fixed "
+    "under the interpreter"
 )
 
 
