@@ -121,6 +121,20 @@ INLINE_PROBLEMS = {
         """,
         "[torch.randn(2, 3, 12, 12)]",
     ),
+    # Inductor's own fallback to ATen for a pooling window over 25 elements (KernelBench
+    # level1/46_Average_Pooling_3D): the draft had no Triton kernel.
+    "avg_pool3d_window27": _problem(
+        """
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.pool = nn.AvgPool3d(kernel_size=3, stride=2, padding=1)
+
+            def forward(self, x):
+                return self.pool(x)
+        """,
+        "[torch.randn(1, 1, 4, 5, 6)]",  # few programs: the interpreter takes ~0.3 s each
+    ),
     "cumsum": _problem(
         """
         class Model(nn.Module):
@@ -333,10 +347,17 @@ def test_parameters_are_read_from_the_module(drafted):
     )
 
 
+STATIC_DRAFTS = {"avg_pool3d_window27": "its grid needs a prefix"}
+"""Problems whose dynamic-shape draft the drafter cannot make yet, and the note that says so."""
+
+
 def test_drafts_read_sizes_from_their_inputs(drafted):
     """No size baked in: every inline problem drafts with symbolic sizes (issue 15 item 5)."""
     for name in INLINE_PROBLEMS:
         draft = drafted[name]["draft"]
+        if name in STATIC_DRAFTS:
+            assert not draft["dynamic"] and STATIC_DRAFTS[name] in " ".join(draft["notes"])
+            continue
         assert draft["dynamic"], f"{name}: static draft: {draft['notes']}"
         host = draft["source"][draft["source"].index("def call(") :]
         # `xnumel = 4329` was what a static draft of relu (13 x 333) wrote

@@ -518,6 +518,46 @@ def _conv_bias_peeled() -> Iterator[None]:
         yield
 
 
+class _NeverUnequal:
+    """`sympy` as `torch._inductor.lowering` sees it, except that `Ne(a, b)` is false."""
+
+    def __getattr__(self, name: str) -> Any:
+        import sympy
+
+        if name == "Ne":
+            return lambda *args: sympy.false
+        return getattr(sympy, name)
+
+
+@contextlib.contextmanager
+def _avg_pool_in_triton() -> Iterator[None]:
+    """Lower every average pooling with Inductor's own Triton reduction.
+
+    Inductor hands `avg_pool{1,2,3}d` back to ATen (no Triton) when the window holds more than
+    25 elements and the stride differs from the kernel, a speed heuristic of its own; the draft
+    then had no kernel at all (KernelBench level1/46: a 3x3x3 window, stride 2). Inside those
+    lowerings the test `Ne(kernel, stride)` reads false, so the same reduction that Inductor
+    uses for kernel == stride (any window size) lowers the pooling.
+    """
+    import torch
+    from torch._inductor import lowering
+
+    aten = torch.ops.aten
+    patched = {}
+    for packet in (aten.avg_pool1d, aten.avg_pool2d, aten.avg_pool3d):
+        original = lowering.lowerings.get(packet.default)
+        if original is None:
+            continue
+
+        def pool(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            with unittest.mock.patch.object(lowering, "sympy", _NeverUnequal()):
+                return _original(*args, **kwargs)
+
+        patched.update({packet: pool, packet.default: pool})
+    with unittest.mock.patch.dict(lowering.lowerings, patched):
+        yield
+
+
 def _capture_inductor(
     problem: _Problem, device: str, dynamic: bool = False, settings: str = "default"
 ) -> _Capture:
@@ -608,6 +648,7 @@ def _capture_inductor(
         if stop_at_source:
             stack.enter_context(_stand_in_driver_if_needed())
             stack.enter_context(_conv_bias_peeled())
+        stack.enter_context(_avg_pool_in_triton())
         torch._dynamo.reset()
         compiled = torch.compile(problem.model, backend=backend, fullgraph=True, dynamic=dynamic)
         try:
