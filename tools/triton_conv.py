@@ -320,10 +320,11 @@ def _conv_gemm_kernel(
 
 def _gemm_configs() -> list:
     """A few tile shapes for the GPU autotuner: (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages).
-    Compiled for sm_90 with tf32x3 (ptxas -v) on KernelBench's conv classes after the flat
-    (tap, channel block) loop: 128x64x32 at 8 warps 176-248 registers and no spills; 256x64x32
-    spilled 132-656 bytes and 128x64x32 at 4 warps 136-828, so neither is here; 128x128x16 at
-    8 warps spills only on the 3-channel stem (20 bytes). Not timed yet (gpu_conv_tune.sh)."""
+    Compiled for sm_90 with tf32x3 (ptxas -v) on KernelBench's conv classes (1D, transposed
+    2D/3D, phased, 3-channel 3D, pointwise): 128x64x32 at 8 warps 128-254 registers, no spills;
+    128x128x16 at 8 warps spills on the 3-channel stem (136 bytes) and transposed 3D (416), not
+    on the others; 256x64x32 (132-656 bytes) and 128x64x32 at 4 warps (136-828) spilled
+    everywhere, so they are not here. Not timed yet (benchmarks/gpu_conv_tune.sh)."""
     shapes = [(128, 64, 32, 8, 3), (128, 128, 16, 8, 4), (64, 128, 32, 8, 3), (128, 32, 32, 8, 3)]
     shapes += [(128, 64, 16, 8, 4), (64, 64, 32, 4, 3), (128, 16, 32, 8, 3), (64, 16, 32, 4, 3)]
     return [

@@ -75,9 +75,9 @@ SPLITS = (0, 1, 4, 16, 64)
 CONV_TILES = (
     # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) for the implicit-GEMM convolution
     # (tools.triton_conv), the first its autotuner's first. sm_90, tf32x3, ptxas -v on the
-    # level-1 conv classes: 128x64x32/8 warps no spills; 128x128x32 spills 40-312 bytes on
-    # transposed 2D and the 3-channel stem but not on 1D or pointwise; 256x64 and 128x64 at 4
-    # warps spill on all (not here). BLOCK_M is also the direct (depthwise) kernel's block.
+    # level-1 conv classes: 128x64x32/8 warps no spills; 128x128 tiles spill on transposed
+    # 2D/3D or the 3-channel stem but not on 1D or pointwise; 256x64 and 128x64 at 4 warps
+    # spill on all (not here). BLOCK_M is also the direct (depthwise) kernel's block.
     (128, 64, 32, 8, 3),
     (128, 128, 16, 8, 4),
     (64, 128, 32, 8, 3),
