@@ -10,7 +10,8 @@ from agent.extract import extract_code
 from agent.prompts import render_chat, render_kernelllm, render_refinement
 from agent.state import Attempt, Candidate
 from tools.errors import BackendError
-from tools.sandbox import Limits, Sandbox
+from tools.limits import Limits
+from tools.sandbox import Sandbox
 
 # Rank of statuses when choosing which attempt of a round to refine: closest to done first.
 _PROGRESS = {

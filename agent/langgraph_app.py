@@ -36,6 +36,7 @@ from langgraph.types import interrupt
 
 from agent import nodes
 from agent.context import RunContext
+from agent.options import DEFAULTS
 from agent.state import AgentState
 
 
@@ -56,8 +57,8 @@ class ServeContext:
     compiler_seed: bool = True
     trials: int = 5
     device: str = "auto"
-    timeout_s: float = 180.0
-    aot_target: str | None = "sm_90"
+    timeout_s: float = DEFAULTS["timeout_s"]
+    aot_target: str | None = DEFAULTS["aot_target"]
     runs_dir: str | None = None
     time_limit_s: float | None = None
     approve: bool = False

@@ -282,8 +282,9 @@ def evaluate_problem(
 ) -> list[dict[str, Any]]:
     """One problem's candidates, evaluated on this machine (a Ray task's body): a Verifier on
     the GPUs this process may use (Ray sets CUDA_VISIBLE_DEVICES), candidates in parallel."""
+    from tools.limits import Limits
     from tools.problem import problem_from_source
-    from tools.sandbox import Limits, Sandbox
+    from tools.sandbox import Sandbox
     from tools.verify import resolve_device
 
     device = resolve_device(verify_options.device)

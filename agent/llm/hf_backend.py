@@ -18,6 +18,7 @@ from tools.errors import BackendError, BadInputError
 
 from .base import (
     DEFAULT_MODEL,
+    DEFAULT_TOP_P,
     BackendKind,
     Prompt,
     check_prompt,
@@ -125,7 +126,7 @@ class HFBackend:
         prompt_or_messages: Prompt,
         n: int = 1,
         temperature: float = 1.0,
-        top_p: float = 0.97,
+        top_p: float = DEFAULT_TOP_P,
         max_tokens: int = 4096,
     ) -> list[str]:
         check_prompt(prompt_or_messages)
