@@ -144,7 +144,7 @@ def _conv_gemm_kernel(
     M, K, JD, JH, JW, step_d, step_h, step_w,
     HAS_BIAS: tl.constexpr, TRANSPOSED: tl.constexpr, TAP_OUTER: tl.constexpr,
     PHASED: tl.constexpr, PRECISION: tl.constexpr, IDX64: tl.constexpr, SPLIT_W: tl.constexpr,
-    M_CONTIG: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    M_CONTIG: tl.constexpr, Y_CONTIG: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):  # fmt: skip
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
@@ -310,6 +310,10 @@ def _conv_gemm_kernel(
         bias = tl.load(b_ptr + g * C_out_g + offs_n, mask=n_ok, other=0.0)
         acc += bias.to(tl.float32)[None, :]
     y_row = nb * ys_n + od * ys_d + oh * ys_h + ow * ys_w
+    if Y_CONTIG:
+        # NCHW output: stored output-position-fastest (as the input tile is loaded), not a
+        # warp's 32 lanes on 32 channel planes; alignment is not claimed (see M_CONTIG)
+        y_row = tl.max_contiguous(y_row, BLOCK_M)
     y_col = (g_c * C_out_g + offs_n) * ys_c
     tl.store(
         y_ptr + y_row[:, None] + y_col[None, :],
@@ -570,6 +574,8 @@ def triton_convolution(
         IDX64=idx64,
         SPLIT_W=split_w,
         M_CONTIG=m_contig,
+        # the output's rows are consecutive addresses within an output row (phased: s apart)
+        Y_CONTIG=ys[4] == 1 and ys[1] != 1 and not phased,
     )
     fixed = (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) != (None,) * 5
     if interpret or fixed:  # the tuner's tile, or in the interpreter one small tile
