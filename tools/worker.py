@@ -23,14 +23,13 @@ import torch
 from tools import guard
 from tools.compare import normalise_outputs
 from tools.forward_checks import aliased, checked_outputs, mutated, refill
-from tools.job_common import (  # noqa: F401 - _to_device: tools.profile_worker imports it from here
+from tools.job_common import (
     ContractError,
     _clone,
     _copy_matching_weights,
     _device_context,
     _short_tb,
     _sync,
-    _to_device,
     _warm_cuda,
     build_model,
     collect_if_large,
