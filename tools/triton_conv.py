@@ -17,8 +17,8 @@ Three kernels:
   Transposed convolution is the same GEMM with a gather: output o takes input
   i = (o + p - k*d) / s where that is a whole number in range; strided, one output phase
   (o mod s) a program, which visits only the taps that hit it (they are s / gcd(s, d) apart).
-  For NCHW inputs the input tile is loaded output-position-fastest (a contiguity hint; Triton
-  otherwise laid it out channel-fastest, 32 cache lines a warp).
+  For NCHW tensors the input tile is loaded and the output tile stored output-position-fastest
+  (contiguity hints; Triton otherwise laid both out channel-fastest, 32 cache lines a warp).
 - `_conv_pack_kernel`: the weights repacked [group, tap, C_in, C_out], output channels
   contiguous (coalesced weight tiles), and for `SPLIT_W` split into TF32 high and low parts.
 - `_conv_direct_kernel`: one output channel a program, tap by tap, contiguous loads and scalar
@@ -32,8 +32,10 @@ The tuner may try `CONV_PRECISIONS` (bf16x3, ieee, tf32): verification at the pr
 tolerance decides, and the report names the precision. fp16/bf16 inputs use their native dot.
 Accumulation is fp32. The interpreter's tl.dot is exact (numpy) and has no bf16x3 (run as ieee).
 
-sm_90 (ptxas -v, tf32x3, 128x64x32 at 8 warps), before -> after this layout: conv1d 235 -> 128
-registers; transposed 2D 250 -> 155; 3-channel 3D stem 255 + 48 bytes spilled -> 201, none.
+sm_90 (ptxas -v, tf32x3, 128x64x32 at 8 warps), before -> after this layout (flat loop, row-
+fastest input loads and output stores, repacked weights): conv1d 235 -> 121 registers;
+transposed 2D 250 -> 140; transposed 3D 255 + 20 bytes spilled -> 124, none; pointwise
+170 -> 124; 3-channel 3D stem 255 + 48 bytes spilled -> 254, none. Not yet timed on a GPU.
 
 The code between the `candidate source` markers is self-contained (math, os, torch, triton,
 tl): the compiler drafter (`tools/inductor_draft.py`) copies it into a candidate file with
