@@ -675,3 +675,51 @@ def test_sigint_reports_what_is_done_and_the_rerun_resumes(tmp_path):
     assert done.stat().st_mtime_ns == softmax_mtime
     relu = json.loads((out / "relu" / "00" / "sample.json").read_text())
     assert relu["started_at"] == drafted["drafted_at"]  # the problem's span includes the pause
+
+
+def _profile(candidate_ms, eager_ms, compile_ms, floor_ms, bound):
+    roof = {"floor_ms": floor_ms, "bound": bound, "compute_roof": "fp32"}
+    return {
+        "roofline": roof,
+        "candidate": {"median_ms": candidate_ms},
+        "eager": {"median_ms": eager_ms},
+        "compiled": {"median_ms": compile_ms},
+    }
+
+
+def test_slowdown_reason_names_the_roof_and_who_reaches_it():
+    from tools.roofline import slowdown_reason
+
+    # a convolution: cuDNN's TF32 tensor cores are 3x above the fp32 roof
+    conv = slowdown_reason(_profile(29.65, 4.0, 3.65, 12.12, "compute-bound"))
+    assert conv.startswith("compute-bound: candidate 29.650 ms = 41%; eager 4.000 ms = 303%")
+    assert "tensor cores" in conv
+    # a copy at the bandwidth roof: nothing left to gain
+    copy = slowdown_reason(_profile(3.16, 3.05, 3.04, 3.03, "memory-bound"))
+    assert "bandwidth roof" in copy and "no headroom" in copy
+    # a GEMM whose baseline reaches the roof and the candidate does not
+    gemm = slowdown_reason(_profile(5.69, 2.69, 2.69, 2.79, "compute-bound"))
+    assert "the baseline reaches the roof, the candidate does not" in gemm
+    assert "no headroom" not in gemm
+    assert slowdown_reason({"status": "error"}) is None and slowdown_reason(None) is None
+
+
+def test_report_says_what_limits_each_slower_problem():
+    settings = {"mode": "sample", "samples": 1, "per_problem": 1, "ks": [1], "backend": "compiler",
+                "temperature": 1.0, "top_p": 0.97, "protocol": "ours", "trials": 5,
+                "tolerance_preset": "default", "policy": "strict"}  # fmt: skip
+    why = "compute-bound: candidate 7.832 ms = 10%; eager 1.847 ms = 42% of the fp32 roof"
+    problems = [
+        ("conv", [rec("conv", 0, True, 0.24, 0.24, status="slower", limit=why)], None, None),
+        ("relu", [rec("relu", 0, True, 1.0, 1.01, limit="memory-bound: at the roof")], None, None),
+        ("bad", [rec("bad", 0, False)], None, None),
+    ]
+    r = compute_report(settings, problems)
+    assert r["problems"][0]["limit"] == why
+    from agent.bench.report import render_markdown
+
+    md = render_markdown(r)
+    section = md[md.index("## Slower than the better") :]
+    assert f"| conv | 0.24x | {why} |" in section
+    assert "| relu |" not in section and "| bad |" not in section  # 1.0x: not below 0.97x
+    assert "not tuned" in section

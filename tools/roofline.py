@@ -326,3 +326,40 @@ def repetitions(estimate_ms: float, *, budget_ms: float, least: int, most: int) 
     if estimate_ms <= 0:
         return most
     return max(least, min(most, int(budget_ms / estimate_ms)))
+
+
+def slowdown_reason(profile: dict | None) -> str | None:
+    """What limits a correct kernel that is slower than a baseline, from a profile (`tools.profile`
+    as a dict): how far each of them gets toward the roof that bounds the problem. None where the
+    profile holds no timings or no roofline.
+
+    `memory-bound: candidate 3.16 ms = 96% of the bandwidth roof; eager 3.05 ms = 99%` says there is
+    no headroom left; `compute-bound: candidate 7.83 ms = 10% of the fp32 roof; eager 1.85 ms = 42%`
+    says the baseline's library kernel does the same FLOPs four times as well; a baseline above
+    100% of the fp32 roof runs on TF32 tensor cores (PyTorch's default for cuDNN convolutions).
+    """
+    if not isinstance(profile, dict):
+        return None
+    roof = profile.get("roofline")
+    times = {
+        name: (profile.get(key) or {}).get("median_ms")
+        for name, key in (("candidate", "candidate"), ("eager", "eager"), ("compile", "compiled"))
+    }
+    if not isinstance(roof, dict) or not times["candidate"] or not roof.get("floor_ms"):
+        return None
+    floor = float(roof["floor_ms"])
+    bound = roof.get("bound") or "unknown"
+    which = "bandwidth" if bound == "memory-bound" else f"{roof.get('compute_roof') or 'fp32'}"
+    parts = [
+        f"{name} {format_ms(ms)} = {floor / ms:.0%}" for name, ms in times.items() if ms and ms > 0
+    ]
+    text = f"{bound}: " + "; ".join(parts) + f" of the {which} roof (floor {format_ms(floor)})"
+    frac = {name: floor / ms for name, ms in times.items() if ms and ms > 0}
+    over = [name for name, f in frac.items() if name != "candidate" and f > 1.15]
+    if over and bound == "compute-bound":
+        text += f"; {' and '.join(over)} well above the {which} roof: tensor cores (TF32 or lower)"
+    elif frac["candidate"] >= 0.9 and frac["candidate"] >= 0.95 * max(frac.values()):
+        text += "; all at the roof: no headroom"
+    elif frac["candidate"] < 0.9 <= max(frac.values()):
+        text += "; the baseline reaches the roof, the candidate does not"
+    return text

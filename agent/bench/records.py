@@ -16,6 +16,7 @@ import tools.evaluate
 from agent.bench.config import profile_options
 from tools.evaluate import DEFAULT_BASELINE
 from tools.problem import Problem
+from tools.roofline import slowdown_reason
 from tools.verify import Verifier
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,9 @@ class SampleRecord:
     """Epoch seconds when work on it began (its LLM call, else its evaluation)."""
     ended_at: float | None = None
     """Epoch seconds when its evaluation ended."""
+    limit: str = ""
+    """What limits a correct, timed candidate (`tools.roofline.slowdown_reason`): how close it and
+    each baseline get to the roof that bounds the problem."""
     memory: dict[str, float] = field(default_factory=dict)
     """Peak memory seen (`host_peak_mb`, `gpu_peak_mb`, ...): the largest value of each key in
     the verdict's `evidence.memory` and the profile's `memory` (`peak_memory`)."""
@@ -141,6 +145,7 @@ def evaluate_sample(
         started_at=draft.drafted_at if draft.drafted_at is not None else round(started_at, 3),
         ended_at=round(time.time(), 3),
         memory=peak_memory(verdict_dict, ev.profile),
+        limit=(slowdown_reason(ev.profile) or "") if ev.correct else "",
     )
     return Evaluated(record=record, verdict=verdict_dict, profile=ev.profile, draft=draft)
 

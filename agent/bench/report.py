@@ -98,6 +98,7 @@ def compute_report(settings: dict[str, Any], problems: ProblemRows) -> dict[str,
                 "best_speedup": best,
                 "fast_p_per_sample": per_sample_fast,
                 "outcome": problem_outcome(recs, err),
+                "limit": _limit_of(recs),
                 **problem_cost(recs),
                 "samples": [r.to_dict() for r in recs],
             }
@@ -209,6 +210,16 @@ def compute_report(settings: dict[str, Any], problems: ProblemRows) -> dict[str,
         "problems": rows,
         "notes": notes,
     }
+
+
+SLOWER_THAN = 0.97
+"""Below this speedup over the better baseline, a problem's report line says what limits it."""
+
+
+def _limit_of(recs: Sequence[SampleRecord]) -> str:
+    """The limit of the problem's fastest correct candidate (over the better baseline)."""
+    timed = [r for r in recs if r.correct and r.speedups.get("best")]
+    return max(timed, key=lambda r: r.speedups["best"]).limit if timed else ""
 
 
 def problem_outcome(recs: Sequence[SampleRecord], err: str | None) -> str:
@@ -350,6 +361,33 @@ def render_markdown(r: dict[str, Any]) -> str:
             f"{_num(p['peak_gpu_mb'], nd=0)} | {st or '-'} |"
         )
     lines.append("")
+    slow = [
+        p
+        for p in r["problems"]
+        if p["best_speedup"].get("best") is not None and p["best_speedup"]["best"] < SLOWER_THAN
+    ]
+    if slow:
+        tried = (
+            f"the agent's loop with a budget of {s['per_problem']} (drafts, feedback, the tuner)"
+            if s["mode"] == "loop"
+            else f"{s['per_problem']} candidate(s) per problem from the {s['backend']} backend, "
+            "not tuned (the loop mode tunes)"
+        )
+        lines += [
+            f"## Slower than the better of eager and torch.compile (below {SLOWER_THAN}x)",
+            "",
+            f"Tried: {tried}. Limit: how close the fastest correct candidate and each baseline "
+            "get to the roof that bounds the problem (measured device peaks).",
+            "",
+            "| problem | best vs better | what limits it |",
+            "|---|---|---|",
+        ]
+        for p in slow:
+            why = (p.get("limit") or "no roofline (see the candidate's profile.json)").replace(
+                "|", "\\|"
+            )
+            lines.append(f"| {p['problem']} | {_x(p['best_speedup']['best'])} | {why} |")
+        lines.append("")
     for n in r["notes"]:
         lines.append(f"Note: {n}")
     lines.append("")

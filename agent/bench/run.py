@@ -27,6 +27,7 @@ from agent.rundir import write_atomic
 from tools.errors import BackendError, BadInputError, TritonAgentError
 from tools.evaluate import DEFAULT_BASELINE
 from tools.problem import Problem, read_problem
+from tools.roofline import slowdown_reason
 from tools.verify import Verifier, VerifyOptions
 
 log = logging.getLogger(__name__)
@@ -465,6 +466,7 @@ def loop_problem(
             started_at=started_at,
             ended_at=ended_at,
             memory=peak_memory(verdict, meta.get("profile")),
+            limit=(slowdown_reason(meta.get("profile")) or "") if meta["correct"] else "",
         )
         out.append(
             {

@@ -15,6 +15,7 @@ from agent.bench.records import Draft, Evaluated, SampleRecord, peak_memory
 from agent.rundir import write_atomic
 from tools.errors import BadInputError
 from tools.results import strict_json
+from tools.roofline import slowdown_reason
 
 log = logging.getLogger(__name__)
 
@@ -111,9 +112,16 @@ def _read_json(path: Path) -> Any:
 
 def _read_record(sd: Path, problem: str) -> SampleRecord | None:
     try:
-        return SampleRecord.from_dict(json.loads((sd / "sample.json").read_text()))
+        record = SampleRecord.from_dict(json.loads((sd / "sample.json").read_text()))
     except (OSError, ValueError, TypeError):
         pass
+    else:
+        if record.correct and not record.limit:  # written before records carried it
+            try:
+                record.limit = slowdown_reason(json.loads((sd / "profile.json").read_text())) or ""
+            except (OSError, ValueError):
+                pass
+        return record
     # sample.json unreadable: rebuild what the verdict says
     try:
         v = json.loads((sd / "verdict.json").read_text())
