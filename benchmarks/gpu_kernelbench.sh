@@ -118,16 +118,25 @@ jobs_now() { # the job processes alive (age, job dir, function): what a stalled 
 }
 
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+# The GPUs to use: those CUDA_VISIBLE_DEVICES names (a caller giving this bench one GPU of two,
+# benchmarks/gpu_finish.sh), else all.
+if [ "$NGPU" -gt 0 ] && [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
+  read -r -a gpu_ids <<<"${CUDA_VISIBLE_DEVICES//,/ }"
+  NGPU=${#gpu_ids[@]}
+else
+  gpu_ids=()
+  for ((g = 0; g < NGPU; g++)); do gpu_ids+=("$g"); done
+fi
 read -r -a levels <<<"$LEVELS"
 progress
 pids=()
-# Level i on GPU i mod NGPU; levels that share a GPU run one after the other (their timings
-# must not overlap). No GPU: one after the other on the CPU (a dry run of this script).
+# Level i on the (i mod NGPU)th GPU; levels that share a GPU run one after the other (their
+# timings must not overlap). No GPU: one after the other on the CPU (a dry run of this script).
 for ((g = 0; g < (NGPU > 0 ? NGPU : 1); g++)); do
   mine=()
   for ((i = g; i < ${#levels[@]}; i += (NGPU > 0 ? NGPU : 1))); do mine+=("${levels[i]}"); done
   [ ${#mine[@]} -eq 0 ] && continue
-  gpu=$([ "$NGPU" -gt 0 ] && echo "$g" || echo "")
+  gpu=$([ "$NGPU" -gt 0 ] && echo "${gpu_ids[g]}" || echo "")
   (for level in "${mine[@]}"; do run_level "$level" "$gpu"; done) &
   pids+=($!)
 done

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Finish a resumed KernelBench bench on a two-GPU machine (nvidia-h200-x2) in one device call,
+# with the adversarial corpus on CUDA beside it: two lanes, one a GPU.
+#   GPU 0: level1 (resumed from RESUME1), until the deadline.
+#   GPU 1: level2 (resumed from RESUME2); then the adversarial corpus on CUDA
+#          (benchmarks/adversarial_figures.py, up to 135 s); then benchmarks/gpu_conv_tune.sh on
+#          the level-1 problems CONV_TUNE names (if set); then, in a bench directory of its
+#          own, the level-2 problems named in RERUN2 again with today's code (a problem whose
+#          earlier verdict came from older code), until the deadline.
+# Everything comes back as one file, $OUT/finish.tgz (each bench's gpu_kernelbench.sh output
+# and the corpus's JSON and log), plus finish.txt (this script's log) and summary.md.
+#
+#   run(command="RESUME1=.kb/resume/bench_level1.tgz RESUME2=.kb/resume/bench_level2.tgz
+#       RERUN2='17_Conv2d_InstanceNorm_Divide,...' bash benchmarks/gpu_finish.sh",
+#       carry=[".whl", ".kb"], kind="nvidia-h200-x2", timeout_s=600)
+#
+# Environment: DEADLINE_S [540] (everything, packing included, done by then), JOBS_PER_GPU [6],
+# RESUME1, RESUME2 (tarballs of an earlier gpu_kernelbench.sh call), RERUN2 [] (comma-separated
+# problem names, as for `agent bench --only`), CONV_TUNE [] (level-1 numbers for gpu_conv_tune.sh).
+set -u
+START=$SECONDS
+DEADLINE_S=${DEADLINE_S:-540}
+JOBS=${JOBS_PER_GPU:-6}
+source "$(dirname "$0")/_gpu_env.sh" # wheels installed once, before the lanes start
+FINAL=$OUT
+W=/tmp/finish
+mkdir -p "$W"
+LOG=$W/finish.txt
+: >"$LOG"
+log() { echo "[$((SECONDS - START)) s] $*" | tee -a "$LOG"; }
+git log -1 --format='commit %H' >>"$LOG" 2>/dev/null
+[ -f COMMIT ] && echo "snapshot of $(cat COMMIT)" >>"$LOG"
+left() { echo $((DEADLINE_S - 25 - (SECONDS - START))); } # 25 s: packing
+
+bench() { # bench NAME GPU LEVEL [RESUME] [extra env...]: gpu_kernelbench.sh until the deadline
+  local name=$1 gpu=$2 level=$3 resume=${4:-} rc t0=$SECONDS
+  shift 4
+  mkdir -p "$W/$name"
+  log "GPU $gpu: $name ($level), up to $(left) s"
+  env "$@" CUDA_VISIBLE_DEVICES=$gpu OUT=$W/$name LEVELS=$level BENCH_DIR=bench_$name \
+    JOBS_PER_GPU=$JOBS RESUME_TGZ=$resume DEADLINE_S="$(left)" \
+    bash benchmarks/gpu_kernelbench.sh >"$W/$name/stdout.txt" 2>&1
+  rc=$?
+  log "GPU $gpu: $name exit $rc after $((SECONDS - t0)) s: $(grep -h 'candidates done' "$W/$name/log.txt" | tail -1)"
+}
+
+lane0() { bench level1 0 level1 "${RESUME1:-}" X=1; }
+
+lane1() {
+  bench level2 1 level2 "${RESUME2:-}" X=1
+  local t=$(($(left) < 135 ? $(left) : 135)) t0=$SECONDS
+  if [ "$t" -gt 30 ]; then
+    mkdir -p "$W/adversarial"
+    log "GPU 1: adversarial corpus on CUDA, up to $t s"
+    CUDA_VISIBLE_DEVICES=1 ADV_JOBS_PER_GPU=4 timeout "$t" python3 benchmarks/adversarial_figures.py \
+      --device cuda --json --no-write >"$W/adversarial/adversarial_cuda.json" \
+      2>"$W/adversarial/adversarial_cuda.log"
+    log "GPU 1: adversarial exit $? after $((SECONDS - t0)) s (124: cut; the log has every case that finished)"
+  fi
+  t=$(left)
+  if [ -n "${CONV_TUNE:-}" ] && [ "$t" -gt 60 ]; then
+    mkdir -p "$W/conv_tune"
+    log "GPU 1: conv tune ($CONV_TUNE), up to $t s"
+    CUDA_VISIBLE_DEVICES=1 OUT=$W/conv_tune PROBLEMS=$CONV_TUNE DEADLINE_S=$((t - 5)) \
+      bash benchmarks/gpu_conv_tune.sh >"$W/conv_tune/stdout.txt" 2>&1
+    log "GPU 1: conv tune exit $?"
+  fi
+  if [ -n "${RERUN2:-}" ] && [ "$(left)" -gt 90 ]; then
+    bench rerun2 1 level2 "" BENCH_ARGS="--only $RERUN2"
+  fi
+}
+
+lane0 &
+lane1 &
+wait
+log "done"
+python3 - "$W/adversarial/adversarial_cuda.json" >>"$LOG" 2>&1 <<'PY'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception as e:  # cut before it wrote: the log has the cases
+    print("adversarial JSON unreadable:", e)
+    raise SystemExit
+print("adversarial:", {k: v for k, v in d.items() if not isinstance(v, (list, dict))})
+PY
+cat "$W"/*/summary.md >"$FINAL/summary.md" 2>/dev/null
+tar czf "$FINAL/finish.tgz" -C /tmp finish
+cp "$LOG" "$FINAL/finish.txt"
+log "packed $(($(stat -c %s "$FINAL/finish.tgz") / 1024)) KiB"
