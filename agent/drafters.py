@@ -98,7 +98,7 @@ def draft_llm(backend: Any, prompt: Any, k: int, config: AgentConfig) -> list[Ca
 
 
 class CompilerDrafter:
-    """torch.compile/Inductor's Triton as a candidate (tools.inductor_draft), run in a sandbox job:
+    """torch.compile/Inductor's Triton as a candidate (tools.draft), run in a sandbox job:
     the problem's code executes there, and Inductor's internals may be patched freely."""
 
     def __init__(self, sandbox: Sandbox, device: str, timeout_s: float = 600.0):
@@ -122,7 +122,7 @@ class CompilerDrafter:
         drafted before on this device with these versions, else drafted now and cached.
         Failures are not cached. `gpu_mb`: the device memory the draft is expected to take
         (the problem's footprint); see `_draft` for what it changes. `settings`: other
-        Inductor settings (`tools.inductor_draft.SETTINGS`), for the tuner."""
+        Inductor settings (`tools.draft.SETTINGS`), for the tuner."""
         key = draft_cache_key(
             problem_source, self.device + ("" if settings == "default" else f":{settings}")
         )
@@ -185,7 +185,7 @@ class CompilerDrafter:
         settings: str = "default",
     ) -> Any:
         return self.sandbox.run(
-            "tools.inductor_draft:draft_job",
+            "tools.draft:draft_job",
             problem_source,
             problem_path,
             device=self.device,
@@ -216,17 +216,21 @@ DRAFT_CACHE_VERSION = "1"
 def draft_cache_key(problem_source: str, device: str) -> str:
     """What a compiler draft depends on: the problem's text, the device kind, torch and Triton
     (Inductor's code generation), and the drafter's own code (tools/triton_conv.py included)."""
+    import glob
     import hashlib
+    import os
 
     import torch
     import triton
 
-    from tools import inductor_draft, triton_conv
+    from tools import draft, triton_conv
 
-    try:  # the drafter, and the Triton convolutions it copies into candidates
+    try:  # the drafter's package, and the Triton convolutions it copies into candidates
         digest = hashlib.sha256()
-        for module in (inductor_draft, triton_conv):
-            with open(module.__file__, "rb") as f:
+        package = os.path.dirname(draft.__file__)
+        files = sorted(glob.glob(os.path.join(package, "*.py"))) + [triton_conv.__file__]
+        for path in files:
+            with open(path, "rb") as f:
                 digest.update(f.read())
         drafter = digest.hexdigest()[:16]
     except OSError:

@@ -8,7 +8,7 @@ verification before it is timed, so a less precise variant (plain TF32) survives
 problem's tolerance allows it; the notes name the precision the kept kernel uses.
 
 Where eager beats the compiler's draft (on a GPU: reductions, pooling, norms), drafts made with
-other Inductor settings (tools.inductor_draft.SETTINGS: no split reductions, looped instead of
+other Inductor settings (tools.draft.SETTINGS: no split reductions, looped instead of
 persistent reductions, coordinate descent, max-autotune for pointwise and reductions) are
 evaluated first, each a candidate like any other. On the CPU nothing is timed, so none are made.
 """
@@ -47,7 +47,7 @@ def _variants(code: str, stage: str, limit: int) -> list[tuple[str, str]]:
 def _alternative_drafts(ctx: RunContext, state: dict[str, Any], best: Attempt, limit: int):
     """(settings, candidate) drafts with other Inductor settings, when the best is the default
     compiler draft and eager beats it (speedup over eager under 1.0, so GPU only)."""
-    from tools.inductor_draft import alternative_settings
+    from tools.draft import alternative_settings
 
     eager = (best.get("speedups") or {}).get("eager")
     if best.get("source") != "compiler" or eager is None or eager >= 1.0:

@@ -1,7 +1,7 @@
 """fp32 GEMM problems through the compiler drafter and the tuner's GEMM search, against eager
 (cuBLAS, TF32 off) and torch.compile, on one GPU. Run by benchmarks/gpu_gemm.sh.
 
-Per problem: draft with `tools.inductor_draft.draft_candidate` (CPU codegen, which needs no
+Per problem: draft with `tools.draft.draft_candidate` (CPU codegen, which needs no
 torch.compile on the GPU; the GEMM is this project's template either way), then time the draft
 and the tuner's variants (`tools.tune.gemm_variants`: tile configs, then split-K and input
 precision of the best) with `triton.testing.do_bench` (median, L2 flushed by do_bench), eager and
@@ -52,7 +52,7 @@ def _bench(fn) -> float:
 
 _DRAFT_ALL = r"""
 import json, sys, time
-from tools.inductor_draft import draft_candidate
+from tools.draft import draft_candidate
 out = {}
 for path in sys.argv[2:]:
     t0 = time.monotonic()

@@ -74,7 +74,7 @@ for n in $PROBLEMS; do
   # the draft: Inductor on CUDA (its autotuning included), the convolution hook applied
   timeout $(($(left) - 25)) python3 - "$problem" "$cand" "$OUT/${n}_draft.json" <<'EOF' >>"$LOG" 2>&1
 import json, os, sys
-from tools.inductor_draft import draft_candidate
+from tools.draft import draft_candidate
 problem, cand, meta = sys.argv[1:]
 r = draft_candidate(open(problem).read(), device=os.environ.get("DEVICE", "cuda"))
 open(cand, "w").write(r.source)

@@ -105,7 +105,7 @@ SMALL = (
 
 DRAFT = r"""
 import json, sys
-from tools.inductor_draft import draft_candidate
+from tools.draft import draft_candidate
 source = open(sys.argv[1]).read()
 out = {}
 for sizes in ("dynamic", "static"):

@@ -1,4 +1,4 @@
-"""tools.inductor_draft: KernelBench problem -> Inductor -> standalone Triton candidate.
+"""tools.draft: KernelBench problem -> Inductor -> standalone Triton candidate.
 
 Every problem (the inline ones below and examples/problems/*.py) is drafted in ONE subprocess
 (Inductor's import and first compile cost ~4 s; later problems ~0.5 s each), then every candidate
@@ -163,7 +163,7 @@ PROBLEMS = {**INLINE_PROBLEMS, **{f"examples/{p.stem}": p.read_text() for p in E
 
 DRAFT_SCRIPT = r"""
 import json, sys, time, traceback
-from tools.inductor_draft import draft_candidate
+from tools.draft import draft_candidate
 
 problems, device, out = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
 results = {}
@@ -377,8 +377,8 @@ def test_gemms_use_the_project_template_with_tf32x3(drafted):
 def test_unsupported_torch_version_is_a_clear_shim_error(monkeypatch):
     import torch
 
+    from tools.draft import check_torch_support, draft_candidate
     from tools.errors import ShimError
-    from tools.inductor_draft import check_torch_support, draft_candidate
 
     monkeypatch.setattr(torch, "__version__", "2.4.1+cpu")
     with pytest.raises(ShimError, match=r"needs torch >= 2\.11.*this is torch 2\.4\.1"):
@@ -390,8 +390,8 @@ def test_unsupported_torch_version_is_a_clear_shim_error(monkeypatch):
 def test_missing_internal_is_a_clear_shim_error(monkeypatch):
     from torch._inductor.graph import GraphLowering
 
+    from tools.draft import check_torch_support
     from tools.errors import ShimError
-    from tools.inductor_draft import check_torch_support
 
     monkeypatch.delattr(GraphLowering, "save_output_code")
     with pytest.raises(ShimError, match="GraphLowering.save_output_code"):
@@ -399,8 +399,8 @@ def test_missing_internal_is_a_clear_shim_error(monkeypatch):
 
 
 def test_problem_without_model_is_a_problem_error():
+    from tools.draft import draft_candidate
     from tools.errors import ProblemError
-    from tools.inductor_draft import draft_candidate
 
     with pytest.raises(ProblemError, match="Model"):
         draft_candidate(

@@ -62,19 +62,19 @@ def test_the_judge_computes_its_reference_in_full_fp32(tmp_path, cpu_verifier):
 def test_the_drafter_generates_code_with_tf32_off(monkeypatch):
     """Inductor's GEMM/convolution templates take `ALLOW_TF32` from PyTorch's switches when
     they generate code (cuDNN's is on by default): the drafter captures in full fp32."""
-    from tools import inductor_draft
+    from tools.draft import DraftUnsupportedError, draft_candidate, job
 
     seen = []
 
     def capture(*args, **kwargs):
         seen.append((torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32))
-        raise inductor_draft.DraftUnsupportedError("stop here")
+        raise DraftUnsupportedError("stop here")
 
-    monkeypatch.setattr(inductor_draft, "_capture_inductor", capture)
+    monkeypatch.setattr(job, "capture_inductor", capture)
     source = (EX / "problems" / "relu.py").read_text()
     try:
-        inductor_draft.draft_candidate(source, device="cpu")
-    except inductor_draft.DraftUnsupportedError:
+        draft_candidate(source, device="cpu")
+    except DraftUnsupportedError:
         pass
     assert seen and all(s == (False, False) for s in seen), seen
     assert torch.backends.cudnn.allow_tf32, "the switches are restored after the draft"

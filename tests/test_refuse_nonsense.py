@@ -106,9 +106,9 @@ def test_the_repl_takes_a_plain_module_with_get_inputs(tmp_path):
     path.write_text(source)
     assert read_problem(str(path)).source == source  # was "no top-level `class Model`"
     # the compiler drafter reads Model's own forward: was "Model has no `forward` method"
-    from tools.inductor_draft import _forward_signature, _load_problem
+    from tools.draft.loading import forward_signature, load_problem
 
-    assert _forward_signature(_load_problem(source, "cpu"))[1] == ["x"]
+    assert forward_signature(load_problem(source, "cpu"))[1] == ["x"]
     # renamed, not aliased: the drafter copies the file's other statements (`Net = Model`
     # ended up in its draft without the class, a NameError)
     assert "super(Model, self)" in source and "Net = " not in source and "# Net" in source

@@ -1,7 +1,7 @@
 """The compiler drafter with this project's Triton convolutions, end to end.
 
 Inductor leaves these convolutions (transposed, 1D) to `extern_kernels.convolution`, which the
-strict policy refuses; the drafter's hook (`tools/inductor_draft.py`, issue 15) points them at
+strict policy refuses; the drafter's hook (`tools/draft/rewrite.py`, issue 15) points them at
 `triton_convolution`, copied into the candidate from tools/triton_conv.py. The small problems
 in tests/fixtures/conv/ are drafted in ONE subprocess (`draft_candidate`, the compiler backend's
 drafter), then two are verified with `python -m agent verify` under the strict policy (~20 s
@@ -24,7 +24,7 @@ PROBLEMS = sorted(p.name for p in FIXTURES.glob("*.py"))
 
 DRAFT_SCRIPT = r"""
 import json, sys
-from tools.inductor_draft import draft_candidate
+from tools.draft import draft_candidate
 
 out = {}
 for path in sys.argv[2:]:

@@ -56,7 +56,7 @@ def test_gemm_calls_are_tuned_in_stages_other_launches_by_knob():
 
 
 def test_alternative_inductor_settings_only_where_they_change_something():
-    from tools.inductor_draft import SETTINGS, alternative_settings
+    from tools.draft import SETTINGS, alternative_settings
 
     # coordinate descent and max-autotune benchmark: on the CPU path they would draft the default
     assert alternative_settings("cpu") == [
@@ -87,7 +87,7 @@ def test_no_alternative_drafts_without_timings():
 
 _SETTINGS_DRAFT = r"""
 import json, sys
-from tools.inductor_draft import draft_candidate
+from tools.draft import draft_candidate
 src = '''
 import torch
 import torch.nn as nn

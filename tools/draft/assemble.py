@@ -1,0 +1,200 @@
+"""The candidate file: header, the problem's prelude, helpers, kernels, host code and `ModelNew`."""
+
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+from typing import Any
+
+from tools.draft.capture import Capture
+from tools.draft.kernels import Kernel, KernelRewriter
+from tools.draft.loading import LoadedProblem, model_classdef
+from tools.draft.result import DraftUnsupportedError
+from tools.draft.rewrite import HostRewriter
+from tools.gemm_template import GEMM_SOURCE
+
+
+def output_structure(value: Any, counter: list[int]) -> str:
+    """Python that rebuilds Model.forward's output structure from the flat `outputs` tuple."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        counter[0] += 1
+        return f"outputs[{counter[0] - 1}]"
+    if isinstance(value, tuple):
+        items = [output_structure(v, counter) for v in value]
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+    if isinstance(value, list):
+        return "[" + ", ".join(output_structure(v, counter) for v in value) + "]"
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return (
+            "{"
+            + ", ".join(f"{k!r}: {output_structure(v, counter)}" for k, v in value.items())
+            + "}"
+        )
+    raise DraftUnsupportedError(
+        f"Model.forward returns a {type(value).__name__}; only tensors and tuples/lists/dicts of them are supported"
+    )
+
+
+_HEADER_IMPORTS = (
+    "import torch",
+    "import torch.nn as nn",
+    "import triton",
+    "import triton.language as tl",
+)
+
+
+def _prelude(problem: LoadedProblem) -> str:
+    """The problem's imports, constants and helpers (what Model.__init__ may refer to)."""
+    parts = []
+    for node in problem.tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and ast.unparse(node) in _HEADER_IMPORTS:
+            continue
+        if isinstance(node, ast.FunctionDef) and node.name in ("get_inputs", "get_init_inputs"):
+            continue
+        if isinstance(node, ast.ClassDef) and node.name == "Model":
+            continue
+        if isinstance(node, ast.If) and "__name__" in ast.unparse(node.test):
+            continue
+        if (
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
+            continue  # the problem's docstring
+        segment = ast.get_source_segment(problem.source, node, padded=True)
+        parts.append(segment if segment is not None else ast.unparse(node))
+    return "\n".join(parts).strip()
+
+
+def model_new_source(
+    problem: LoadedProblem, forward_args: ast.arguments, call_args: list[str], output_expr: str
+) -> str:
+    """ModelNew: Model's class body (constructor and helpers) with a forward that calls `call`."""
+    cls = model_classdef(problem.tree)
+    methods = []
+    for node in cls.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "forward":
+            continue
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue  # docstring
+        segment = ast.get_source_segment(problem.source, node, padded=True)
+        text = textwrap.dedent(segment) if segment is not None else ast.unparse(node)
+        text = re.sub(r"\bsuper\(\s*Model\s*,\s*self\s*\)", "super()", text)
+        methods.append(textwrap.indent(text, "    "))
+    args = ast.unparse(forward_args)
+    forward = (
+        f"    def forward({args}):\n"
+        f"        outputs = call([{', '.join(call_args)}])\n"
+        f"        return {output_expr}\n"
+    )
+    bases = ", ".join(ast.unparse(b) for b in cls.bases) or "nn.Module"
+    doc = '    """Model with its forward in the Triton kernels above (drafted from Inductor)."""\n'
+    return f"class ModelNew({bases}):\n{doc}\n" + "\n\n".join(methods + [forward])
+
+
+_REINTERPRET = '''
+def reinterpret_tensor(tensor, size, stride, offset_increment=0):
+    """A view of `tensor`'s storage (Inductor's `reinterpret_tensor`)."""
+    return tensor.as_strided(size, stride, tensor.storage_offset() + offset_increment)
+'''
+
+
+def assemble(
+    problem: LoadedProblem,
+    torch_version: str,
+    device: str,
+    kernels: dict[str, Kernel],
+    rewriter: KernelRewriter,
+    call: ast.FunctionDef,
+    host: HostRewriter,
+    model_new: str,
+    sizes_doc: str,
+) -> str:
+    header = (
+        f'"""Drafted by tools.draft from TorchInductor (torch {torch_version}, '
+        f"{device} codegen).\n\n{sizes_doc}\n" + '"""\n'
+    )
+    imports = list(_HEADER_IMPORTS)
+    if rewriter.libdevice_kept:
+        imports.append("from triton.language.extra import libdevice")
+    sections = [header + "\n".join(imports), _prelude(problem)]
+    if rewriter.helpers:
+        sections.append(
+            "# Helpers copied from torch/_inductor/runtime/triton_helpers.py, or written for the\n"
+            "# libdevice calls the Triton interpreter cannot run.\n"
+            + "\n\n".join(rewriter.helpers.values())
+        )
+    launched = [k for k in dict.fromkeys(host.launched)]
+    sections.extend(kernels[name].source for name in launched)
+    if host.gemms:
+        sections.append(
+            "# This project's GEMM template (tools/gemm_template.py): sizes and strides from the\n"
+            "# tensors, tf32x3 for fp32, split-K from the shapes; launch parameters at each call.\n"
+            + GEMM_SOURCE.strip()
+            + "\n"
+        )
+    if host.uses_reinterpret:
+        sections.append(_REINTERPRET.strip() + "\n")
+    host_source = ast.unparse(call)
+    # ast.unparse writes `k[63,](...)`; the usual spelling is `k[(63,)](...)`.
+    launch = (
+        re.compile(rf"\b({'|'.join(map(re.escape, launched))})\[([^\]]*)\]\(") if launched else None
+    )
+    if launch is not None:
+        host_source = launch.sub(lambda m: f"{m.group(1)}[({m.group(2)})](", host_source)
+    sections.append(host_source + "\n")
+    sections.append(model_new)
+    return "\n\n".join(s.strip("\n") + "\n" for s in sections if s.strip())
+
+
+def with_conv_source(source: str, conv_source: str) -> str:
+    """The candidate with the convolution kernels placed just before the host code's `call`."""
+    if not conv_source:
+        return source
+    at = re.search(r"^def call\(", source, re.M)
+    if at is None:
+        raise DraftUnsupportedError("no `def call(` in the assembled candidate")
+    return source[: at.start()] + conv_source + "\n\n" + source[at.start() :]
+
+
+def describe_sizes(
+    capture: Capture,
+    call_args: list[str],
+    forward_names: list[str],
+    vararg: str | None,
+    symbols: dict[str, str],
+    dynamic: bool,
+) -> tuple[str, list[str]]:
+    """What the candidate's sizes depend on: a sentence for its docstring and the notes, and
+    the list of what stays fixed (input dimensions Inductor specialised, its size guards)."""
+    if not dynamic:
+        return (
+            "Sizes are fixed: block sizes, grids, tensor sizes and the model's Python-number\n"
+            "attributes are the problem's; the candidate is correct at those sizes only.",
+            ["every size (static draft)"],
+        )
+    fixed = []
+    for expr, shape in zip(call_args, capture.input_shapes, strict=False):
+        is_argument = expr in forward_names or (vararg and expr.startswith(f"{vararg}["))
+        if shape is None or not is_argument:
+            continue
+        fixed += [f"{expr}.shape[{d}] == {n}" for d, n in enumerate(shape) if isinstance(n, int)]
+    names = {**capture.symbol_sources, **symbols}
+    for guard in capture.guards:
+        text = re.sub(r"\b[a-z]+\d+\b", lambda m: names.get(m.group(0), m.group(0)), guard)
+        text = re.sub(r"^Eq\((.*), ([^,]+)\)$", r"\1 == \2", text)
+        left, _, right = text.partition(" == ")
+        if left != right:  # a size equal to itself (two symbols for one source) says nothing
+            fixed.append(text.replace("2147483647", "2**31 - 1"))
+    text = "Sizes and strides are read from the inputs at run time."
+    if fixed:
+        text += (
+            "\nFixed or assumed (Inductor specialised them): "
+            + "; ".join(fixed[:12])
+            + (f"; and {len(fixed) - 12} more" if len(fixed) > 12 else "")
+            + "."
+        )
+    return text, fixed

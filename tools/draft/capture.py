@@ -1,0 +1,198 @@
+"""Running Inductor on the problem's Model and capturing the Python wrapper it generates, with
+what a dynamic draft needs: where each graph input comes from, the traced shapes, the guards."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import dataclasses
+import re
+import unittest.mock
+from typing import Any
+
+from tools.draft.inductor_patches import (
+    avg_pool_in_triton,
+    choices_kept,
+    conv_bias_peeled,
+    stand_in_driver_if_needed,
+)
+from tools.draft.loading import LoadedProblem
+from tools.draft.result import DraftUnsupportedError
+from tools.draft.settings import existing_options, inductor_options
+
+
+class _WrapperCaptured(Exception):
+    """Raised from inside Inductor once the wrapper source exists (CPU path: stop there)."""
+
+
+@dataclasses.dataclass
+class Capture:
+    wrapper: str
+    graph_inputs: list[Any]
+    module: Any  # the compiled wrapper module (GPU path only)
+    input_sources: list[str | None] = dataclasses.field(default_factory=list)
+    """Dynamo's source of each graph input (`L['x'].size()[0]`, `L['self'].eps`), or None."""
+    input_shapes: list[tuple[Any, ...] | None] = dataclasses.field(default_factory=list)
+    """Each tensor graph input's traced shape: ints where Inductor fixed a size, else symbols."""
+    guards: list[str] = dataclasses.field(default_factory=list)
+    """What a dynamic draft assumes about sizes (the shape environment's guards)."""
+    symbol_sources: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Size symbols (`s27`) as Python inside `forward` (`x.shape[1]`)."""
+
+
+def capture_inductor(
+    problem: LoadedProblem, device: str, dynamic: bool = False, settings: str = "default"
+) -> Capture:
+    import torch
+    import torch._dynamo
+    import torch._inductor.config as inductor_config
+    from torch._inductor.compile_fx import compile_fx
+    from torch._inductor.graph import GraphLowering
+    from torch._inductor.select_algorithm import AlgorithmSelectorCache
+
+    wrappers: list[str] = []
+    graph_inputs: list[list[Any]] = []
+    modules: list[Any] = []
+    stop_at_source = device == "cpu"
+
+    def save_output_code(code: str) -> None:
+        wrappers.append(code)
+        if stop_at_source:
+            raise _WrapperCaptured()
+
+    original_compile_to_module = GraphLowering.compile_to_module
+
+    def compile_to_module(self: Any) -> Any:
+        module = original_compile_to_module(self)
+        modules.append(module)
+        return module
+
+    sources: list[str | None] = []
+    shapes: list[tuple[Any, ...] | None] = []
+    shape_envs: list[Any] = []
+
+    def backend(gm: Any, example_inputs: list[Any]) -> Any:
+        # A restarted analysis (dynamo retracing after tensorifying a Python float failed)
+        # calls the backend again for the same graph: only the last call counts.
+        for seen in (graph_inputs, sources, shapes, shape_envs):
+            seen.clear()
+        graph_inputs.append(list(example_inputs))
+        for node in (n for n in gm.graph.nodes if n.op == "placeholder"):
+            grapharg = node.meta.get("grapharg")
+            source = getattr(grapharg, "source", None)
+            sources.append(source.name if source is not None else None)
+            value = node.meta.get("example_value")
+            shapes.append(tuple(value.shape) if isinstance(value, torch.Tensor) else None)
+            if isinstance(value, torch.SymInt):
+                shape_envs.append(value.node.shape_env)
+            elif isinstance(value, torch.Tensor):
+                for size in value.shape:
+                    if isinstance(size, torch.SymInt):
+                        shape_envs.append(size.node.shape_env)
+        return compile_fx(gm, example_inputs)
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(inductor_config.patch(inductor_options(device, settings)))
+        if dynamic:
+            # No duck sizing: two dims that happen to be equal (batch 16, dim 16) stay two sizes.
+            import torch.fx.experimental._config as fx_config
+
+            stack.enter_context(
+                fx_config.patch(existing_options(fx_config, {"use_duck_shape": False}))
+            )
+            # Parameter shapes and modules' int attributes (LayerNorm's normalized_shape)
+            # symbolic too: they follow the constructor's arguments.
+            stack.enter_context(
+                torch._dynamo.config.patch(
+                    existing_options(
+                        torch._dynamo.config,
+                        {
+                            "force_parameter_static_shapes": False,
+                            "force_nn_module_property_static_shapes": False,
+                            "allow_unspec_int_on_nn_module": True,
+                        },
+                    )
+                )
+            )
+        stack.enter_context(
+            unittest.mock.patch.object(
+                GraphLowering, "save_output_code", staticmethod(save_output_code)
+            )
+        )
+        stack.enter_context(
+            unittest.mock.patch.object(GraphLowering, "compile_to_module", compile_to_module)
+        )
+        stack.enter_context(
+            unittest.mock.patch.object(
+                AlgorithmSelectorCache,
+                "__call__",
+                choices_kept(AlgorithmSelectorCache.__call__, first_only=stop_at_source),
+            )
+        )
+        if stop_at_source:
+            stack.enter_context(stand_in_driver_if_needed())
+            stack.enter_context(conv_bias_peeled())
+        stack.enter_context(avg_pool_in_triton())
+        torch._dynamo.reset()
+        compiled = torch.compile(problem.model, backend=backend, fullgraph=True, dynamic=dynamic)
+        try:
+            with torch.no_grad():
+                compiled(*problem.inputs)
+        except Exception as exc:
+            if not (stop_at_source and wrappers and _caused_by(exc, _WrapperCaptured)):
+                raise DraftUnsupportedError(
+                    f"torch.compile failed on this problem: {type(exc).__name__}: {first_line(exc)}"
+                ) from exc
+        finally:
+            torch._dynamo.reset()
+    if len(wrappers) != 1 or len(graph_inputs) != 1:
+        raise DraftUnsupportedError(
+            f"expected one Inductor graph, got {len(wrappers)} wrappers for {len(graph_inputs)} graphs"
+        )
+    guards, symbol_sources = [], {}
+    if shape_envs:
+        env = shape_envs[0]
+        guards = list(dict.fromkeys(str(g.expr) for g in env.guards))
+        for symbol, where in getattr(env, "var_to_sources", {}).items():
+            if where:
+                with contextlib.suppress(Exception):
+                    symbol_sources[str(symbol)] = source_expr(where[0].name)
+    return Capture(
+        wrappers[0],
+        graph_inputs[0],
+        modules[0] if modules else None,
+        sources,
+        shapes,
+        guards,
+        symbol_sources,
+    )
+
+
+def _caused_by(exc: BaseException | None, kind: type[BaseException]) -> bool:
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, kind):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def source_expr(source: str) -> str:
+    """Dynamo's source of a graph input as Python inside `forward`: `L['x'].size()[0]` ->
+    `x.shape[0]`, `L['self'].eps` -> `self.eps`."""
+    expr = re.sub(r"\bL\['(\w+)'\]", r"\1", source).replace(".size()", ".shape")
+    # self._modules['linear']._parameters['weight'] -> self.linear.weight (identifiers only)
+    expr = re.sub(r"\._(?:modules|parameters|buffers)\['([A-Za-z_]\w*)'\]", r".\1", expr)
+    try:
+        ast.parse(expr, mode="eval")
+    except SyntaxError:
+        raise DraftUnsupportedError(f"cannot spell graph input {source!r} in forward") from None
+    if "G[" in expr or "L[" in expr:
+        raise DraftUnsupportedError(f"graph input {source!r} is not an argument or attribute")
+    return expr

@@ -1,0 +1,168 @@
+"""The patches of Inductor (and Triton) in force while the drafter runs it: the stand-in driver
+(CPU path), the choice filter for GEMMs and convolutions, the conv bias peeled off (CPU path),
+average pooling kept in Triton. Each is a context manager or a wrapper, undone afterwards."""
+
+from __future__ import annotations
+
+import contextlib
+import unittest.mock
+from collections.abc import Iterator
+from typing import Any
+
+
+class _StandInDriver:
+    """A Triton driver that only answers 'which target?' (CUDA sm_90) — nothing compiles or runs.
+
+    Inductor's Triton codegen asks the active driver for a target (for a cache key and for
+    backend options) even when the code will never be compiled; with no GPU, Triton has no active
+    driver at all, so this stands in. Installed only when no real driver is active.
+    """
+
+    def __init__(self) -> None:
+        from triton.backends.compiler import GPUTarget
+
+        self._target = GPUTarget("cuda", 90, 32)
+
+    @classmethod
+    def is_active(cls) -> bool:
+        return True
+
+    def get_current_target(self) -> Any:
+        return self._target
+
+    def get_current_device(self) -> int:
+        return 0
+
+    def get_current_stream(self, device: int | None = None) -> int:
+        return 0
+
+    def get_active_torch_device(self) -> Any:
+        import torch
+
+        return torch.device("cpu")
+
+    def get_benchmarker(self) -> Any:
+        raise RuntimeError("the stand-in Triton driver cannot benchmark (no GPU)")
+
+    def map_python_to_cpp_type(self, ty: str) -> str:
+        raise RuntimeError("the stand-in Triton driver cannot build launchers (no GPU)")
+
+
+@contextlib.contextmanager
+def stand_in_driver_if_needed() -> Iterator[bool]:
+    from triton.runtime.driver import driver
+
+    try:
+        driver.active.get_current_target()
+        yield False
+        return
+    except Exception:
+        pass
+    previous = getattr(driver, "_active", None)
+    driver.set_active(_StandInDriver())
+    try:
+        yield True
+    finally:
+        if hasattr(driver, "_active"):
+            driver._active = previous
+
+
+def choices_kept(original: Any, first_only: bool) -> Any:
+    """Wrap AlgorithmSelectorCache.__call__ to choose which implementations Inductor may pick.
+
+    GEMMs (`mm`, `addmm`, `bmm`, `baddbmm`) keep only the library choice, so the wrapper calls
+    `extern_kernels.<op>`, which the rewriter replaces with this project's GEMM template
+    (`tools.gemm_template`: tf32x3, split-K, tunable at the call site); Inductor's own fp32 GEMM
+    templates ran at ~0.5x of cuBLAS on the H200 (issue 15). Everything else (convolutions)
+    keeps only Triton template choices: all of them on the GPU (Inductor benchmarks them), the
+    first on the CPU path (with a single choice Inductor skips benchmarking, which needs a GPU).
+    Falls back to the first choice when none of the wanted kind applies.
+    """
+    from torch._inductor.select_algorithm import ExternKernelCaller, TritonTemplateCaller
+
+    from tools.gemm_template import GEMM_OPS
+
+    def select(self: Any, name: str, choices: list[Any], *args: Any, **kwargs: Any) -> Any:
+        if name in GEMM_OPS:
+            kept = [c for c in choices if isinstance(c, ExternKernelCaller)][:1]
+        else:
+            kept = [c for c in choices if isinstance(c, TritonTemplateCaller)]
+            kept = kept[:1] if first_only else kept
+        return original(self, name, kept or choices[:1], *args, **kwargs)
+
+    return select
+
+
+@contextlib.contextmanager
+def conv_bias_peeled() -> Iterator[None]:
+    """Make Inductor add a convolution's bias after the conv on CPU too (CPU path only).
+
+    Inductor's conv lowering peels the bias off into a separate add only when the device is not
+    "cpu" (CPU convs normally go to mkldnn, which takes the bias); its Triton conv templates have
+    no bias input, so with `cpu_backend="triton"` the bias was silently dropped (torch 2.13).
+    """
+    import torch
+    from torch._inductor import lowering
+
+    aten = torch.ops.aten
+    original = lowering.lowerings.get(aten.convolution.default)
+    if original is None:
+        yield
+        return
+
+    def convolution(x: Any, weight: Any, bias: Any, *args: Any, **kwargs: Any) -> Any:
+        if bias is None:
+            return original(x, weight, bias, *args, **kwargs)
+        result = original(x, weight, None, *args, **kwargs)
+        channels = result.get_size()[1]
+        spatial = len(result.get_size()) - 2
+        bias_view = lowering.lowerings[aten.view.default](bias, [channels] + [1] * spatial)
+        return lowering.lowerings[aten.add.Tensor](result, bias_view)
+
+    patched = {
+        k: convolution
+        for k in (aten.convolution, aten.convolution.default)
+        if k in lowering.lowerings
+    }
+    with unittest.mock.patch.dict(lowering.lowerings, patched):
+        yield
+
+
+class _NeverUnequal:
+    """`sympy` as `torch._inductor.lowering` sees it, except that `Ne(a, b)` is false."""
+
+    def __getattr__(self, name: str) -> Any:
+        import sympy
+
+        if name == "Ne":
+            return lambda *args: sympy.false
+        return getattr(sympy, name)
+
+
+@contextlib.contextmanager
+def avg_pool_in_triton() -> Iterator[None]:
+    """Lower every average pooling with Inductor's own Triton reduction.
+
+    Inductor hands `avg_pool{1,2,3}d` back to ATen (no Triton) when the window holds more than
+    25 elements and the stride differs from the kernel, a speed heuristic of its own; the draft
+    then had no kernel at all (KernelBench level1/46: a 3x3x3 window, stride 2). Inside those
+    lowerings the test `Ne(kernel, stride)` reads false, so the same reduction that Inductor
+    uses for kernel == stride (any window size) lowers the pooling.
+    """
+    import torch
+    from torch._inductor import lowering
+
+    aten = torch.ops.aten
+    patched = {}
+    for packet in (aten.avg_pool1d, aten.avg_pool2d, aten.avg_pool3d):
+        original = lowering.lowerings.get(packet.default)
+        if original is None:
+            continue
+
+        def pool(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            with unittest.mock.patch.object(lowering, "sympy", _NeverUnequal()):
+                return _original(*args, **kwargs)
+
+        patched.update({packet: pool, packet.default: pool})
+    with unittest.mock.patch.dict(lowering.lowerings, patched):
+        yield
