@@ -450,3 +450,11 @@ def test_smaller_block_sizes_keep_the_grid_covering_the_output(drafted, cpu_veri
     for desc, code in variants[:2]:
         verdict = cpu_verifier.verify(problem, code, "variant.py")
         assert verdict.status == "ok", f"{desc}: {verdict.message}"
+
+
+def test_convolutions_use_the_project_template(drafted):
+    """Every convolution goes to tools.triton_conv, not Inductor's conv template: on the H200
+    Inductor's ran KernelBench's depthwise conv at 0.01x of cuDNN (level1/86, session 6)."""
+    draft = drafted["conv2d_bias_relu"]["draft"]
+    assert "triton_convolution(" in draft["source"], draft["kernels"]
+    assert not any(k.startswith("triton_tem_fused_convolution") for k in draft["kernels"])
