@@ -458,3 +458,16 @@ def test_convolutions_use_the_project_template(drafted):
     draft = drafted["conv2d_bias_relu"]["draft"]
     assert "triton_convolution(" in draft["source"], draft["kernels"]
     assert not any(k.startswith("triton_tem_fused_convolution") for k in draft["kernels"])
+
+
+def test_symbolic_sizes_are_not_specialized():
+    """A size argument of value 1 must stay an integer (Triton makes a plain-jit argument of 1 a
+    constexpr; Inductor's `tl.broadcast_to(ks3, ...)` then failed to compile on the H200)."""
+    from tools.draft.kernels import _sizes_not_specialized
+
+    src = "@triton.jit\ndef k(in_ptr0, ks0, ks3, xnumel, XBLOCK : tl.constexpr):\n    pass\n"
+    assert _sizes_not_specialized(src, "k").startswith(
+        "@triton.jit(do_not_specialize=['ks0', 'ks3'])\ndef k("
+    )
+    plain = "@triton.jit\ndef k(in_ptr0, xnumel, XBLOCK : tl.constexpr):\n    pass\n"
+    assert _sizes_not_specialized(plain, "k") == plain

@@ -115,6 +115,26 @@ def _strip_inductor_scaffolding(src: str, name: str) -> str:
     return body
 
 
+def _sizes_not_specialized(body: str, name: str) -> str:
+    """`@triton.jit(do_not_specialize=[...])` for the kernel's symbolic-size arguments (`ks0`...).
+
+    Inductor's launcher keeps them plain integers; a plain `@triton.jit` lets Triton turn one
+    that happens to be 1 into a constexpr, and Inductor's `tl.broadcast_to(ks2, ...)` then fails
+    to compile (Triton 3.6 on the H200, KernelBench level2/10: a Hardtanh bound of 1 passed as
+    `ks2`: "'constexpr_type' object has no attribute 'is_block'").
+    """
+    m = re.search(rf"^@triton\.jit\s*\ndef {name}\(([^)]*)\)", body, re.M)
+    if m is None:
+        return body
+    sizes = [p.split(":")[0].strip() for p in m.group(1).split(",")]
+    sizes = [p for p in sizes if re.fullmatch(r"ks\d+", p)]
+    if not sizes:
+        return body
+    start = m.start()
+    decorator = f"@triton.jit(do_not_specialize={sizes!r})"
+    return body[:start] + decorator + body[start + len("@triton.jit") :]
+
+
 class KernelRewriter:
     """Turns Inductor kernel sources into plain `@triton.jit` functions (shared helper set)."""
 
@@ -144,6 +164,7 @@ class KernelRewriter:
             body = re.sub(
                 r"\(idx_q < (\w+)\)", r"(tl.full([1, 1], 0, tl.int32) + idx_q < \1)", body
             )
+        body = _sizes_not_specialized(body, kernel.name)
         return self._rewrite_calls(body, where=kernel.name).strip() + "\n"
 
     def _rewrite_calls(self, text: str, where: str) -> str:
