@@ -142,3 +142,15 @@ def test_allow_large_on_the_command_line_lifts_the_launch_limit_in_the_jobs(monk
     assert main(["verify", missing, missing, "--allow-large"]) == 2  # set before any work
     assert os.environ.get(ALLOW_LARGE_ENV) == "1" and allow_large()
     assert LaunchBudget(None).limit_s is None
+
+
+def test_allow_large_through_the_python_api_reaches_the_candidates_job(tmp_path):
+    """VerifyOptions(allow_large=True) alone lifts the per-launch limit (it used to reach only
+    the CLI's environment): the 1M-program launch then runs until the job's timeout."""
+    from tools.verify import Verifier, VerifyOptions
+
+    problem = tmp_path / "double.py"
+    problem.write_text(PROBLEM.format(n=1 << 20))
+    verifier = Verifier(VerifyOptions(trials=1, timeout_s=6, device="cpu", allow_large=True))
+    v = verifier.verify(read_problem(problem), KERNEL.format(repeat=1), "k.py")
+    assert v.status == "timeout", v.feedback()

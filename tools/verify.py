@@ -34,6 +34,7 @@ from tools.problem import Problem, check_candidate_source, read_kernel, read_pro
 from tools.reference import Reference, problem_cache_key, read_problem_cache, write_problem_cache
 from tools.results import Evidence, SourceError, Verdict
 from tools.sandbox import JobEnded, JobOutcome, JobSession, Sandbox
+from tools.size_guard import ALLOW_LARGE_ENV
 from tools.verdict_rules import TrialRun, judge, resource_verdict
 from tools.verify_options import (
     UNANNOUNCED_MAX_MB,
@@ -291,6 +292,8 @@ class Verifier:
                 poison=self.options.poison,
                 aot_target=self.options.aot_target if self.device == "cpu" else None,
                 limits=lim,
+                # the interpreter's per-launch time limit is lifted in the job, where it applies
+                env={ALLOW_LARGE_ENV: "1"} if self.options.allow_large else None,
             )
             try:
                 self._relay(judge_job, cand, trials, run)
