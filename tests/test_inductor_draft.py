@@ -174,7 +174,7 @@ for name, source in problems.items():
         results[name] = {"ok": True, "source": r.source, "mixed": r.mixed, "kernels": r.kernels,
                          "library_calls": r.library_calls, "notes": r.notes,
                          "dynamic": r.dynamic, "fixed_sizes": r.fixed_sizes,
-                         "precision": r.precision}
+                         "precision": r.precision, "settings": r.settings}
     except Exception as exc:
         results[name] = {"ok": False, "error": f"{type(exc).__name__}: {exc}",
                          "traceback": traceback.format_exc()}
@@ -471,3 +471,11 @@ def test_symbolic_sizes_are_not_specialized():
     )
     plain = "@triton.jit\ndef k(in_ptr0, xnumel, XBLOCK : tl.constexpr):\n    pass\n"
     assert _sizes_not_specialized(plain, "k") == plain
+
+
+def test_the_result_names_the_inductor_settings_it_drafted_with(drafted):
+    """`settings` is the Inductor settings name (it came back as the last kernel's block sizes,
+    e.g. "XBLOCK=256", because a loop variable shadowed it)."""
+    for name, entry in drafted.items():
+        if entry["draft"]["ok"]:
+            assert entry["draft"]["settings"] == "default", name

@@ -97,9 +97,9 @@ def _draft(
     for kernel in kernels.values():
         kernel.config, how = pick_config(kernel)
         kernel.source = kernel_rewriter.rewrite(kernel)
-        settings = ", ".join(f"{k}={v}" for k, v in kernel.config.kwargs.items())
+        blocks = ", ".join(f"{k}={v}" for k, v in kernel.config.kwargs.items())
         notes.append(
-            f"{kernel.name}: {settings or 'no block sizes'}, num_warps={kernel.config.num_warps} ({how})"
+            f"{kernel.name}: {blocks or 'no block sizes'}, num_warps={kernel.config.num_warps} ({how})"
         )
 
     sources = tensor_sources(problem, forward_names, vararg)
