@@ -89,7 +89,8 @@ def test_no_conv_call_no_conv_variants():
 AOT_SCRIPT = r"""
 import dataclasses, json, sys
 import torch
-from tools.aot import aot_compile, record_launches
+from tools.aot import aot_compile
+from tools.launch_record import record_launches
 from tools.triton_conv import triton_convolution
 
 x, w = torch.randn(1, 32, 6, 7), torch.randn(48, 32, 3, 3)

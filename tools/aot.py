@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from tools.cuda_targets import DEFAULT_TARGET, SHARED_MEMORY_LIMITS, parse_target
-from tools.error_map import exception_chain, map_exception, real_path, source_line
+from tools.error_map import map_exception, real_path, source_line
 from tools.jit_bridge import as_jit, compilable_language, unwrapped
 from tools.launch_record import LaunchRecord, def_line, file_name, jsonable, record_launches
 from tools.results import KernelResources, SourceError
@@ -37,8 +37,6 @@ __all__ = [
     "parse_target",
     "record_launches",
 ]
-# tools.worker imports record_launches, map_exception and _exception_chain from here.
-_exception_chain = exception_chain
 
 
 PTXAS_TIMEOUT_S = 120

@@ -192,12 +192,12 @@ def peak_memory() -> dict[str, float]:
 
 def out_of_memory(exc: BaseException) -> bool:
     """Whether `exc` (or an exception it chains) is an allocation failure."""
-    from tools.aot import _exception_chain
+    from tools.error_map import exception_chain
     from tools.errors import is_out_of_memory_text
 
     return any(
         isinstance(e, (torch.OutOfMemoryError, MemoryError)) or is_out_of_memory_text(str(e))
-        for e in _exception_chain(exc)
+        for e in exception_chain(exc)
     )
 
 

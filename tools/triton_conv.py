@@ -38,7 +38,7 @@ transposed 2D 250 -> 140; transposed 3D 255 + 20 bytes spilled -> 124, none; poi
 170 -> 124; 3-channel 3D stem 255 + 48 bytes spilled -> 254, none. Not yet timed on a GPU.
 
 The code between the `candidate source` markers is self-contained (math, os, torch, triton,
-tl): the compiler drafter (`tools/inductor_draft.py`) copies it into a candidate file with
+tl): the compiler drafter (`tools/draft/`, `rewrite.convolutions_in_triton`) copies it into a candidate file with
 `candidate_source()`, so a candidate never imports `tools/`. On a GPU the GEMM kernel is
 autotuned over a few tile configs unless the call fixes one; under `TRITON_INTERPRET=1` it runs
 one small fixed config unless the call gives one.

@@ -150,7 +150,7 @@ store touches; past this size of a trial's inputs it is skipped (memory and time
 
 def _map_error(exc: BaseException, path: str) -> dict[str, Any]:
     try:
-        from tools.aot import map_exception
+        from tools.error_map import map_exception
 
         return asdict(map_exception(exc, path))
     except Exception:  # the mapper must never hide the original error
@@ -168,9 +168,9 @@ def _cuda_fault(exc: BaseException) -> str | None:
     """The CUDA error in `exc` or what caused it ("an illegal memory access was encountered"),
     else None. A fault in a kernel poisons the job's CUDA context: it is a crash, not an
     exception the candidate raised."""
-    from tools.aot import _exception_chain
+    from tools.error_map import exception_chain
 
-    for e in _exception_chain(exc):
+    for e in exception_chain(exc):
         m = _CUDA_FAULT.search(str(e))
         if m:
             return m.group(1).strip()
@@ -315,7 +315,7 @@ def candidate_job(
         audit["library_ops"] += [f"{op} (in the constructor)" for op in ctor_library]
         if aot_target:
             try:
-                from tools.aot import record_launches
+                from tools.launch_record import record_launches
 
                 records = stack.enter_context(record_launches())
             except Exception as exc:
