@@ -51,6 +51,11 @@ BackendName = Literal[tuple(b for b in BACKENDS if b != "langchain")]  # type: i
 """The backends a client can name (a LangChain chat model is an object: the Python API only)."""
 Budget = Annotated[int, Field(**{**field_constraints("budget"), "le": 1000})]
 Samples = Annotated[int, Field(**field_constraints("samples_per_round"))]
+ModelName = Annotated[str | None, Field(description="Model name or local path.")]
+BaseUrl = Annotated[str | None, Field(description="OpenAI-compatible endpoint.")]
+Replies = Annotated[str | None, Field(description='Replay backend: JSONL file of {"text": ...}.')]
+TimeLimit = Annotated[float | None, Field(gt=0, description="Seconds for the whole run.")]
+RunsDir = Annotated[str | None, Field(description="Where run directories go.")]
 
 INSTRUCTIONS = (
     "Turn PyTorch nn.Modules (KernelBench format: class Model, get_inputs, get_init_inputs) into "
@@ -220,26 +225,18 @@ def build_server(runs_dir: str | None = None) -> MCPServer:
         problem: ProblemArg,
         budget: Budget = DEFAULTS["budget"],
         backend: BackendName = DEFAULTS["backend"],
-        model: Annotated[str | None, Field(description="Model name or local path.")] = DEFAULTS[
-            "model"
-        ],
-        base_url: Annotated[
-            str | None, Field(description="OpenAI-compatible endpoint.")
-        ] = DEFAULTS["base_url"],
-        replies: Annotated[
-            str | None, Field(description='Replay backend: JSONL file of {"text": ...}.')
-        ] = DEFAULTS["replies"],
+        model: ModelName = DEFAULTS["model"],
+        base_url: BaseUrl = DEFAULTS["base_url"],
+        replies: Replies = DEFAULTS["replies"],
         samples_per_round: Samples = DEFAULTS["samples_per_round"],
         compiler_seed: Annotated[
             bool, Field(description="Evaluate torch.compile's Triton as attempt 0.")
         ] = DEFAULTS["compiler_seed"],
-        time_limit_s: Annotated[
-            float | None, Field(gt=0, description="Seconds for the whole run.")
-        ] = DEFAULTS["time_limit_s"],
+        time_limit_s: TimeLimit = DEFAULTS["time_limit_s"],
         trials: Trials = DEFAULTS["trials"],
         timeout_s: Timeout = DEFAULTS["timeout_s"],
         aot_target: Target = DEFAULTS["aot_target"],
-        runs_dir: Annotated[str | None, Field(description="Where run directories go.")] = None,
+        runs_dir: RunsDir = None,
     ) -> dict[str, Any]:
         return await loop(
             ctx,
@@ -270,23 +267,15 @@ def build_server(runs_dir: str | None = None) -> MCPServer:
         kernel: KernelArg,
         budget: Budget = DEFAULTS["budget"],
         backend: BackendName = DEFAULTS["backend"],
-        model: Annotated[str | None, Field(description="Model name or local path.")] = DEFAULTS[
-            "model"
-        ],
-        base_url: Annotated[
-            str | None, Field(description="OpenAI-compatible endpoint.")
-        ] = DEFAULTS["base_url"],
-        replies: Annotated[
-            str | None, Field(description='Replay backend: JSONL file of {"text": ...}.')
-        ] = DEFAULTS["replies"],
+        model: ModelName = DEFAULTS["model"],
+        base_url: BaseUrl = DEFAULTS["base_url"],
+        replies: Replies = DEFAULTS["replies"],
         samples_per_round: Samples = DEFAULTS["samples_per_round"],
-        time_limit_s: Annotated[
-            float | None, Field(gt=0, description="Seconds for the whole run.")
-        ] = DEFAULTS["time_limit_s"],
+        time_limit_s: TimeLimit = DEFAULTS["time_limit_s"],
         trials: Trials = DEFAULTS["trials"],
         timeout_s: Timeout = DEFAULTS["timeout_s"],
         aot_target: Target = DEFAULTS["aot_target"],
-        runs_dir: Annotated[str | None, Field(description="Where run directories go.")] = None,
+        runs_dir: RunsDir = None,
     ) -> dict[str, Any]:
         return await loop(
             ctx,
