@@ -21,15 +21,14 @@ import torch
 import triton
 
 from tools.draft import draft_candidate
+from tools.job_common import _copy_matching_weights, build_model, exec_module, make_inputs
 
 
 def module(name: str, source: str, directory: str) -> types.ModuleType:
     path = os.path.join(directory, name + ".py")  # a real file: @triton.jit reads it back
     with open(path, "w") as f:
         f.write(source)
-    m = types.ModuleType(name)
-    exec(compile(source, path, "exec"), m.__dict__)
-    return m
+    return exec_module(source, path, name)
 
 
 def check(path: str, directory: str) -> dict:
@@ -41,12 +40,10 @@ def check(path: str, directory: str) -> dict:
     stem = os.path.basename(path)[:-3].replace("-", "_")
     problem = module("p_" + stem, source, directory)
     cand = module("c_" + stem, draft.source, directory)
-    init = problem.get_init_inputs()
-    torch.manual_seed(0)
-    model = problem.Model(*init).cuda()
+    model, init = build_model(problem, 0, "cuda")
     new = cand.ModelNew(*init).cuda()
-    new.load_state_dict(model.state_dict(), strict=False)
-    inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in problem.get_inputs()]
+    _copy_matching_weights(model, new)
+    inputs = make_inputs(problem, 1, "cuda")
     with torch.no_grad():
         torch.backends.cudnn.allow_tf32 = False
         torch.backends.cuda.matmul.allow_tf32 = False

@@ -94,6 +94,7 @@ def test_corpus_is_large_and_well_formed():
         "mse_loss__atomic_accumulate",
         "relu__compiled_kernel_launcher",
         "relu__rng_seeds_honest",
+        "relu__rng_reads_a_tensor",
         # and code with no Triton launch is still refused
         "relu__thirdparty_torch_only",
     ):
