@@ -55,7 +55,8 @@ lane1() {
     CUDA_VISIBLE_DEVICES=1 ADV_JOBS_PER_GPU=4 timeout "$t" python3 benchmarks/adversarial_figures.py \
       --device cuda --json --no-write >"$W/adversarial/adversarial_cuda.json" \
       2>"$W/adversarial/adversarial_cuda.log"
-    log "GPU 1: adversarial exit $? after $((SECONDS - t0)) s (124: cut; the log has every case that finished)"
+    local rc=$?
+    log "GPU 1: adversarial exit $rc after $((SECONDS - t0)) s$([ $rc -eq 124 ] && echo " (cut at its limit; the log has every case that finished)")"
   fi
   t=$(left)
   if [ -n "${CONV_TUNE:-}" ] && [ "$t" -gt 60 ]; then
