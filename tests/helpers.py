@@ -37,3 +37,13 @@ def last_json_line(text: str) -> dict:
 def last_json(capsys) -> dict:
     """The JSON object on the last line of what the command printed to stdout (pytest capsys)."""
     return last_json_line(capsys.readouterr().out)
+
+
+def sigint_as_default() -> None:
+    """`preexec_fn` for a child a test interrupts: Ctrl-C's default action, whatever this
+    process inherited. A test run started in the background from a shell without job control
+    inherits SIGINT ignored, and the CLI rightly keeps an ignored SIGINT ignored (`nohup ... &`),
+    so the test's SIGINT would go unheard."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -29,7 +29,7 @@ from agent.bench import (
 from agent.cli import main
 from agent.config import AgentConfig
 from agent.llm.replay import ReplayBackend
-from tests.helpers import EX, FAST_CLI, ROOT, fenced, last_json, write_replies
+from tests.helpers import EX, FAST_CLI, ROOT, fenced, last_json, sigint_as_default, write_replies
 
 PROBLEMS = ("relu", "softmax", "sum_reduction")
 
@@ -626,8 +626,9 @@ def test_sigint_reports_what_is_done_and_the_rerun_resumes(tmp_path):
     args += ["--trials", "2", "--target", "none", "--timeout", "300", "--stop-grace", "1"]
     cmd = [sys.executable, "-m", "agent", "bench", str(problems), *args, "--json"]
     proc = subprocess.Popen(
-        cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+        cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=sigint_as_default,
+    )  # fmt: skip
     try:
         done = out / "softmax" / "00" / "sample.json"
         t0 = time.monotonic()

@@ -16,7 +16,7 @@ import agent.nodes
 from agent.config import AgentConfig
 from agent.llm.replay import ReplayBackend
 from agent.runner import run
-from tests.helpers import EX, ROOT, fenced, last_json_line, write_replies
+from tests.helpers import EX, ROOT, fenced, last_json_line, sigint_as_default, write_replies
 from tools.evaluate import no_code_verdict
 
 RELU = str(EX / "problems" / "relu.py")
@@ -71,8 +71,9 @@ def _optimize(tmp_path: Path, *args: str) -> subprocess.Popen:
            "--trials", "1", "--target", "none", "--timeout", "120"]  # fmt: skip
     env = {**os.environ, "TERM": "dumb", "COLUMNS": "200"}
     return subprocess.Popen(
-        cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
+        cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        preexec_fn=sigint_as_default,
+    )  # fmt: skip
 
 
 def _interrupt_when(proc: subprocess.Popen, marker: str, *, after: str | None = None) -> str:
@@ -152,7 +153,9 @@ def test_sigint_while_verifying_an_endless_kernel_stops_at_once(tmp_path):
     cmd = [sys.executable, "-m", "agent", "verify", RELU, str(endless), "--timeout", "120",
            "--target", "none", "--trials", "1"]  # fmt: skip
     env = {**os.environ, "TERM": "dumb", "TMPDIR": str(tmp_path)}  # where jobs get their dirs
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True, preexec_fn=sigint_as_default
+    )
     try:
         deadline = time.monotonic() + 120
         # the candidate's job writes the kernel into its directory before it runs it
