@@ -1,29 +1,56 @@
 """The job's side of the sandbox: the entry point of a job process (`child_main`: its own
 session, private directory and caches, limits, the guard, then the job function), the channel
-it talks to the parent through, and the reply format both sides share (plain data only, read
-back with the weights-only unpickler: `load_reply`)."""
+it talks to the parent through, the reply format both sides share (plain data only, read
+back with the weights-only unpickler: `load_reply`), and how a job ends with its agent
+(`agent_identity`, `watch_agent`, `cap_cpu_time`).
+
+A job never outlives the agent that started it, whatever the process tree (agent -> forkserver
+-> job -> toolchain programs, or agent -> job under spawn), by three independent means:
+- PR_SET_PDEATHSIG: the kernel kills the job when its parent (the forkserver, which exits when
+  the agent does) dies. This needs the job to give up its copy of the forkserver's lifeline;
+- a watcher thread, started before the candidate runs, waits on the agent's process (a pidfd,
+  or polling) and kills the job's process group when the agent is gone, or when the job runs
+  past its own timeout plus a grace period (the agent would have killed it by then);
+- RLIMIT_CPU: CPU time beyond what the job could use within its timeout on every core it may
+  run on; the kernel ends the job even if nothing above could run.
+"""
 
 from __future__ import annotations
 
+import math
 import os
 import pickle
 import signal
 import tempfile
+import threading
+import time
 import traceback
 from typing import Any
 
 from tools.limits import Limits, apply_rlimits
 
 
-def child_main(conn, workdir: str, env: dict[str, str], lim: Limits, device: str) -> None:
-    """Entry point of a job process. Never returns: ends with os._exit."""
+def child_main(
+    conn,
+    workdir: str,
+    env: dict[str, str],
+    lim: Limits,
+    device: str,
+    agent: tuple[int, int] | None = None,
+) -> None:
+    """Entry point of a job process. Never returns: ends with os._exit. `agent`: the
+    `agent_identity()` of the process that started the job; the job ends when it does."""
     import sys
 
+    parent = os.getppid()  # who started this process (the forkserver, or the agent under spawn)
     try:
         os.setsid()
     except OSError:
         pass
-    _die_with_parent()
+    _drop_forkserver_lifeline()
+    _die_with_parent(parent)
+    if agent is not None:
+        watch_agent(agent, lim.timeout_s)
     # stdout/stderr of the job (and of anything it spawns) go to files the parent can read.
     for fd, name in ((1, "stdout.log"), (2, "stderr.log")):
         f = os.open(os.path.join(workdir, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -39,6 +66,7 @@ def child_main(conn, workdir: str, env: dict[str, str], lim: Limits, device: str
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(workdir, "inductor_cache")
     tempfile.tempdir = workdir
     apply_rlimits(lim, device)
+    cap_cpu_time(lim.timeout_s)
     try:
         fn_ref, args, kwargs, interactive = pickle.loads(conn.recv_bytes())
         from tools import guard
@@ -83,18 +111,204 @@ class Channel:
         self._conn.send_bytes(_dump_reply(("msg", msg)))
 
 
-def _die_with_parent() -> None:
-    """Linux: SIGKILL this job when the process that started it (the forkserver, which exits
-    with the agent) dies. A job leads its own session, so a killed agent's jobs would otherwise
-    run on: seen here, an interpreted 1 GiB job and its ptxas outlived their agent by minutes."""
+def _drop_forkserver_lifeline() -> None:
+    """Close this job's copy of the forkserver's "alive" pipe.
+
+    multiprocessing hands every forkserver child the write end of the pipe whose EOF tells the
+    forkserver that its agent is gone. A job that keeps it keeps the forkserver running after
+    its agent died, so the forkserver never exits and the job's PR_SET_PDEATHSIG never fires:
+    seen here, a candidate in an endless loop kept a core busy for 23 minutes after its agent
+    was killed. A job starts no processes through the forkserver, so it does not need it."""
+    try:
+        from multiprocessing import forkserver
+
+        server = forkserver._forkserver
+        fd = getattr(server, "_forkserver_alive_fd", None)
+        if forkserver.get_inherited_fds() is None or fd is None:
+            return  # not a forkserver child (spawn)
+        server._forkserver_alive_fd = None
+        os.close(fd)
+    except (ImportError, AttributeError, OSError):
+        pass
+
+
+def _die_with_parent(parent: int) -> None:
+    """Linux: SIGKILL this job when `parent`, the process that started it, dies (the forkserver,
+    which exits with the agent once no job holds its lifeline; the agent itself under spawn).
+    A job leads its own session, so a killed agent's jobs would otherwise run on: seen here, an
+    interpreted 1 GiB job and its ptxas outlived their agent by minutes. A parent that died
+    before the call is caught by comparing the parent again after it."""
     try:
         import ctypes
 
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-        if os.getppid() == 1:  # the parent died before the call
-            os._exit(1)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # reparented: the parent died before the call
+        _end_job()
+
+
+# ---------------------------------------------------------------------------------------------
+# The agent watch: a backstop that does not depend on the process tree
+
+
+WALL_GRACE_S = 30.0
+"""A job still running this long after its own timeout has no agent waiting for it: the agent
+stops reading a job's messages at its deadline (which starts before the job does) and kills it."""
+
+CPU_GRACE_S = 60.0
+"""CPU seconds a job may use beyond its timeout times the cores it may run on."""
+
+POLL_S = 1.0
+"""How often the agent is looked at where its process cannot be waited on (no pidfd)."""
+
+
+def agent_identity() -> tuple[int, int]:
+    """This process as a job's agent: its pid and its start time (clock ticks after boot;
+    0 where /proc cannot say), so that a later process with the same pid is not taken for it."""
+    pid = os.getpid()
+    stat = _proc_stat(pid)
+    return pid, stat[1] if stat else 0
+
+
+def watch_agent(
+    agent: tuple[int, int], timeout_s: float | None, grace_s: float = WALL_GRACE_S
+) -> None:
+    """Kill this job's process group when the agent process ends, or `grace_s` after
+    `timeout_s` has passed. Runs in a daemon thread started here: call it before the guard's
+    lock-down (which refuses new threads) and before any candidate code runs. Ends the job at
+    once if the agent is already gone."""
+    pid, start = agent
+    deadline = None
+    if timeout_s is not None and math.isfinite(timeout_s):
+        deadline = time.monotonic() + timeout_s + grace_s
+    pidfd = None
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        _end_job()
+    except (OSError, AttributeError):  # no pidfd (old kernel, not Linux): poll instead
+        pass
+    if not _agent_alive(pid, start):  # includes a pid reused before pidfd_open
+        _end_job()
+    # The functions the thread calls are bound now, before the candidate's code could replace
+    # them in their modules.
+    threading.Thread(
+        target=_watch,
+        args=(pid, start, deadline, pidfd, _agent_alive, _end_job),
+        name="ta-agent-watch",
+        daemon=True,
+    ).start()
+
+
+def _watch(
+    pid: int,
+    start: int,
+    deadline: float | None,
+    pidfd: int | None,
+    alive,
+    end,
+    _monotonic=time.monotonic,
+    _sleep=time.sleep,
+) -> None:
+    """The watcher thread's loop."""
+    import select
+
+    poller = None
+    if pidfd is not None:
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+    while True:
+        wait = None if poller is not None else POLL_S
+        if deadline is not None:
+            left = deadline - _monotonic()
+            if left <= 0:
+                end()
+            wait = left if wait is None else min(wait, left)
+        if poller is not None:
+            try:
+                woke = poller.poll(None if wait is None else max(1, int(wait * 1000)))
+            except (OSError, ValueError):
+                woke, poller = [], None
+            if not woke:
+                continue
+            # the agent exited, or the descriptor was closed or replaced: look, then poll
+            poller = None
+        else:
+            _sleep(wait)
+        if not alive(pid, start):
+            end()
+
+
+def _proc_stat(pid: int, _open=open) -> tuple[str, int] | None:
+    """(state, start time) of a process from /proc; None if it does not exist or /proc cannot
+    be read."""
+    try:
+        with _open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    try:
+        fields = data[data.rindex(b")") + 2 :].split()
+        return fields[0].decode(), int(fields[19])  # fields 3 (state) and 22 (starttime)
+    except (ValueError, IndexError):
+        return None
+
+
+def _agent_alive(pid: int, start: int, _kill=os.kill) -> bool:
+    stat = _proc_stat(pid)
+    if stat is None:
+        if os.path.isdir("/proc/self"):
+            return False  # /proc works and the agent is not in it
+        try:
+            _kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except OSError:
+            pass
+        return True
+    state, ticks = stat
+    return state not in ("Z", "X", "x") and (not start or ticks == start)
+
+
+def _end_job(
+    _getpid=os.getpid, _getpgrp=os.getpgrp, _killpg=os.killpg, _kill=os.kill, _exit=os._exit
+) -> None:
+    """SIGKILL this job and what it started (its process group, when it leads one: never the
+    agent's group), then exit in case the signal could not be sent."""
+    me = _getpid()
+    try:
+        if _getpgrp() == me:
+            _killpg(me, signal.SIGKILL)
+        _kill(me, signal.SIGKILL)
+    except OSError:
+        pass
+    _exit(137)
+
+
+def cap_cpu_time(timeout_s: float | None, grace_s: float = CPU_GRACE_S) -> None:
+    """RLIMIT_CPU: the CPU time the job could use within `timeout_s` on every core it may run
+    on, plus `grace_s` and what it used already. An honest job never reaches it (the agent kills
+    it at its timeout); a job nothing else could stop gets SIGXCPU, then SIGKILL. Inherited by
+    the programs the job starts (each counts its own time)."""
+    import resource
+
+    if timeout_s is None or not math.isfinite(timeout_s):
+        return
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    soft = math.ceil(usage.ru_utime + usage.ru_stime + timeout_s * cores + grace_s)
+    try:
+        _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+        new_hard = soft + 5  # SIGKILL 5 s after SIGXCPU (which a handler could catch)
+        if hard != resource.RLIM_INFINITY:
+            soft, new_hard = min(soft, hard), min(new_hard, hard)
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, new_hard))
+    except (ValueError, OSError):
         pass
 
 

@@ -39,7 +39,7 @@ from typing import Any, Literal
 
 from tools.errors import SandboxError
 from tools.job_files import copy_cache, stderr_tail
-from tools.job_process import child_main, load_reply
+from tools.job_process import agent_identity, child_main, load_reply
 from tools.limits import Limits, rss_mb
 from tools.slots import GPU_SHARE, Slot, SlotPool, count_gpus, gpu_memory_mb, visible_device_id
 
@@ -202,7 +202,9 @@ class Sandbox:
                 job_env["TRITON_INTERPRET"] = "1"
         parent_conn, child_conn = self._ctx.Pipe(duplex=True)
         proc = self._ctx.Process(
-            target=child_main, args=(child_conn, workdir, job_env, lim, slot.device), daemon=True
+            target=child_main,
+            args=(child_conn, workdir, job_env, lim, slot.device, agent_identity()),
+            daemon=True,
         )
         start = time.monotonic()
         try:
@@ -409,6 +411,8 @@ def _start_without_main(proc, *, interpret: bool) -> None:
         if uses_forkserver and _FORKSERVER_MODE["interpret"] not in (None, interpret):
             stop = getattr(forkserver._forkserver, "_stop", None)
             if stop is not None:
+                # The old forkserver's jobs die with it (PR_SET_PDEATHSIG): let them finish.
+                _wait_for_children(getattr(forkserver._forkserver, "_forkserver_pid", None))
                 stop()
         if uses_forkserver:
             _FORKSERVER_MODE["interpret"] = interpret
@@ -434,6 +438,37 @@ def _start_without_main(proc, *, interpret: bool) -> None:
                 os.environ.pop("TRITON_INTERPRET", None)
             else:
                 os.environ["TRITON_INTERPRET"] = saved_env
+
+
+def _wait_for_children(pid: int | None) -> None:
+    """Wait until process `pid` has no children (Linux /proc; elsewhere at once)."""
+    while pid is not None and _children(pid):
+        time.sleep(0.05)
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(c) for c in f.read().split()]
+    except OSError:
+        if not os.path.exists(f"/proc/{pid}"):
+            return []
+    found = []  # kernels without CONFIG_PROC_CHILDREN: every process's parent
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                data = f.read()
+            if int(data[data.rindex(b")") + 2 :].split()[1]) == pid:
+                found.append(int(name))
+        except (OSError, ValueError, IndexError):
+            pass
+    return found
 
 
 def _kill_group(proc) -> None:
