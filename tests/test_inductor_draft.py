@@ -156,6 +156,30 @@ INLINE_PROBLEMS = {
         "[torch.randn(32, 50)]",
         "[50]",
     ),
+    # ATen's fused attention is an extern call Inductor keeps: the draft had no Triton kernel
+    # (KernelBench level1/97_ScaledDotProductAttention, session 7 on the H200).
+    "sdpa": _problem(
+        """
+        class Model(nn.Module):
+            def forward(self, q, k, v):
+                return torch.nn.functional.scaled_dot_product_attention(q, k, v)
+        """,
+        "[torch.rand(2, 2, 16, 32), torch.rand(2, 2, 16, 32), torch.rand(2, 2, 16, 32)]",
+    ),
+    # A warning in forward (InstanceNorm2d over 1 channel with num_features=64) stopped dynamo's
+    # full-graph trace (KernelBench level2/28, session 7 on the H200).
+    "instance_norm_warns": _problem(
+        """
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.norm = nn.InstanceNorm2d(64)
+
+            def forward(self, x):
+                return self.norm(x.unsqueeze(1).unsqueeze(1)).squeeze(1).squeeze(1)
+        """,
+        "[torch.randn(4, 64)]",
+    ),
 }
 
 PROBLEMS = {**INLINE_PROBLEMS, **{f"examples/{p.stem}": p.read_text() for p in EXAMPLE_PROBLEMS}}
@@ -347,7 +371,7 @@ def test_parameters_are_read_from_the_module(drafted):
     )
 
 
-STATIC_DRAFTS = {"avg_pool3d_window27": "its grid needs a prefix"}
+STATIC_DRAFTS: dict[str, str] = {}
 """Problems whose dynamic-shape draft the drafter cannot make yet, and the note that says so."""
 
 
@@ -458,6 +482,15 @@ def test_convolutions_use_the_project_template(drafted):
     draft = drafted["conv2d_bias_relu"]["draft"]
     assert "triton_convolution(" in draft["source"], draft["kernels"]
     assert not any(k.startswith("triton_tem_fused_convolution") for k in draft["kernels"])
+
+
+def test_attention_and_warning_modules_draft_all_triton(drafted):
+    """Fused attention goes through its math composite and a warning in forward leaves the
+    graph: both drafts are Triton only (no library call left for the strict policy to refuse)."""
+    for name in ("sdpa", "instance_norm_warns"):
+        draft = drafted[name]["draft"]
+        assert draft["ok"], f"{name}: {draft.get('error')}"
+        assert draft["kernels"] and not draft["library_calls"], (name, draft["library_calls"])
 
 
 def test_symbolic_sizes_are_not_specialized():

@@ -11,10 +11,12 @@ import unittest.mock
 from typing import Any
 
 from tools.draft.inductor_patches import (
+    attention_as_math,
     avg_pool_in_triton,
     choices_kept,
     conv_bias_peeled,
     stand_in_driver_if_needed,
+    warnings_outside_graph,
 )
 from tools.draft.loading import LoadedProblem
 from tools.draft.result import DraftUnsupportedError
@@ -133,6 +135,10 @@ def capture_inductor(
             stack.enter_context(stand_in_driver_if_needed())
             stack.enter_context(conv_bias_peeled())
         stack.enter_context(avg_pool_in_triton())
+        stack.enter_context(attention_as_math())
+        stack.enter_context(warnings_outside_graph())
+        stack.enter_context(attention_as_math())
+        stack.enter_context(warnings_outside_graph())
         torch._dynamo.reset()
         compiled = torch.compile(problem.model, backend=backend, fullgraph=True, dynamic=dynamic)
         try:

@@ -57,6 +57,36 @@ def _grid_for(kernel: Kernel, node: ast.Call) -> tuple[int, ...]:
 _BLOCK_GRIDS = ("Grid1D", "Grid2D", "Grid3D")
 
 
+class _Substitute(ast.NodeTransformer):
+    """Replace names by expressions (copies, so one expression can appear twice)."""
+
+    def __init__(self, values: dict[str, ast.expr]) -> None:
+        self.values = values
+
+    def visit_Name(self, n: ast.Name) -> ast.AST:
+        if n.id in self.values:
+            return ast.parse(ast.unparse(self.values[n.id]), mode="eval").body
+        return n
+
+
+def _prefix_assignments(name: str, prefix: list[str]) -> dict[str, ast.expr]:
+    """A grid's prefix lines (`tmp = expr`), each with the earlier ones substituted."""
+    temps: dict[str, ast.expr] = {}
+    for line in prefix:
+        statement = ast.parse(str(line).strip()).body
+        if (
+            len(statement) != 1
+            or not isinstance(statement[0], ast.Assign)
+            or len(statement[0].targets) != 1
+            or not isinstance(statement[0].targets[0], ast.Name)
+        ):
+            raise DraftUnsupportedError(
+                f"kernel {name}: its grid prefix {line!r} is not `name = expr`"
+            )
+        temps[statement[0].targets[0].id] = _Substitute(temps).visit(statement[0].value)
+    return temps
+
+
 def launch_grid(kernel: Kernel, node: ast.Call, static: bool) -> ast.expr:
     """The launch grid, written with the launch's own size arguments.
 
@@ -92,10 +122,12 @@ def launch_grid(kernel: Kernel, node: ast.Call, static: bool) -> ast.expr:
             else f"triton.cdiv({numel}, {block})"
         )
         grid.generate(meta)
-        if grid.prefix:
-            raise DraftUnsupportedError(f"kernel {kernel.name}: its grid needs a prefix")
+        # A prefix (`y_grid_raw_ = ...` lines: a y dimension split over z past the 65535 limit)
+        # is inlined into the dimensions, so the grid stays one expression.
+        temps = _prefix_assignments(kernel.name, grid.prefix)
         dims = [
-            ast.parse(str(g), mode="eval").body for g in (grid.x_grid, grid.y_grid, grid.z_grid)
+            _Substitute(temps).visit(ast.parse(str(g), mode="eval").body)
+            for g in (grid.x_grid, grid.y_grid, grid.z_grid)
         ]
     except DraftUnsupportedError:
         raise

@@ -170,3 +170,41 @@ def avg_pool_in_triton() -> Iterator[None]:
         patched.update({packet: pool, packet.default: pool})
     with unittest.mock.patch.dict(lowering.lowerings, patched):
         yield
+
+
+@contextlib.contextmanager
+def attention_as_math() -> Iterator[None]:
+    """Trace `scaled_dot_product_attention` through its math composite (bmm, softmax, bmm).
+
+    The dispatcher otherwise picks a fused attention kernel of ATen (flash, memory-efficient,
+    cuDNN; on the CPU `_scaled_dot_product_flash_attention_for_cpu`), which Inductor keeps as an
+    extern call: the draft then had no Triton kernel at all (KernelBench level1/97). With only
+    the math backend enabled while dynamo traces, the graph holds GEMMs and a softmax that
+    Inductor lowers to Triton like any other.
+    """
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    with sdpa_kernel([SDPBackend.MATH]):
+        yield
+
+
+@contextlib.contextmanager
+def warnings_outside_graph() -> Iterator[None]:
+    """Let dynamo move `warnings.warn` and `print` calls out of the traced graph.
+
+    A module that warns in forward (InstanceNorm on an input whose channels differ from
+    `num_features`, KernelBench level2/28) otherwise stops `fullgraph=True` tracing with
+    "Attempted to call function marked as skipped"; the warning changes nothing computed.
+    """
+    import builtins
+    import warnings
+
+    import torch
+
+    config = torch._dynamo.config
+    if not hasattr(config, "reorderable_logging_functions"):
+        yield
+        return
+    kept = set(config.reorderable_logging_functions) | {warnings.warn, builtins.print}
+    with config.patch(reorderable_logging_functions=kept):
+        yield
