@@ -5,7 +5,9 @@
 #          twice: cold (empty caches), then warm (a second bench directory on the same machine:
 #          what the digest caches of reference outputs, baselines and drafts save).
 #   GPU 1: the level-1 bench resumed from RESUME1 (a tarball whose problems to redo were taken
-#          out), JOBS_PER_GPU jobs at once, until the deadline.
+#          out), JOBS_PER_GPU jobs at once, until the deadline; or, with TUNE set (level/name
+#          list, copied into .kb/tune), a bench over those with TUNE_ARGS (e.g. "--mode loop
+#          --samples 8": the compiler draft, then the tuner).
 # $OUT: walltime.tgz (both sample benches), rerun1.tgz (the level-1 bench's gpu_kernelbench.sh
 # output), walltime.txt (this script's log), summary.md.
 #
@@ -13,8 +15,8 @@
 #       RESUME1=.kb/resume/bench_level1.tgz bash benchmarks/gpu_walltime.sh",
 #       carry=[".whl", ".kb"], kind="nvidia-h200-x2", timeout_s=600)
 #
-# Environment: DEADLINE_S [540], COLD_S [330] (the cold pass's share of GPU 0's time),
-# JOBS_PER_GPU [8] (GPU 1), SAMPLE, RESUME1.
+# Environment: DEADLINE_S [540], COLD_S [330] (the cold pass's share of GPU 0's time; the warm
+# pass runs if 90 s are left), JOBS_PER_GPU [8] (GPU 1), SAMPLE, RESUME1, TUNE, TUNE_ARGS.
 set -u
 START=$SECONDS
 DEADLINE_S=${DEADLINE_S:-540}
@@ -33,6 +35,8 @@ left() { echo $((DEADLINE_S - 25 - (SECONDS - START))); }
 rm -rf .kb/sample && mkdir -p .kb/sample
 for p in ${SAMPLE:-}; do cp ".kb/$p.py" .kb/sample/ || log "no problem $p"; done
 log "sample: $(ls .kb/sample | wc -l) problems"
+rm -rf .kb/tune && mkdir -p .kb/tune
+for p in ${TUNE:-}; do cp ".kb/$p.py" .kb/tune/ || log "no problem $p"; done
 
 sample() { # sample NAME SECONDS: one bench over .kb/sample, one job at a time, on GPU 0
   mkdir -p "$W/$1"
@@ -44,10 +48,19 @@ sample() { # sample NAME SECONDS: one bench over .kb/sample, one job at a time, 
 
 lane0() {
   sample cold "$COLD_S"
-  sample warm "$(left)"
+  [ "$(left)" -gt 90 ] && sample warm "$(left)"
 }
 
 lane1() {
+  if [ -n "${TUNE:-}" ]; then
+    mkdir -p "$W/rerun1"
+    log "GPU 1: $(ls .kb/tune | wc -l) problems with ${TUNE_ARGS:-}, up to $(left) s"
+    CUDA_VISIBLE_DEVICES=1 OUT=$W/rerun1 KB_DIR=.kb LEVELS=tune BENCH_DIR=bench_tune \
+      JOBS_PER_GPU=$JOBS BENCH_ARGS="${TUNE_ARGS:-}" DEADLINE_S="$(left)" \
+      bash benchmarks/gpu_kernelbench.sh >"$W/rerun1/stdout.txt" 2>&1
+    log "GPU 1: tune exit $?: $(grep -h 'candidates done' "$W/rerun1/log.txt" | tail -1)"
+    return
+  fi
   mkdir -p "$W/rerun1"
   log "GPU 1: level1 resumed, up to $(left) s"
   CUDA_VISIBLE_DEVICES=1 OUT=$W/rerun1 LEVELS=level1 BENCH_DIR=bench_rerun1 JOBS_PER_GPU=$JOBS \
@@ -60,7 +73,7 @@ lane0 &
 lane1 &
 wait
 cat "$W"/*/summary.md >"$FINAL/summary.md" 2>/dev/null
-tar czf "$FINAL/walltime.tgz" -C "$W" cold warm
+tar czf "$FINAL/walltime.tgz" -C "$W" $(cd "$W" && ls -d cold warm 2>/dev/null)
 tar czf "$FINAL/rerun1.tgz" -C "$W" rerun1
 cp "$LOG" "$FINAL/walltime.txt"
 log "packed"
