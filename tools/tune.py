@@ -339,3 +339,39 @@ def one_at_a_time(source: str, limit: int = 16) -> list[tuple[str, str]]:
             if len(out) >= limit:
                 return out
     return out
+
+
+def full_precision_variant(source: str) -> str | None:
+    """The candidate with every GEMM template and convolution call at `precision="ieee"` (full
+    fp32 products), or None when none uses a reduced precision (tf32x3, bf16x3, tf32).
+
+    tf32x3 is about as accurate as fp32 per output, but its rounding is not unbiased: where a
+    problem sums thousands of GEMM outputs that nearly cancel (KernelBench level2/14, a sum over
+    8192 outputs of a GEMM on positive inputs), the error adds up past fp32's tolerance. The
+    loop tries this variant when a reduced-precision draft is a mismatch (agent.nodes).
+    """
+    if "ieee" not in PRECISIONS or "ieee" not in CONV_PRECISIONS:
+        return None
+    convs = conv_sites(source)
+    reduced = [
+        k
+        for k in find_knobs(source)
+        if k.kind == "precision" and k.site not in convs and k.value != "ieee"
+    ]
+    out = rewrite(source, {k: "ieee" for k in reduced}) if reduced else source
+    changed = bool(reduced)
+    # Conv calls: keywords added or replaced, one at a time (each rewrite moves later text).
+    for _ in range(len(convs)):
+        for site, call in conv_sites(out).items():
+            now = next(
+                (k.value.value for k in call.keywords if k.arg == "precision"
+                 and isinstance(k.value, ast.Constant)),
+                CONV_PRECISIONS[0],
+            )  # fmt: skip
+            if now != "ieee":
+                _, out = _conv_variant(out, site, call, {"precision": "ieee"})
+                changed = True
+                break
+        else:
+            break
+    return out if changed else None
