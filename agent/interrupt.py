@@ -8,18 +8,30 @@ every sandbox job it started, then raises KeyboardInterrupt: what waited on a jo
 once, and a verdict computed from a killed job is dropped (the evaluate node checks `STOPPING`
 before it records an attempt). What had finished is checkpointed by the loop (`agent.runner`).
 
+While the loop runs, Ctrl-C is raised only inside a node (`sigint_held()` around the graph,
+`interruptible` around each node's body). Between nodes LangGraph records a node's writes and
+then its checkpoint; a KeyboardInterrupt between those two left the writes of a finished node
+(draft) saved on the checkpoint before it, which LangGraph reports as a thread with nothing left
+to run: a run with budget left read as finished. A Ctrl-C that arrives there is held and raised
+as the next node starts (milliseconds later), or when the graph returns.
+
 `bench` does not use it: its SIGINT lets the running candidates finish for a grace period.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any, ParamSpec, TypeVar
 
 from agent.evaluation import kill_jobs
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 STOPPING = threading.Event()
 """Set from SIGINT until the next command starts: results of jobs still arriving are not verdicts."""
@@ -40,13 +52,95 @@ Later ones interrupt again."""
 _last = {"at": float("-inf")}
 
 
+class _Held:
+    """Where the main thread is: `depth` > 0 between the loop's nodes (a Ctrl-C waits),
+    `noted` when one came in while it did."""
+
+    depth = 0
+    noted = False
+
+
 def _on_sigint(signum: int, frame: object) -> None:
     now = time.monotonic()
     if STOPPING.is_set() and now - _last["at"] < REPEAT_GRACE_S:
         return
     _last["at"] = now
     stop_jobs()
+    _hold_or_raise(signum, frame)
+
+
+def _hold_or_raise(signum: int, frame: object) -> None:
+    """Ctrl-C's KeyboardInterrupt, held while the main thread is between the loop's nodes."""
+    if _Held.depth:
+        _Held.noted = True  # raised by the next node (`interruptible`) or by `sigint_held`
+        return
     raise KeyboardInterrupt
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+@contextlib.contextmanager
+def sigint_held() -> Iterator[None]:
+    """Within (the graph running): Ctrl-C is held outside the nodes and raised on leaving, if
+    no node raised it first. Where SIGINT has Python's default action (a run through the API)
+    a handler that holds it is installed for the while; one of the host's own, or an ignored
+    SIGINT, stays as it is (and nothing is held)."""
+    if not _main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    install = previous is signal.default_int_handler
+    if install:
+        signal.signal(signal.SIGINT, _hold_or_raise)
+    _Held.depth += 1
+    try:
+        yield
+    finally:
+        _Held.depth -= 1
+        noted = _Held.noted and not _Held.depth
+        if not _Held.depth:
+            _Held.noted = False  # leaving with an exception: a Ctrl-C already being raised
+        if install:
+            signal.signal(signal.SIGINT, previous)
+    if noted:
+        raise KeyboardInterrupt
+
+
+def sigint_pending() -> bool:
+    """Whether a Ctrl-C is being held (`sigint_held`): code that polls raises it when it can."""
+    return _Held.noted
+
+
+_NOT_RETURNED = object()
+
+
+def interruptible(node: Callable[P, R]) -> Callable[P, R]:
+    """A graph node in whose body Ctrl-C raises at once (`sigint_held` holds it elsewhere); one
+    held since the last node raises as this one starts, and one that arrives as it returns is
+    held in turn, so that its update is still recorded."""
+
+    @functools.wraps(node)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        if not _main_thread():
+            return node(*args, **kwargs)
+        depth, _Held.depth = _Held.depth, 0
+        update: Any = _NOT_RETURNED
+        try:
+            if _Held.noted:
+                _Held.noted = False
+                raise KeyboardInterrupt
+            update = node(*args, **kwargs)
+        except KeyboardInterrupt:
+            if update is _NOT_RETURNED or not depth:
+                raise
+            _Held.noted = True
+        finally:
+            _Held.depth = depth
+        return update
+
+    return run
 
 
 @contextlib.contextmanager
@@ -54,7 +148,8 @@ def jobs_stop_on_sigint() -> Iterator[None]:
     """Within: SIGINT kills the sandbox jobs, then raises KeyboardInterrupt (main thread only;
     elsewhere, and where SIGINT is ignored, nothing changes)."""
     STOPPING.clear()
-    if threading.current_thread() is not threading.main_thread():
+    _Held.noted = False
+    if not _main_thread():
         yield
         return
     previous = signal.getsignal(signal.SIGINT)

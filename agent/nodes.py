@@ -16,7 +16,7 @@ from langgraph.runtime import Runtime
 from agent.context import RunContext
 from agent.drafters import draft_llm, first_prompt, refinement_prompt
 from agent.evaluation import evaluate_candidate, improves, kill_jobs
-from agent.interrupt import STOPPING
+from agent.interrupt import STOPPING, interruptible, sigint_held, sigint_pending
 from agent.report import write_best_kernel, write_final_files
 from agent.state import AgentState, Attempt, Candidate
 from tools.errors import BackendError
@@ -27,7 +27,15 @@ Decision = Literal["feedback", "tune", "finish"]
 HEARTBEAT_S = 30.0
 """While candidates are evaluated, an `evaluating` event this often (what runs, for how long)."""
 
+POLL_S = 0.1
+"""How often the evaluation, waiting for its candidates, looks for a held Ctrl-C."""
 
+STOP_WAIT_S = 2.0
+"""On Ctrl-C, how long the evaluation waits for candidates that had their verdict to record it
+(those whose jobs were killed return at once)."""
+
+
+@interruptible
 def baseline(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Load the problem, compute (and cache) reference outputs, time the baselines on a GPU."""
     ctx = runtime.context
@@ -50,6 +58,7 @@ def baseline(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     return update
 
 
+@interruptible
 def draft(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Draft this round's candidates: the compiler seed and/or LLM samples."""
     ctx, cfg = runtime.context, runtime.context.config
@@ -79,6 +88,7 @@ def draft(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     return update
 
 
+@interruptible
 def evaluate(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Verify (and on a GPU, profile) the pending candidates in parallel; keep the best."""
     ctx = runtime.context
@@ -103,56 +113,77 @@ def evaluate(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
 
     workers = max(1, min(len(pending), ctx.verifier.sandbox.slots))
     pool = cf.ThreadPoolExecutor(max_workers=workers)
-    futures = [pool.submit(run, item) for item in enumerate(pending)]
-    t0 = time.monotonic()
+    futures: list[cf.Future[Attempt | None]] = []
     try:
-        # a line every HEARTBEAT_S while candidates run (an interpreted one can take minutes)
-        while True:
-            _, running = cf.wait(futures, timeout=HEARTBEAT_S)
-            if not running:
-                break
-            left = [
-                pending[i].get("index", start + i) for i, f in enumerate(futures) if f in running
-            ]
-            took = time.monotonic() - t0
-            ctx.emit(
-                "evaluating",
-                attempts=left,
-                elapsed_s=round(took),
-                message=f"still evaluating attempt {', '.join(map(str, left))} ({took:.0f} s)",
-            )
-        attempts = [f.result() for f in futures]
+        # Held, a Ctrl-C is raised by `_wait_for` or as the block ends: a KeyboardInterrupt
+        # inside the futures' locks could leave one taken, and the wait below hang for good.
+        with sigint_held():
+            futures = [pool.submit(run, item) for item in enumerate(pending)]
+            _wait_for(ctx, futures, [c.get("index", start + i) for i, c in enumerate(pending)])
+            attempts = [f.result() for f in futures]
+            pool.shutdown()
+            update = _evaluated(ctx, state, list(zip(pending, attempts, strict=True)))
+            if not (state.get("baselines") or {}).get("available"):
+                timed = baselines_from([a for a in attempts if a])
+                if timed:
+                    update["baselines"] = timed
+        return update
     except KeyboardInterrupt:
-        # Stop now (not after every running job): keep what finished, kill the rest's jobs.
+        # Stop now (not after every running job): kill the jobs, keep what finished.
         stopping.set()
-        done = [f.done() and not f.cancelled() and f.exception() is None for f in futures]
         pool.shutdown(wait=False, cancel_futures=True)
         kill_jobs()
-        finished = [f.result() for f, ok in zip(futures, done, strict=True) if ok]
-        left = [
+        # A candidate whose jobs were just killed returns None at once; one that had its
+        # verdict is being written and printed: wait for it, so what was printed is kept.
+        cf.wait(futures, timeout=STOP_WAIT_S)
+        results = [
+            f.result() if f.done() and not f.cancelled() and f.exception() is None else None
+            for f in futures
+        ] + [None] * (len(pending) - len(futures))
+        ctx.interrupted = _evaluated(ctx, state, list(zip(pending, results, strict=True)))
+        # the rest (killed, or never started) is evaluated by `--resume`, under its number
+        ctx.interrupted["pending"] = [
             {**c, "index": c.get("index", start + i)}
-            for i, (c, ok) in enumerate(zip(pending, done, strict=True))
-            if not ok
+            for i, (c, a) in enumerate(zip(pending, results, strict=True))
+            if a is None
         ]
-        finished_cands = [c for c, ok in zip(pending, done, strict=True) if ok]
-        ctx.interrupted = _evaluated(ctx, state, [a for a in finished if a], finished_cands)
-        ctx.interrupted["pending"] = left
         raise
-    pool.shutdown()
-    update = _evaluated(ctx, state, [a for a in attempts if a], pending)
-    if not (state.get("baselines") or {}).get("available"):
-        timed = baselines_from(attempts)
-        if timed:
-            update["baselines"] = timed
-    return update
+
+
+def _wait_for(ctx: RunContext, futures: list[cf.Future[Any]], indices: list[int]) -> None:
+    """Wait for every candidate, with an `evaluating` event every HEARTBEAT_S (an interpreted
+    candidate can take minutes); raise KeyboardInterrupt within POLL_S of a held Ctrl-C."""
+    t0 = time.monotonic()
+    beat = t0 + HEARTBEAT_S
+    while True:
+        _, running = cf.wait(futures, timeout=min(POLL_S, max(0.0, beat - time.monotonic())))
+        if sigint_pending():
+            raise KeyboardInterrupt
+        if not running:
+            return
+        if time.monotonic() < beat:
+            continue
+        beat += HEARTBEAT_S
+        left = [i for i, f in zip(indices, futures, strict=True) if f in running]
+        took = time.monotonic() - t0
+        ctx.emit(
+            "evaluating",
+            attempts=left,
+            elapsed_s=round(took),
+            message=f"still evaluating attempt {', '.join(map(str, left))} ({took:.0f} s)",
+        )
 
 
 def _evaluated(
-    ctx: RunContext, state: AgentState, attempts: list[Attempt], evaluated: list[Candidate]
+    ctx: RunContext, state: AgentState, evaluated: list[tuple[Candidate, Attempt | None]]
 ) -> dict[str, Any]:
-    """The state update for `attempts` (drafted as `evaluated`): the new best, the budget."""
+    """The state update for the candidates evaluated (a candidate without an attempt was
+    stopped by Ctrl-C: it spends no budget and stays pending): the new best, the budget."""
+    attempts = [a for _, a in evaluated if a is not None]
     # The compiler seed and a repair's starting kernel are free; the budget counts new drafts.
-    spent = sum(1 for c in evaluated if c["source"] not in ("compiler", "given"))
+    spent = sum(
+        1 for c, a in evaluated if a is not None and c["source"] not in ("compiler", "given")
+    )
     best = state.get("best")
     for a in attempts:
         if a["correct"] and improves(a, best):
@@ -184,6 +215,7 @@ def baselines_from(attempts: list[Attempt]) -> dict[str, Any] | None:
     return None
 
 
+@interruptible
 def decide(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Stop, tune or go on: the one place the stopping rules live."""
     ctx, cfg = runtime.context, runtime.context.config
@@ -221,6 +253,7 @@ def route(state: AgentState) -> Decision:
     raise ValueError(f"decide left an unexpected decision: {decision!r}")
 
 
+@interruptible
 def feedback(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Render the refinement prompt from the evidence of the last round."""
     ctx = runtime.context
@@ -242,6 +275,7 @@ def feedback(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     return {"next_prompt": prompt}
 
 
+@interruptible
 def tune(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Launch-parameter search on the best correct kernel (GPU), without spending LLM budget."""
     ctx = runtime.context
@@ -257,6 +291,7 @@ def tune(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     return update
 
 
+@interruptible
 def finish(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Write best_kernel.py and the reports."""
     ctx = runtime.context

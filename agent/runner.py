@@ -15,6 +15,7 @@ from agent.config import AgentConfig, check_run_id
 from agent.context import RunContext
 from agent.drafters import CompilerDrafter
 from agent.graph import build_graph
+from agent.interrupt import sigint_held
 from agent.llm import backend_for
 from agent.report import result_object
 from agent.rundir import RunDir, new_run_id
@@ -128,13 +129,30 @@ def initial_state(
 
 def _invoke(graph: Any, state: Any, thread: dict[str, Any], ctx: RunContext) -> None:
     """Run the graph; on Ctrl-C, checkpoint the attempts the interrupted node had finished (as
-    if drafting had just ended with the rest still pending), so `--resume` continues there."""
-    try:
-        graph.invoke(state, thread, context=ctx, durability="sync")
-    except KeyboardInterrupt:
-        if ctx.interrupted is not None:
-            graph.update_state(thread, ctx.interrupted, as_node="draft")
-        raise
+    if drafting had just ended with the rest still pending), so `--resume` continues there.
+
+    Ctrl-C raises only inside a node (`agent.interrupt.sigint_held`): between nodes LangGraph
+    saves a node's writes, then its checkpoint, and a KeyboardInterrupt there cut that short. So
+    the latest checkpoint is the one the interrupted node started from (where this process
+    handles SIGINT itself: the CLI, or Python's default action; see also `finished`)."""
+    ctx.interrupted = None
+    with sigint_held():  # a second Ctrl-C during the write below waits for it too
+        try:
+            graph.invoke(state, thread, context=ctx, durability="sync")
+        except KeyboardInterrupt:
+            interrupted, ctx.interrupted = ctx.interrupted, None
+            if interrupted is not None:
+                graph.update_state(thread, interrupted, as_node="draft")
+            raise
+
+
+def finished(snapshot: Any) -> bool:
+    """Whether a checkpointed run has reached its end. `snapshot.next` alone does not say: it
+    leaves out a node whose writes were saved without the checkpoint after it (a process killed
+    between the two, or interrupted by a host's own SIGINT handler), so a run with budget left
+    read as finished; that node is still among `snapshot.tasks`, and resuming applies its
+    writes and goes on."""
+    return not snapshot.next and not snapshot.tasks
 
 
 def run(
@@ -181,7 +199,7 @@ def run(
             if resume:
                 snapshot = graph.get_state(thread)
                 values = snapshot.values or {}
-                if not snapshot.next:
+                if finished(snapshot):
                     ctx.emit(
                         "resume",
                         finished=True,

@@ -4,10 +4,13 @@ had finished, and `--resume` evaluates only the candidates left, under their own
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -66,19 +69,40 @@ STOP_WITHIN_S = 15.0
 """From SIGINT to exit. The run's own start takes longer than this on a loaded 2-core machine."""
 
 
-def _optimize(tmp_path: Path, *args: str) -> subprocess.Popen:
+def _optimize(tmp_path: Path, *args: str, jobs: Path | None = None) -> subprocess.Popen:
+    """Start `optimize`; with `jobs`, its sandbox jobs make their directories there."""
     cmd = [sys.executable, "-m", "agent", "optimize", *args, "--runs-dir", str(tmp_path / "runs"),
            "--trials", "1", "--target", "none", "--timeout", "120"]  # fmt: skip
     env = {**os.environ, "TERM": "dumb", "COLUMNS": "200"}
+    if jobs is not None:
+        env["TMPDIR"] = str(jobs)
     return subprocess.Popen(
         cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         preexec_fn=sigint_as_default,
     )  # fmt: skip
 
 
-def _interrupt_when(proc: subprocess.Popen, marker: str, *, after: str | None = None) -> str:
-    """SIGINT `proc` once its stderr shows `marker` (after a line with `after`, if given);
-    returns everything it printed; asserts it then exits with 130 within STOP_WITHIN_S."""
+def _gated(code: str, go: Path) -> str:
+    """`code` that, as its module loads in the sandbox, waits until the file `go` exists: a
+    candidate that cannot finish before the test lets it (the sandbox lets a job look at a
+    file, not write one)."""
+    return (
+        f"import os as _os\nimport time as _time\n\nwhile not _os.path.exists({str(go)!r}):\n"
+        f"    _time.sleep(0.05)\n\n{code}"
+    )
+
+
+def _wait_for_job(proc: subprocess.Popen, jobs: Path, kernel: str) -> None:
+    """Until a sandbox job under `jobs` holds the candidate file `kernel` (it is being verified)."""
+    deadline = time.monotonic() + 300
+    while not list(jobs.glob(f"ta-job-*/{kernel}")):
+        assert proc.poll() is None, "the run ended first:\n" + (proc.communicate()[1] or "")
+        assert time.monotonic() < deadline, f"no job for {kernel} within 300 s"
+        time.sleep(0.1)
+
+
+def _read_until(proc: subprocess.Popen, marker: str, *, after: str | None = None) -> list[str]:
+    """The lines `proc` prints to stderr up to one with `marker` (after one with `after`)."""
     seen: list[str] = []
     armed = after is None
     assert proc.stderr is not None
@@ -86,9 +110,13 @@ def _interrupt_when(proc: subprocess.Popen, marker: str, *, after: str | None = 
         seen.append(line)
         armed = armed or (after is not None and after in line)
         if armed and marker in line:
-            break
-    else:
-        raise AssertionError("the run ended before the phase to interrupt:\n" + "".join(seen))
+            return seen
+    raise AssertionError("the run ended before the phase to interrupt:\n" + "".join(seen))
+
+
+def _interrupt(proc: subprocess.Popen, seen: Sequence[str] = ()) -> str:
+    """SIGINT `proc`; asserts it then exits with 130 within STOP_WITHIN_S, saying how to go on;
+    returns everything it printed (`seen`: what was read already)."""
     os.kill(proc.pid, signal.SIGINT)
     t0 = time.monotonic()
     try:
@@ -116,13 +144,25 @@ def _checkpointed(tmp_path: Path) -> list[int]:
     return sorted(int(p.name) for p in (tmp_path / "runs" / "r" / "attempts").iterdir())
 
 
-def test_sigint_while_evaluating_keeps_what_finished_and_resume_does_the_rest(tmp_path):
-    replies = write_replies(tmp_path / "replies.jsonl", [fenced(BAD), fenced(GOOD)])
+@pytest.fixture
+def jobs() -> Iterator[Path]:
+    """A directory for sandbox jobs with a short path (the forkserver's socket lives there, and
+    an AF_UNIX path has at most 107 bytes: pytest's tmp_path is too long)."""
+    path = Path(tempfile.mkdtemp(prefix="ta-jobs-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_sigint_while_evaluating_keeps_what_finished_and_resume_does_the_rest(tmp_path, jobs):
+    go = tmp_path / "go"
+    replies = write_replies(tmp_path / "replies.jsonl", [fenced(BAD), fenced(_gated(GOOD, go))])
     proc = _optimize(tmp_path, RELU, "--replies", replies, "--budget", "2",
-                     "--no-compiler-seed", "--run-id", "r")  # fmt: skip
-    # round 2's candidate is being verified (a replay draft is instant)
-    _interrupt_when(proc, "round 2: drafting", after="attempt  0")
+                     "--no-compiler-seed", "--run-id", "r", jobs=jobs)  # fmt: skip
+    # round 2's candidate is being verified, and waits for `go`: attempt 0 alone has finished
+    _wait_for_job(proc, jobs, "attempt_01.py")
+    _interrupt(proc)
     assert _checkpointed(tmp_path) == [0]
+    go.touch()
     rc, err, result = _resume(tmp_path)
     assert rc == 0, err
     assert "resuming: 1 attempts already evaluated" in err
@@ -134,15 +174,14 @@ def test_sigint_while_evaluating_keeps_what_finished_and_resume_does_the_rest(tm
 def test_sigint_while_the_llm_drafts_stops_at_once(tmp_path):
     from tests.fakes.openai_server import FakeOpenAIServer
 
-    with FakeOpenAIServer([fenced(BAD), fenced(GOOD)], slow_s=120) as server:
+    # The first request is answered (an entry the server does not know means "answer"); the
+    # second, round 2's, hangs for two minutes.
+    with FakeOpenAIServer(
+        [fenced(BAD), fenced(GOOD)], failures=["answer", "slow"], slow_s=120
+    ) as server:
         proc = _optimize(tmp_path, RELU, "--base-url", server.url, "--budget", "2",
                          "--no-compiler-seed", "--run-id", "r")  # fmt: skip
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            if "attempt  0" in line:
-                server.failures = ["slow"]  # round 2's request hangs for two minutes
-                break
-        _interrupt_when(proc, "round 2: drafting")
+        _interrupt(proc, _read_until(proc, "round 2: drafting"))
     assert _checkpointed(tmp_path) == [0]
 
 
