@@ -23,6 +23,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from agent.options import BACKENDS, BY_NAME, DEFAULTS, field_constraints
+from agent.progress import drafting_what
 from tools.errors import BadInputError, TritonAgentError
 
 ProblemArg = Annotated[
@@ -123,10 +124,7 @@ def describe_event(e: dict[str, Any]) -> str:
     if kind == "start":
         return f"run {e.get('run_id')} on {e.get('device')} with {e.get('backend')}"
     if kind == "drafting":
-        what = (
-            "compiler" if e.get("source") == "compiler" else f"{e.get('samples', 1)} LLM sample(s)"
-        )
-        return f"round {e.get('round')}: drafting {what}"
+        return f"round {e.get('round')}: drafting {drafting_what(e)}"
     if kind == "attempt":
         a = e.get("attempt") or {}
         return f"attempt {a.get('index')}: {a.get('status')}: {str(a.get('summary') or '')[:200]}"

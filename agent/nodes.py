@@ -19,6 +19,7 @@ from agent.evaluation import evaluate_candidate, improves, kill_jobs
 from agent.interrupt import STOPPING, interruptible, sigint_held, sigint_pending
 from agent.report import write_best_kernel, write_final_files
 from agent.state import AgentState, Attempt, Candidate
+from agent.tuning import FULL_PRECISION, precision_fallback
 from tools.errors import BackendError
 from tools.problem import problem_from_source
 
@@ -72,6 +73,10 @@ def draft(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     elif round_ == 1 and ctx.drafter is not None:
         ctx.emit("drafting", round=round_, source="compiler")
         pending.append(ctx.drafter.draft(state["problem_source"], state["problem_path"]))
+    elif (retry := precision_fallback(state)) is not None:
+        # The compiler draft's tf32x3/bf16x3 was a mismatch: the same draft at full precision.
+        ctx.emit("drafting", round=round_, source=FULL_PRECISION)
+        pending.append(retry)
     if ctx.backend is not None and not pending:
         k = min(cfg.samples_per_round, state["budget_left"])
         prompt = state.get("next_prompt") or first_prompt(state["problem_source"], cfg, ctx.backend)
@@ -236,6 +241,8 @@ def decide(state: AgentState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         if cfg.tune and not state.get("tuned"):
             return {"decision": "tune"}
     if ctx.backend is None:
+        if state["budget_left"] > 0 and precision_fallback(state) is not None:
+            return {"decision": "feedback"}  # the draft again at full precision, next round
         return {"decision": "finish", "stop_reason": "no LLM backend to draft further candidates"}
     if state["budget_left"] <= 0:
         return {"decision": "finish", "stop_reason": "budget spent"}

@@ -102,3 +102,13 @@ def live_progress(
     bar = Bar(printer, kind, console, total)
     with bar.progress:
         yield bar
+
+
+def drafting_what(event: dict[str, Any]) -> str:
+    """What a `drafting` event drafts, in words (the CLI's and MCP's progress lines)."""
+    source = event.get("source")
+    if source == "compiler":
+        return "compiler (torch.compile -> Triton)"
+    if source == "compiler:ieee":
+        return "the compiler draft again at full fp32 precision (its tf32x3 was a mismatch)"
+    return f"{event.get('samples', 1)} LLM sample(s)"

@@ -12,6 +12,7 @@ from rich.table import Table
 from agent.cli.common import STATUS_STYLE, clip, emit_json, err_console, table_width
 from agent.config import AgentConfig
 from agent.options import add_options, config_kwargs
+from agent.progress import drafting_what
 
 LOOP_GROUPS = ("loop", "bar", "backend", "verify")
 """The option groups of a loop command (optimize, repair, the REPL)."""
@@ -58,12 +59,7 @@ class Progress:
             else:
                 err_console.print(f"resuming: {n} attempts already evaluated")
         elif kind == "drafting":
-            what = (
-                "compiler (torch.compile -> Triton)"
-                if e["source"] == "compiler"
-                else f"{e.get('samples', 1)} LLM sample(s)"
-            )
-            err_console.print(f"round {e['round']}: drafting {what} ...")
+            err_console.print(f"round {e['round']}: drafting {drafting_what(e)} ...")
         elif kind == "attempt":
             a = e["attempt"]
             style = STATUS_STYLE.get(a["status"], "red")
