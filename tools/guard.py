@@ -114,6 +114,7 @@ NATIVE_DENY = frozenset(
         "mprotect",
         "setrlimit",
         "prlimit",
+        "prctl",  # PR_SET_PDEATHSIG 0 would let a job outlive its agent (tools.job_process)
         "prlimit64",
         "dup2",
         "dup3",
@@ -464,6 +465,17 @@ def _hook(event: str, args: tuple, fs_events: Mapping = _FS_EVENTS) -> None:
         _deny(f"process creation ({event})")
     elif event == "pty.spawn":
         _deny("process creation (pty.spawn)")
+    elif _state["locked"] and event in ("resource.setrlimit", "resource.prlimit"):
+        # The job's limits (its CPU ceiling, tools.job_process) are set before lock-down.
+        _deny(f"changing a resource limit ({event})")
+    elif _state["locked"] and event in ("os.kill", "os.killpg"):
+        # Signals to other processes (the judge, the agent) are no kernel's work. Allowed: a
+        # probe (signal 0: the job's watcher asks whether the agent lives) and the job itself
+        # or its own process group (the watcher ending the job).
+        target, sig = (tuple(args) + (None, None))[:2]
+        own = os.getpgrp() if event == "os.killpg" else os.getpid()
+        if sig != 0 and target not in (0, own):
+            _deny(f"sending signal {sig} to process {target} ({event})")
     elif _state["locked"] and event in _LOCKED_EVENTS:
         _check_locked(event, args)
     elif event == "ctypes.dlsym":
