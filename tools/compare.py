@@ -237,7 +237,14 @@ def _bad_counts(
     # Written in place: keeping a 0-dim tensor per chunk pins small blocks among the chunks' freed
     # temporaries (glibc, 32 chunks of 1 Mi elements: 226 MiB of heap kept instead of 45 MiB).
     counts = torch.zeros(len(pieces), dtype=torch.int64, device=got.device)
+    # On the CPU, a chunk equal element for element has no bad element under any tolerance
+    # (|g - e| = 0 <= atol + rtol * |e|; equal infinities; NaN is never `equal`, so a chunk with
+    # one takes the full rule): one pass of compares instead of float64 copies, 40x less time
+    # on a 1 GiB output. Not on a GPU, where it would sync once a chunk.
+    exact_ok = got.device.type == "cpu" and atol >= 0 and rtol >= 0
     for i, (_, gc, ec) in enumerate(pieces):
+        if exact_ok and gc.dtype == ec.dtype and torch.equal(gc, ec):
+            continue
         counts[i] = _bad_mask(gc, ec, atol, rtol, floating).sum()
     return counts.tolist()
 
