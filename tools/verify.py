@@ -397,6 +397,9 @@ class Verifier:
                     return
                 diff = reply.get("diff") if isinstance(reply, dict) else None
                 run.comparisons.append((t, expected_run, diff))
+                note = diff.get("note") if isinstance(diff, dict) else None
+                if isinstance(note, str) and note[:500] not in run.notes:
+                    run.notes.append(note[:500])
                 if expected_run == "first":
                     run.got_shapes = [
                         d.get("shape")
