@@ -95,3 +95,21 @@ def test_the_floor_is_the_references_own_error_and_absent_where_it_is_small():
     off = (exact + torch.tensor([0.0, 0.01, 0.0], dtype=torch.float64)).float()
     floors = attainable_floors([off], [exact], tol)
     assert floors is not None and floors[0] == pytest.approx(ATTAINABLE_FACTOR * 0.01, rel=1e-3)
+
+
+def test_the_verdict_carries_the_floors_and_the_freshness_check_uses_them(cpu_verifier, problem):
+    import torch
+
+    from tools.freshness import check_freshness
+
+    verdict = cpu_verifier.verify(problem, KERNEL.replace("HALF=HALF", "HALF=False"), "k.py")
+    assert verdict.status == "ok" and verdict.atol_floors and verdict.atol_floors[0] > 1e-4
+    bufs = [torch.zeros(4)]
+
+    def call(b):
+        return b[0] + 0.01  # off by 0.01: past 1e-4, within a floor of 0.05
+
+    expected = [torch.ones(4)]
+    fresh = [torch.ones(4)]
+    assert not check_freshness(call, bufs, fresh, expected, 1e-4, 1e-4)["ok"]
+    assert check_freshness(call, bufs, fresh, expected, 1e-4, 1e-4, atol_floors=[0.05])["ok"]

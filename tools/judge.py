@@ -278,6 +278,7 @@ def _compare(
     note = floor_note(floors, expected, tol)
     if note:
         out["note"] = note
+        out["floors"] = [float(f) for f in floors or []]
     if diff.report is not None:
         out["report"] = dataclasses.asdict(diff.report)
     return out
