@@ -4,12 +4,13 @@ then say which sizes the candidate depends on."""
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from tools.errors import ProblemError
-from tools.problem import Problem
+from tools.problem import Problem, _arithmetic
 from tools.results import Verdict
 
 
@@ -24,12 +25,36 @@ class GeneralizationPlan:
     kept: str
     """The constants not varied, with the reason (for the verdict's notes)."""
 
+    @property
+    def attempts(self) -> list[dict[str, Any]]:
+        """The sizes to try, in order, until the problem itself accepts them: `sizes`, then
+        `sizes` halved (divisibility between powers of two survives: GroupNorm's 64 channels in
+        8 groups become 32 in 4, where 33 in 5 does not divide), then `input_sizes`, halved too."""
+        tried: list[dict[str, Any]] = []
+        for sizes in (self.sizes, halved(self.sizes), self.input_sizes, halved(self.input_sizes)):
+            if sizes and sizes not in tried:
+                tried.append(sizes)
+        return tried
+
+
+def halved(sizes: dict[str, Any]) -> dict[str, Any]:
+    """The plan's sizes with integers halved instead (`v // 2`, at least 2; from the half-plus-one
+    values back to about half the originals: 2049 -> 1024), tuples too; floats as they are."""
+
+    def half(v: Any) -> Any:
+        if isinstance(v, tuple):
+            return tuple(half(e) for e in v)
+        return max(2, (v - 1) if v > 2 else v) if isinstance(v, int) and v >= 2 else v
+
+    return {k: half(v) for k, v in sizes.items()}
+
 
 def generalization_plan(problem: Problem) -> GeneralizationPlan:
     """Other values for a problem's size constants (KernelBench's `batch_size = 16` included).
 
     Integers become about half plus one (so powers of two become odd and every size changes):
-    those that shape `get_inputs`' tensors, UPPER_CASE ones, and constructor-only integers of 8
+    those that shape `get_inputs`' tensors (and the elements of literal shape tuples it reads,
+    `input_shape = (32768,)`), UPPER_CASE ones, and constructor-only integers of 8
     or more (`out_features`); smaller constructor-only integers (`kernel_size`, `stride`, a
     reduction `dim`) are settings, not sizes, and stay. Constructor-only floats (`eps`, a slope,
     a scale) are halved: a candidate must read them from its constructor. Constants computed
@@ -55,8 +80,40 @@ def generalization_plan(problem: Problem) -> GeneralizationPlan:
             sizes[k] = v / 2
         else:
             kept.append(f"{k}={v!r} ({'a float input setting' if use == 'input' else 'not used'})")
-    input_sizes = {k: v for k, v in sizes.items() if uses.get(k) == "input" and isinstance(v, int)}
+    shapes = shape_tuples(problem)
+    for k, v in shapes.items():
+        sizes[k] = tuple(e // 2 + 1 if e >= 2 else e for e in v)
+    input_sizes = {
+        k: v
+        for k, v in sizes.items()
+        if k in shapes or (uses.get(k) == "input" and isinstance(v, int))
+    }
     return GeneralizationPlan(sizes=sizes, input_sizes=input_sizes, kept=", ".join(kept))
+
+
+def shape_tuples(problem: Problem) -> dict[str, tuple[int, ...]]:
+    """Module-level tuples of integer literals that `get_inputs` reads (KernelBench's
+    `input_shape = (32768,)` in `torch.rand(batch_size, *input_shape)`): sizes too. Tuples built
+    from other constants (`(num_classes,)`) are not here: those constants vary, the tuple follows."""
+    tree = ast.parse(problem.source)
+    reads: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "get_inputs":
+            reads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    shapes: dict[str, tuple[int, ...]] = {}
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id in reads
+            and isinstance(node.value, ast.Tuple)
+            and node.value.elts
+        ):
+            values = [_arithmetic(e, {}) for e in node.value.elts]  # `(8192 * 2,)` too
+            if all(type(v) is int and v > 0 for v in values):
+                shapes[node.targets[0].id] = tuple(values)
+    return shapes
 
 
 def generalization_sizes(problem: Problem) -> dict[str, Any]:
@@ -75,7 +132,7 @@ ProblemError when the problem itself does not accept those sizes."""
 
 def generalize(problem: Problem, verdict: Verdict, verify_at: VerifyAt) -> Verdict:
     """The generalisation check of a candidate found correct (`verdict`) at the problem's own
-    sizes: verify it at the plan's sizes (all of them, else only the inputs' shapes). Returns
+    sizes: verify it at the first of the plan's `attempts` the problem accepts. Returns
     `verdict` with notes when it holds (or could not be run), else the failing verdict."""
     plan = generalization_plan(problem)
     if plan.kept:
@@ -86,9 +143,7 @@ def generalize(problem: Problem, verdict: Verdict, verify_at: VerifyAt) -> Verdi
         )
         return verdict
     sizes, other, shown = plan.sizes, None, ""
-    for sizes in (plan.sizes, plan.input_sizes):
-        if not sizes:
-            continue
+    for sizes in plan.attempts:
         shown = shown_sizes(sizes)
         try:
             other = verify_at(problem.with_sizes(**sizes))
@@ -98,8 +153,6 @@ def generalize(problem: Problem, verdict: Verdict, verify_at: VerifyAt) -> Verdi
                 f"generalisation check: at {shown} the problem itself fails: {exc}"
             )
             other = None
-        if sizes == plan.input_sizes:
-            break
     if other is None:
         verdict.evidence.notes.append("generalisation check skipped: no sizes the problem accepts")
         return verdict

@@ -1,0 +1,104 @@
+"""--generalize over KernelBench level 1's own layouts (issue 15, item 5), found by
+benchmarks/generalize_level1.py: shape tuples (`input_shape = (32768,)` read as
+`torch.rand(batch_size, *input_shape)`: scans, KL divergence, triplet loss) are sizes too, and
+a problem whose sizes must divide each other (GroupNorm's channels by its groups) is checked at
+sizes it accepts instead of being skipped. Plan-level only, with an in-process stand-in for the
+verifier: seconds, no drafting, no kernels."""
+
+from __future__ import annotations
+
+import textwrap
+
+from tools.errors import ProblemError
+from tools.generalize import generalization_plan, generalize
+from tools.problem import Problem, problem_from_source
+from tools.results import Verdict
+
+SCAN = textwrap.dedent(
+    """
+    import torch
+    import torch.nn as nn
+
+    class Model(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.dim = dim
+
+        def forward(self, x):
+            return torch.cumsum(x, dim=self.dim)
+
+    batch_size = 32768
+    input_shape = (32768,)
+    other_shape = (8192 * 2, 1)
+    dim = 1
+
+    def get_inputs():
+        return [torch.rand(batch_size, *input_shape), torch.rand(*other_shape)]
+
+    def get_init_inputs():
+        return [dim]
+    """
+)
+
+GROUP_NORM = textwrap.dedent(
+    """
+    import torch
+    import torch.nn as nn
+
+    class Model(nn.Module):
+        def __init__(self, num_features: int, num_groups: int):
+            super().__init__()
+            self.gn = nn.GroupNorm(num_groups=num_groups, num_channels=num_features)
+
+        def forward(self, x):
+            return self.gn(x)
+
+    batch_size = 4
+    features = 16
+    num_groups = 8
+    dim1 = 6
+
+    def get_inputs():
+        return [torch.rand(batch_size, features, dim1)]
+
+    def get_init_inputs():
+        return [features, num_groups]
+    """
+)
+
+
+def test_literal_shape_tuples_are_varied():
+    plan = generalization_plan(problem_from_source(SCAN))
+    assert plan.sizes == {"batch_size": 16385, "input_shape": (16385,), "other_shape": (8193, 1)}
+    assert plan.input_sizes == plan.sizes
+    varied = problem_from_source(SCAN).with_sizes(**plan.sizes)
+    assert "input_shape = (16385,)" in varied.source
+    assert "other_shape = (8193, 1)" in varied.source
+
+
+def _reference_only(problem: Problem) -> Verdict:
+    """Stands in for the verifier: runs the reference at the problem's sizes (ProblemError when
+    it does not accept them, as the verifier raises) and calls the candidate correct."""
+    namespace: dict = {}
+    exec(compile(problem.source, "<problem>", "exec"), namespace)  # noqa: S102 (test's own code)
+    try:
+        namespace["Model"](*namespace["get_init_inputs"]())(*namespace["get_inputs"]())
+    except Exception as exc:
+        raise ProblemError(f"the reference fails: {exc}") from exc
+    return Verdict(status="ok", compiled=True, correct=True, message="correct")
+
+
+def test_sizes_that_must_divide_are_checked_at_sizes_the_problem_accepts():
+    problem = problem_from_source(GROUP_NORM)
+    tried: list[str] = []
+
+    def verify_at(p: Problem) -> Verdict:
+        tried.append(", ".join(f"{k}={v}" for k, v in p.size_constants.items()))
+        return _reference_only(p)
+
+    verdict = generalize(problem, _reference_only(problem), verify_at)
+    notes = " | ".join(verdict.evidence.notes)
+    # 9 channels in 5 groups is rejected; 8 in 4 is checked (it was "skipped" before)
+    assert "batch_size=3, features=9, num_groups=5, dim1=4" in tried[0]
+    assert "generalisation check passed at batch_size=2, features=8, num_groups=4, dim1=3" in notes
+    assert "skipped" not in notes
