@@ -79,10 +79,13 @@ def make_context(
     backend: Any = None,
     mode: str = "optimize",
     on_event: Callable[[dict[str, Any]], None] | None = None,
+    verifier: Verifier | None = None,
 ) -> RunContext:
-    """The live objects of a run: LLM backend, verifier (and its sandbox), compiler drafter."""
+    """The live objects of a run: LLM backend, verifier (and its sandbox), compiler drafter.
+    `verifier`: one shared with other runs (a loop-mode bench runs several problems at once on
+    one Verifier, so their jobs share its slots); else a new one from the config."""
     llm = backend if backend is not None else backend_for(config)
-    verifier = Verifier(config.verify_options())
+    verifier = verifier if verifier is not None else Verifier(config.verify_options())
     drafter = None
     if mode == "optimize" and (llm is None or config.compiler_seed):
         drafter = CompilerDrafter(verifier.sandbox, verifier.device)
@@ -164,11 +167,13 @@ def run(
     backend: Any = None,
     start_kernel: str | None = None,
     mode: str = "optimize",
+    verifier: Verifier | None = None,
 ) -> dict[str, Any]:
     """Optimize (or repair, with `start_kernel`) one problem; returns the result object.
 
     `backend` overrides the configured one (a host application's LangChain chat model wrapped in
     `agent.llm.LangChainBackend`, say). `resume` continues a run from its checkpoint.
+    `verifier`: a Verifier shared with other runs (see `make_context`).
     """
     created = False
     if resume:
@@ -186,7 +191,9 @@ def run(
         problem = read_problem(problem_path)  # static checks before anything is created
         start_code = read_kernel(start_kernel) if start_kernel else None
         rundir = new_rundir(problem_path, config)
-    ctx = make_context(config, rundir, backend=backend, mode=mode, on_event=on_event)
+    ctx = make_context(
+        config, rundir, backend=backend, mode=mode, on_event=on_event, verifier=verifier
+    )
     llm, verifier = ctx.backend, ctx.verifier
     if not resume:
         created = True

@@ -45,6 +45,10 @@ class BenchConfig:
     """Problem names (file stems) to run; empty for all."""
     compiler_seed: bool = False
     """Loop mode: also evaluate torch.compile's Triton as a free attempt 0."""
+    loop_jobs: int | None = None
+    """Loop mode (thread executor): problems whose loops run at once, all sharing one
+    Verifier's slots (so verification and timing jobs never exceed what sample mode runs).
+    None: the number of slots, or 1 with a replay script (its replies are taken in order)."""
     stop_grace_s: float = 20.0
     """On SIGINT: seconds the candidates being evaluated may take to finish (and be recorded)
     before their jobs are killed and the run reports what is done."""
@@ -60,6 +64,12 @@ class BenchConfig:
             raise BadInputError(f"--executor must be one of {', '.join(EXECUTORS)}")
         if self.samples < 1:
             raise BadInputError("--samples must be at least 1")
+        if self.loop_jobs is not None and (
+            isinstance(self.loop_jobs, bool)
+            or not isinstance(self.loop_jobs, int)
+            or self.loop_jobs < 1
+        ):
+            raise BadInputError("--loop-jobs must be a positive integer")
         if not self.stop_grace_s >= 0:
             raise BadInputError("--stop-grace must be a number of seconds >= 0")
         if self.ks is None:

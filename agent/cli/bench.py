@@ -94,6 +94,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--no-tune", action="store_true", help="loop mode: skip the launch-parameter tuner"
     )
     p.add_argument(
+        "--loop-jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="loop mode, thread executor: problems whose loops run at once (default: the number "
+        "of verification slots, e.g. GPUs x --jobs-per-gpu; 1 with --replies, whose replies are "
+        "taken in order). All loops share one set of slots: no more verification or timing jobs "
+        "run at once than in sample mode, and a timing job still has its GPU alone",
+    )
+    p.add_argument(
         "--json", action="store_true", help="print the report as JSON (last line of stdout)"
     )
     add_options(p, "verify")
@@ -126,6 +136,7 @@ def bench_config(args: argparse.Namespace) -> Any:
         out=args.out or default_out(),
         only=tuple(x.strip() for x in args.only.split(",") if x.strip()) if args.only else (),
         compiler_seed=args.compiler_seed,
+        loop_jobs=args.loop_jobs,
         stop_grace_s=args.stop_grace,
         agent=AgentConfig(**kw),
     )
@@ -137,7 +148,10 @@ class BenchProgress:
     def __call__(self, e: dict[str, Any]) -> None:
         kind = e["event"]
         if kind == "start":
-            err_console.print(f"evaluating on {e['device']} with {e['slots']} parallel slot(s)")
+            loops = f", {e['loops']} problem loop(s) at once" if e.get("loops") else ""
+            err_console.print(
+                f"evaluating on {e['device']} with {e['slots']} parallel slot(s){loops}"
+            )
         elif kind == "problem" and e["done"]:
             err_console.print(f"{e['problem']}: {e['done']} done already, {e['todo']} to do")
         elif kind == "drafting":
@@ -152,6 +166,11 @@ class BenchProgress:
         elif kind == "error":
             err_console.print(
                 f"[yellow]{escape(e['problem'])}:[/yellow] {escape(str(e['message']))}"
+            )
+        elif kind == "stopping" and e.get("loops"):
+            err_console.print(
+                f"[yellow]interrupted:[/yellow] stopping {e['running']} running loop(s) (their "
+                "jobs are killed; those problems start over on resume)"
             )
         elif kind == "stopping":
             err_console.print(
