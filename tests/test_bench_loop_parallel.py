@@ -134,7 +134,7 @@ def test_loop_jobs_must_be_positive(tmp_path, capsys):
     assert rc == 2 and "--loop-jobs" in r["message"]
 
 
-def test_sigint_stops_the_loops_keeps_what_finished_and_the_rerun_resumes(tmp_path):
+def test_sigint_stops_the_loops_keeps_what_finished_and_the_rerun_resumes(tmp_path, capsys):
     """SIGINT while one loop spins in its candidate (far past what the test waits) and the
     other has finished: the bench stops within seconds, keeps the finished problem, writes the
     report (exit 1); the rerun runs only the interrupted problem, from the start."""
@@ -177,17 +177,10 @@ def test_sigint_stops_the_loops_keeps_what_finished_and_the_rerun_resumes(tmp_pa
     assert not (out / spun / "error.json").exists()
     kept = (out / finished / "00" / "sample.json").stat().st_mtime_ns
 
-    # The rerun: only the interrupted problem is run (one reply: asking twice would fail)
+    # The rerun (in-process): only the interrupted problem runs (one reply: asking twice fails)
     args[args.index(replies)] = write_replies(tmp_path / "r2.jsonl", [GOOD_RELU])
-    p = subprocess.run(
-        [sys.executable, "-m", "agent", "bench", str(problems), *args, "--json"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert p.returncode == 0, p.stderr
-    r = json.loads(p.stdout.strip().splitlines()[-1])
+    assert main(["bench", str(problems), *args, "--json"]) == 0
+    r = last_json(capsys)
     assert [q["outcome"] for q in r["problems"]] == ["ok", "ok"]
     assert (out / finished / "00" / "sample.json").stat().st_mtime_ns == kept
     assert (out / spun / "done.json").exists()
