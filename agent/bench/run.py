@@ -656,7 +656,7 @@ class _Loops:
         self._events.append((name, outcome))
         self._ready.notify_all()
 
-    def results(self) -> Iterable[tuple[str, Any]]:
+    def results(self) -> Iterator[tuple[str, Any]]:
         """In the main thread: (problem, "started" | its entries | its TritonAgentError) as they
         come, until every problem is done. Waits in short steps, so Ctrl-C is raised here."""
         while True:
