@@ -62,6 +62,8 @@ def shrunk_value(name: str, value: int, n_spatial: int, order: int = 0) -> int:
         return value
     if name == "features":  # GroupNorm's 8 groups: 2 channels each (1 each specialises)
         return 16
+    if "heads" in name:  # 97: 8 heads of 32 were 384 softmax programs at 93 ms each
+        return 2
     if CHANNELS.search(name):
         return 8
     if name == "num_classes":
@@ -77,7 +79,7 @@ def shrunk_value(name: str, value: int, n_spatial: int, order: int = 0) -> int:
 
 def shrink_source(source: str) -> tuple[str, dict[str, object]]:
     """A reduced-size copy of a KernelBench problem: module-level integer (and tuple-of-integer)
-    constants shrunk, and integer literals over 64 inside `get_inputs` set to 32 (50's 224x224
+    constants shrunk, and integer literals over 64 inside `get_inputs` set to 16 (50's 224x224
     image). Returns the new source and the changes made ({name: (old, new)})."""
     tree = ast.parse(source)
     names = [
@@ -128,8 +130,8 @@ def shrink_source(source: str) -> tuple[str, dict[str, object]]:
         if isinstance(node, ast.FunctionDef) and node.name == "get_inputs":
             for sub in ast.walk(node):
                 if isinstance(sub, ast.Constant) and type(sub.value) is int and sub.value > 64:
-                    changes[f"get_inputs literal {sub.value}"] = (sub.value, 32)
-                    edits.append((sub.lineno, sub.col_offset, sub.end_col_offset, "32"))
+                    changes[f"get_inputs literal {sub.value}"] = (sub.value, 16)
+                    edits.append((sub.lineno, sub.col_offset, sub.end_col_offset, "16"))
     for lineno, col, end, text in sorted(edits, reverse=True):
         line = lines[lineno - 1]
         lines[lineno - 1] = line[:col] + text + line[end:]
@@ -215,6 +217,7 @@ def run_problem(path: Path, work: Path, draft_timeout: float, verify_timeout: fl
                 "none",
                 "--device",
                 "cpu",
+                "--allow-large",  # the timeout bounds it; 43 was refused at 157 ms a program
             ],
             capture_output=True,
             text=True,

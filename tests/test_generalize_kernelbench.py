@@ -102,3 +102,29 @@ def test_sizes_that_must_divide_are_checked_at_sizes_the_problem_accepts():
     assert "batch_size=3, features=9, num_groups=5, dim1=4" in tried[0]
     assert "generalisation check passed at batch_size=2, features=8, num_groups=4, dim1=3" in notes
     assert "skipped" not in notes
+
+
+def test_max_pool1d_length_stays_symbolic_in_a_dynamic_trace():
+    """ATen's max_pool1d read the length as a plain integer: level1/41's dynamic draft had
+    `x.shape[2] == 32` fixed. Traced through the drafter's patch, one graph serves two lengths
+    (dynamo only, eager backend: no Inductor, no kernels)."""
+    import torch
+
+    from tools.draft.inductor_patches import max_pool1d_as_2d
+
+    graphs = []
+
+    def backend(gm, example_inputs):  # noqa: ANN001, ANN202
+        graphs.append(gm)
+        return gm.forward
+
+    pool = torch.nn.MaxPool1d(kernel_size=8, stride=1, padding=4, dilation=3)
+    reference = torch.max_pool1d  # ATen's, before the patch
+    torch._dynamo.reset()
+    with max_pool1d_as_2d():
+        compiled = torch.compile(pool, backend=backend, dynamic=True, fullgraph=True)
+        for length in (32, 17):
+            x = torch.rand(3, 5, length)
+            assert torch.equal(compiled(x), reference(x, 8, 1, 4, 3))
+    torch._dynamo.reset()
+    assert len(graphs) == 1, "the length was specialised: a second graph for length 17"

@@ -173,6 +173,34 @@ def avg_pool_in_triton() -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def max_pool1d_as_2d() -> Iterator[None]:
+    """Trace `max_pool1d` as `max_pool2d` over a unit height.
+
+    ATen's `max_pool1d` is a C++ composite that reads the input's length as a plain integer, so
+    a dynamic draft had its length fixed (`x.shape[2] == 32`; KernelBench level1/41 failed the
+    generalisation check). `max_pool2d` has a symbolic shape function; the values are the same.
+    """
+    import torch
+    from torch.nn.modules.utils import _single
+
+    def max_pool1d(x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):  # noqa: ANN001, ANN202
+        kernel = _single(kernel_size)
+        steps = _single(stride) if stride is not None and _single(stride) else kernel
+        pool = torch.max_pool2d(
+            x.unsqueeze(-2),
+            (1, kernel[0]),
+            (1, steps[0]),
+            (0, _single(padding)[0]),
+            (1, _single(dilation)[0]),
+            ceil_mode,
+        )
+        return pool.squeeze(-2)
+
+    with unittest.mock.patch.object(torch, "max_pool1d", max_pool1d):
+        yield
+
+
+@contextlib.contextmanager
 def attention_as_math() -> Iterator[None]:
     """Trace `scaled_dot_product_attention` through its math composite (bmm, softmax, bmm).
 
