@@ -21,10 +21,11 @@ throughput benchmark run on a machine without them.
 """
 
 from agent.bench.config import BenchConfig, profile_options
+from agent.bench.loop import loop_problem
 from agent.bench.metrics import FAST_P, fast_p, geomean, pass_at_k, percentile, solved_within
 from agent.bench.records import Draft, Evaluated, SampleRecord, evaluate_sample, peak_memory
 from agent.bench.report import compute_report, problem_cost, problem_outcome, rebuild_report
-from agent.bench.run import evaluate_problem, loop_problem, run_bench
+from agent.bench.run import evaluate_problem, run_bench
 from agent.bench.store import BenchDir, default_out, discover_problems, load_results
 
 __all__ = [
