@@ -128,3 +128,45 @@ def test_max_pool1d_length_stays_symbolic_in_a_dynamic_trace():
             assert torch.equal(compiled(x), reference(x, 8, 1, 4, 3))
     torch._dynamo.reset()
     assert len(graphs) == 1, "the length was specialised: a second graph for length 17"
+
+
+CONV = textwrap.dedent(
+    """
+    import torch
+    import torch.nn as nn
+
+    class Model(nn.Module):
+        def __init__(self, in_channels, out_channels, kernel_size):
+            super().__init__()
+            self.conv2d = nn.Conv2d(in_channels, out_channels, kernel_size, bias=False)
+
+        def forward(self, x):
+            return self.conv2d(x)
+
+    batch_size = 2
+    in_channels = 4
+    out_channels = 4
+    kernel_size = 3
+    height = 6
+    width = 5
+
+    def get_inputs():
+        return [torch.rand(batch_size, in_channels, height, width)]
+
+    def get_init_inputs():
+        return [in_channels, out_channels, kernel_size]
+    """
+)
+
+
+def test_dynamic_conv_draft_has_no_channels_last_copies_of_fixed_size():
+    """level1/55: Inductor's layout optimisation copied input and weight to channels-last in
+    buffers with the channel counts fixed ((s77, 8, h, w)), so the draft failed at other channel
+    counts; without it `triton_convolution` gets the inputs themselves."""
+    from tools.draft import draft_candidate
+
+    result = draft_candidate(CONV, device="cpu")
+    assert result.dynamic
+    call = result.source[result.source.index("def call(") :]
+    assert "empty_strided((s" not in call.split("triton_convolution(")[0], call[:800]
+    assert not [k for k in result.kernels if "convolution" in k and k.startswith("triton_")]

@@ -103,6 +103,14 @@ def capture_inductor(
             stack.enter_context(
                 fx_config.patch(existing_options(fx_config, {"use_duck_shape": False}))
             )
+            # No channels-last copies around convolutions: Inductor sizes them with the channel
+            # counts fixed (level1/55: a (s77, 8, h, w) buffer), and `triton_convolution` reads
+            # any layout from its tensors anyway.
+            stack.enter_context(
+                inductor_config.patch(
+                    existing_options(inductor_config, {"layout_optimization": False})
+                )
+            )
             # Parameter shapes and modules' int attributes (LayerNorm's normalized_shape)
             # symbolic too: they follow the constructor's arguments.
             stack.enter_context(
