@@ -73,11 +73,7 @@ def compare_outputs(
     *,
     trial: int,
     run: str = "first",
-    atol_floors: list[float] | None = None,
 ) -> Difference:
-    """Compare a run's outputs with the reference's. `atol_floors[i]`, where given, is the least
-    absolute tolerance output i gets (the judge's attainable-precision floor: what the fp32
-    reference itself errs by against fp64, tools.judge.attainable_floors)."""
     if len(got) != len(expected):
         return Difference(
             kind="shape",
@@ -98,8 +94,6 @@ def compare_outputs(
             )
     for i, (g, e) in enumerate(zip(got, expected)):
         atol, rtol = tol.for_dtype(e.dtype)
-        if atol_floors is not None and i < len(atol_floors):
-            atol = max(atol, atol_floors[i])
         report = mismatch_report(g, e, atol, rtol, output_index=i, trial=trial, run=run)
         if report is not None:
             return Difference(kind="value", message=summarise(report), report=report)

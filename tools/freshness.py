@@ -103,7 +103,6 @@ def check_freshness(
     rtol: float,
     *,
     chunk_elems: int = CHUNK_ELEMS,
-    atol_floors: list[float] | None = None,
 ) -> dict[str, Any]:
     """Write new values into the very buffers the candidate was timed on and check its output.
 
@@ -111,8 +110,7 @@ def check_freshness(
     stale and fails this. `fresh` writes the new values: a function filling `bufs` in place (the
     job's, so no second input set is alive), or a list of values copied in. `expected` is the
     reference on those values; outputs are compared `chunk_elems` elements at a time, on their
-    own device (`tools.compare.mismatch_report`). `atol_floors`: the verdict's per-output atol
-    floors (tools.judge.attainable_floors), where the judge raised one."""
+    own device (`tools.compare.mismatch_report`)."""
     if not any(isinstance(x, torch.Tensor) and x.is_floating_point() for x in bufs):
         return {"checked": False, "ok": True, "message": "no floating-point inputs to rewrite"}
     if callable(fresh):
@@ -138,9 +136,8 @@ def check_freshness(
                 "message": f"output {i} changed shape on new input values",
             }
         # hint_full_elems=0: the pattern hint from per-chunk counts, never whole float64 copies
-        floor = atol_floors[i] if atol_floors and i < len(atol_floors) else 0.0
         report = mismatch_report(
-            g, e, max(atol, floor), rtol, output_index=i, chunk_elems=chunk_elems, hint_full_elems=0
+            g, e, atol, rtol, output_index=i, chunk_elems=chunk_elems, hint_full_elems=0
         )
         if report is not None:
             return {

@@ -170,7 +170,6 @@ def _verify_and_time(
         cached_peaks=cache["peaks"],
         atol=atol,
         rtol=rtol,
-        atol_floors=verdict.atol_floors,
         limits=Limits(timeout_s=opts.timeout_s, memory_mb=timing_memory_mb(opts, verdict)),
         # Inductor's compile-worker pool would start subprocesses, which the job guard refuses.
         env={"TORCHINDUCTOR_COMPILE_THREADS": "1"},

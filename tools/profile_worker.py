@@ -120,10 +120,8 @@ def profile_job(
     cached_peaks: dict[str, dict[str, Any]],
     atol: float,
     rtol: float,
-    atol_floors: list[float] | None = None,
 ) -> dict[str, Any]:
-    """Time the baselines and the candidate on this job's GPU. Returns raw samples and evidence.
-    `atol_floors`: the verdict's per-output atol floors, for the freshness check."""
+    """Time the baselines and the candidate on this job's GPU. Returns raw samples and evidence."""
     if job_device() != "cuda" or not torch.cuda.is_available():
         return {"error": "no CUDA device in the timing job", "stage": "device"}
     import triton
@@ -289,7 +287,7 @@ def profile_job(
                     f"{why}; timed instead until every stream was done, host launch cost included"
                 )
             result["fresh"] = check_freshness(
-                candidate, sets[0], write_fresh, fresh_ref, atol, rtol, atol_floors=atol_floors
+                candidate, sets[0], write_fresh, fresh_ref, atol, rtol
             )
             del fresh_ref
         except BaseException as exc:  # noqa: BLE001

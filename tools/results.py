@@ -157,10 +157,6 @@ class Verdict:
     trials: int = 0
     atol: float | None = None
     rtol: float | None = None
-    atol_floors: list[float] | None = None
-    """Per output, the least atol the comparison used where the judge's attainable-precision
-    floor raised it (the fp32 reference's own error against fp64, x4); None where none did.
-    The timing job's freshness check uses the same."""
     policy: str = "strict"
     mixed: bool = False
     """True when library matmul/conv ops ran outside Triton (allowed under `allow-library`)."""

@@ -40,8 +40,6 @@ class TrialRun:
     limits_mb: int | None = None
     memory: list[dict[str, float]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    atol_floors: list[float] | None = None
-    """The judge's attainable-precision floors, per output, where one raised an atol."""
 
     def peaks(self) -> dict[str, float]:
         out: dict[str, float] = {}
@@ -70,7 +68,6 @@ def judge(run: TrialRun, ref: Reference, options: VerifyOptions) -> Verdict:
     verdict.evidence.memory = {**run.peaks(), **verdict.evidence.memory}
     verdict.evidence.footprint = dict(ref.footprint)
     verdict.evidence.notes.extend(run.notes)
-    verdict.atol_floors = run.atol_floors
     return verdict
 
 

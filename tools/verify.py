@@ -397,12 +397,6 @@ class Verifier:
                     return
                 diff = reply.get("diff") if isinstance(reply, dict) else None
                 run.comparisons.append((t, expected_run, diff))
-                note = diff.get("note") if isinstance(diff, dict) else None
-                if isinstance(note, str) and note[:500] not in run.notes:
-                    run.notes.append(note[:500])
-                floors = diff.get("floors") if isinstance(diff, dict) else None
-                if run.atol_floors is None and isinstance(floors, list):
-                    run.atol_floors = [float(f) for f in floors if isinstance(f, (int, float))]
                 if expected_run == "first":
                     run.got_shapes = [
                         d.get("shape")
