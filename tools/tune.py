@@ -360,18 +360,15 @@ def full_precision_variant(source: str) -> str | None:
     ]
     out = rewrite(source, {k: "ieee" for k in reduced}) if reduced else source
     changed = bool(reduced)
-    # Conv calls: keywords added or replaced, one at a time (each rewrite moves later text).
-    for _ in range(len(convs)):
-        for site, call in conv_sites(out).items():
-            now = next(
-                (k.value.value for k in call.keywords if k.arg == "precision"
-                 and isinstance(k.value, ast.Constant)),
-                CONV_PRECISIONS[0],
-            )  # fmt: skip
-            if now != "ieee":
-                _, out = _conv_variant(out, site, call, {"precision": "ieee"})
-                changed = True
-                break
-        else:
-            break
+    # Conv calls: the keyword added or replaced, the last call first (earlier text stays put).
+    calls = sorted(conv_sites(out).items(), key=lambda sc: (sc[1].lineno, sc[1].col_offset))
+    for site, call in reversed(calls):
+        now = next(
+            (k.value.value for k in call.keywords
+             if k.arg == "precision" and isinstance(k.value, ast.Constant)),
+            CONV_PRECISIONS[0],
+        )  # fmt: skip
+        if now != "ieee":
+            _, out = _conv_variant(out, site, call, {"precision": "ieee"})
+            changed = True
     return out if changed else None
