@@ -134,6 +134,16 @@ def test_loop_jobs_must_be_positive(tmp_path, capsys):
     assert rc == 2 and "--loop-jobs" in r["message"]
 
 
+def test_loop_jobs_in_sample_mode_is_refused():
+    """A flag that would change nothing is bad input, not silently ignored."""
+    from agent.bench import BenchConfig
+    from tools.errors import BadInputError
+
+    with pytest.raises(BadInputError, match="--loop-jobs applies to --mode loop only"):
+        BenchConfig(out="o", mode="sample", loop_jobs=2)
+    assert BenchConfig(out="o", mode="loop", loop_jobs=2).loop_jobs == 2
+
+
 def test_sigint_stops_the_loops_keeps_what_finished_and_the_rerun_resumes(tmp_path, capsys):
     """SIGINT while one loop spins in its candidate (far past what the test waits) and the
     other has finished: the bench stops within seconds, keeps the finished problem, writes the

@@ -70,6 +70,8 @@ class BenchConfig:
             or self.loop_jobs < 1
         ):
             raise BadInputError("--loop-jobs must be a positive integer")
+        if self.loop_jobs is not None and self.mode != "loop":
+            raise BadInputError("--loop-jobs applies to --mode loop only")
         if not self.stop_grace_s >= 0:
             raise BadInputError("--stop-grace must be a number of seconds >= 0")
         if self.ks is None:
