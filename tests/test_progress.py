@@ -20,7 +20,8 @@ def test_a_log_gets_the_printer_alone():
         assert on_event is printer
 
 
-def test_bench_bar_counts_candidates_and_prints_every_event():
+def test_bench_bar_counts_candidates_and_prints_every_event(monkeypatch):
+    monkeypatch.setenv("TERM", "xterm")  # a terminal, also where the suite runs under TERM=dumb
     seen = []
     console = Console(file=io.StringIO(), force_terminal=True, width=100)
     with live_progress(seen.append, "bench", console=console) as bar:
@@ -34,7 +35,8 @@ def test_bench_bar_counts_candidates_and_prints_every_event():
     assert len(seen) == 4
 
 
-def test_optimize_bar_counts_new_drafts_only():
+def test_optimize_bar_counts_new_drafts_only(monkeypatch):
+    monkeypatch.setenv("TERM", "xterm")
     console = Console(file=io.StringIO(), force_terminal=True, width=100)
     with live_progress(lambda e: None, "optimize", console=console, total=4) as bar:
         for source in ("compiler", "llm:m", "llm:m"):
