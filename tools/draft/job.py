@@ -189,6 +189,8 @@ def _draft(
         ),
     )
     source = with_conv_source(source, conv_source)  # issue 15 hook
+    if host.gemms and device == "cuda":
+        source = _with_picked_tiles(source, problem, notes)
     return DraftResult(
         source=source,
         mixed=bool(library_calls),
@@ -200,6 +202,22 @@ def _draft(
         precision="tf32x3" if host.gemms else None,
         settings=settings,
     )
+
+
+def _with_picked_tiles(source: str, problem: LoadedProblem, notes: list[str]) -> str:
+    """The draft with each GEMM call's tile timed on the GPU (tools.draft.gemm_tiles); the
+    draft as it was, with a note, when that fails: the tile is a speed choice, not a correctness one."""
+    from tools.draft.gemm_tiles import pick_tiles
+
+    try:
+        picked, tile_notes = pick_tiles(
+            source, list(problem.module.get_init_inputs()), problem.inputs, "cuda"
+        )
+    except Exception as exc:
+        notes.append(f"GEMM tiles not timed at draft time ({type(exc).__name__}: {first_line(exc)})")
+        return source
+    notes.extend(tile_notes)
+    return picked
 
 
 def main(argv: list[str] | None = None) -> int:

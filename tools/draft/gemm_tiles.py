@@ -1,0 +1,180 @@
+"""Draft-time tile choice for the GEMM template calls of a CUDA draft (issue 15).
+
+A draft's `gemm(...)` calls start from one tile (`tools.gemm_template.DEFAULT_CONFIG`, 128x128x32,
+8 warps, 3 stages). That tile suits a transposed B (level1/17: 1.59x of cuBLAS fp32) and not a
+square row-major GEMM (level1/1: 0.69x, while 128x64x32 with 4 warps and 4 stages ran at 1.06x;
+H200, session 7). The drafter runs on the GPU with the problem's inputs at their real sizes, so
+it times the tile configs there, once, and writes the fastest at each call site:
+
+1. The draft is loaded from a file (Triton needs kernel source on disk) and `ModelNew` is built.
+2. Its module-level `gemm` is wrapped. The first time a call site runs, the wrapper times every
+   tile of `PICK_TILES` on that call's own operands (`triton.testing.do_bench`, the minimum of
+   its repetitions: other jobs may share the GPU), then runs the call as written.
+3. A site whose best tile is at least `MIN_GAIN` faster than its current one gets that tile
+   written into its keywords (`tools.tune.rewrite`); the notes give both times.
+
+Only the launch parameters change: every tile computes the same GEMM with the same precision,
+and the draft is verified afterwards like any candidate. A tile that does not compile or run
+(shared memory) is skipped. The choice is for the problem's sizes; at other sizes the tile
+is still correct, not necessarily the fastest (the tuner can search again).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+from tools.tune import (
+    GEMM_TILE_KEYS,
+    GEMM_TILES,
+    _is_conv_call,
+    _is_gemm_call,
+    conv_sites,
+    gemm_sites,
+    rewrite,
+)
+
+PICK_TILES = GEMM_TILES
+"""The tiles timed per call site (the tuner's set; the first is the drafts' default)."""
+MIN_GAIN = 0.03
+"""A site keeps its tile unless another is at least this much faster (timing noise)."""
+
+Timer = Callable[[Callable[[], Any]], float]
+
+
+def call_lines(source: str) -> dict[int, tuple[int, int]]:
+    """Site number (as `tools.tune` numbers GEMM and conv calls) -> the call's first and last line."""
+    spans: dict[int, tuple[int, int]] = {}
+    site = 0
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and (_is_gemm_call(node) or _is_conv_call(node)):
+            spans[site] = (node.lineno, node.end_lineno or node.lineno)
+            site += 1
+    return spans
+
+
+def gpu_timer(fn: Callable[[], Any]) -> float:
+    """Milliseconds a call takes on the GPU: the fastest of do_bench's repetitions."""
+    from triton.testing import do_bench
+
+    return float(do_bench(fn, warmup=10, rep=40, return_mode="min"))
+
+
+def _load(source: str, workdir: str) -> Any:
+    path = os.path.join(workdir, "draft_candidate_tiles.py")
+    with open(path, "w") as f:
+        f.write(source)
+    spec = importlib.util.spec_from_file_location("draft_candidate_tiles", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def pick_tiles(
+    source: str,
+    init_inputs: list[Any],
+    inputs: list[Any],
+    device: str,
+    *,
+    timer: Timer = gpu_timer,
+    tiles: tuple[tuple[int, ...], ...] = PICK_TILES,
+) -> tuple[str, list[str]]:
+    """`source` with each GEMM call site's fastest tile written in, and a note per site.
+
+    Runs the draft's forward once on `inputs` (its `ModelNew` built from `init_inputs` on
+    `device`), timing `tiles` at each `gemm(...)` site the forward reaches. `timer` takes a
+    zero-argument call and returns milliseconds (tests pass a scripted one).
+    """
+    import torch
+
+    sites = {s: k for s, k in gemm_sites(source).items() if s not in conv_sites(source) and k}
+    if not sites:
+        return source, []
+    spans = call_lines(source)
+    timings: dict[int, list[tuple[float, dict[str, Any]]]] = {}
+    shapes: dict[int, str] = {}
+    failures: dict[int, int] = {}
+    with tempfile.TemporaryDirectory(prefix="gemm_tiles_") as workdir:
+        module = _load(source, workdir)
+        real = module.gemm
+
+        def timed_gemm(*args: Any, **kwargs: Any) -> Any:
+            line = sys._getframe(1).f_lineno
+            site = next(
+                (s for s, (a, b) in spans.items() if s in sites and a <= line <= b), None
+            )  # fmt: skip
+            if site is None or site in timings:
+                return real(*args, **kwargs)
+            a, b = args[0], args[1]
+            shapes[site] = f"{'x'.join(map(str, a.shape))} @ {'x'.join(map(str, b.shape))}"
+            trial = dict(kwargs)
+            out = kwargs.get("out")
+            if out is not None and any(
+                isinstance(t, torch.Tensor) and t.data_ptr() == out.data_ptr()
+                for t in (*args, kwargs.get("bias"))
+            ):
+                trial["out"] = torch.empty_like(out)  # out is also an operand: keep it intact
+            current = {k: kwargs.get(k) for k in GEMM_TILE_KEYS}
+            results = []
+            for tile in (tuple(current[k] for k in GEMM_TILE_KEYS), *tiles):
+                values = dict(zip(GEMM_TILE_KEYS, tile, strict=True))
+                if results and values == results[0][1]:
+                    continue
+                try:
+                    ms = timer(lambda values=values: real(*args, **{**trial, **values}))
+                except Exception:  # out of shared memory or registers: not a candidate tile
+                    failures[site] = failures.get(site, 0) + 1
+                    continue
+                results.append((ms, values))
+            timings[site] = results
+            return real(*args, **kwargs)
+
+        module.gemm = timed_gemm
+        torch.manual_seed(0)
+        model = module.ModelNew(*init_inputs).to(device)
+        with torch.no_grad():
+            model(*inputs)
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+
+    changes: dict[Any, Any] = {}
+    notes = []
+    for site, results in sorted(timings.items()):
+        if not results:
+            notes.append(f"gemm#{site}: no tile ran at draft time; kept as written")
+            continue
+        now_ms, now = results[0]
+        best_ms, best = min(results, key=lambda r: r[0])
+        failed = f", {failures[site]} did not run" if failures.get(site) else ""
+        timed = f"{len(results)} tiles timed{failed}"
+        if best is not now and best_ms <= now_ms * (1 - MIN_GAIN):
+            knobs = sites[site]
+            changes.update({knobs[k]: v for k, v in best.items() if k in knobs and knobs[k].value != v})
+            notes.append(
+                f"gemm#{site} ({shapes[site]}): tile {_tile(best)} picked on the GPU at draft time, "
+                f"{best_ms:.3f} ms against {now_ms:.3f} ms for {_tile(now)} ({timed})"
+            )
+        else:
+            notes.append(
+                f"gemm#{site} ({shapes[site]}): tile {_tile(now)} kept at draft time, {now_ms:.3f} ms, "
+                f"the fastest within {MIN_GAIN:.0%} ({timed})"
+            )
+    missed = sorted(set(sites) - set(timings))
+    if missed:
+        notes.append(
+            "gemm#" + ", gemm#".join(map(str, missed)) + ": not reached by the forward; kept as written"
+        )
+    return (rewrite(source, changes) if changes else source), notes
+
+
+def _tile(values: dict[str, Any]) -> str:
+    return (
+        f"{values['BLOCK_M']}x{values['BLOCK_N']}x{values['BLOCK_K']} group {values['GROUP_M']}, "
+        f"{values['num_warps']} warps, {values['num_stages']} stages"
+    )
