@@ -71,6 +71,9 @@ GEMM_TILES = (
     (128, 64, 64, 8, 4, 3),
     (256, 64, 32, 8, 8, 4),
     (128, 64, 32, 8, 4, 5),
+    # Narrow outputs (a matrix-vector product: N=1): 16 columns, the least tl.dot takes.
+    (64, 16, 128, 8, 4, 3),
+    (128, 16, 64, 8, 4, 4),
 )
 """Tile configs the tuner tries for each GEMM call (the first is the drafts' default)."""
 GEMM_TILE_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages")

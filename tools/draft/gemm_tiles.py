@@ -8,7 +8,8 @@ it times the tile configs there, once, and writes the fastest at each call site:
 
 1. The draft is loaded from a file (Triton needs kernel source on disk) and `ModelNew` is built.
 2. Its module-level `gemm` is wrapped. The first time a call site runs, the wrapper times every
-   tile of `PICK_TILES` on that call's own operands (`triton.testing.do_bench`, the minimum of
+   tile of `PICK_TILES` (but those more than twice as tall or wide as the output) on that call's
+   own operands (`triton.testing.do_bench`, the minimum of
    its repetitions: other jobs may share the GPU), then runs the call as written.
 3. A site whose best tile is at least `MIN_GAIN` faster than its current one gets that tile
    written into its keywords (`tools.tune.rewrite`); the notes give both times.
@@ -122,9 +123,10 @@ def pick_tiles(
                 trial["out"] = torch.empty_like(out)  # out is also an operand: keep it intact
             current = {k: kwargs.get(k) for k in GEMM_TILE_KEYS}
             results = []
+            rows, cols = a.shape[-2], b.shape[-1]
             for tile in (tuple(current[k] for k in GEMM_TILE_KEYS), *tiles):
                 values = dict(zip(GEMM_TILE_KEYS, tile, strict=True))
-                if results and values == results[0][1]:
+                if results and (values == results[0][1] or _too_big(values, rows, cols)):
                     continue
                 try:
                     ms = timer(lambda values=values: real(*args, **{**trial, **values}))
@@ -155,7 +157,9 @@ def pick_tiles(
         timed = f"{len(results)} tiles timed{failed}"
         if best is not now and best_ms <= now_ms * (1 - MIN_GAIN):
             knobs = sites[site]
-            changes.update({knobs[k]: v for k, v in best.items() if k in knobs and knobs[k].value != v})
+            changes.update(
+                {knobs[k]: v for k, v in best.items() if k in knobs and knobs[k].value != v}
+            )
             notes.append(
                 f"gemm#{site} ({shapes[site]}): tile {_tile(best)} picked on the GPU at draft time, "
                 f"{best_ms:.3f} ms against {now_ms:.3f} ms for {_tile(now)} ({timed})"
@@ -168,9 +172,16 @@ def pick_tiles(
     missed = sorted(set(sites) - set(timings))
     if missed:
         notes.append(
-            "gemm#" + ", gemm#".join(map(str, missed)) + ": not reached by the forward; kept as written"
+            "gemm#"
+            + ", gemm#".join(map(str, missed))
+            + ": not reached by the forward; kept as written"
         )
     return (rewrite(source, changes) if changes else source), notes
+
+
+def _too_big(values: dict[str, Any], rows: int, cols: int) -> bool:
+    """A tile more than twice as tall or wide as the output (16 at least): mostly masked work."""
+    return values["BLOCK_M"] > 2 * max(rows, 8) or values["BLOCK_N"] > 2 * max(cols, 8)
 
 
 def _tile(values: dict[str, Any]) -> str:

@@ -214,7 +214,9 @@ def _with_picked_tiles(source: str, problem: LoadedProblem, notes: list[str]) ->
             source, list(problem.module.get_init_inputs()), problem.inputs, "cuda"
         )
     except Exception as exc:
-        notes.append(f"GEMM tiles not timed at draft time ({type(exc).__name__}: {first_line(exc)})")
+        notes.append(
+            f"GEMM tiles not timed at draft time ({type(exc).__name__}: {first_line(exc)})"
+        )
         return source
     notes.extend(tile_notes)
     return picked
