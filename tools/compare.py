@@ -33,6 +33,13 @@ elements, measured on an H200: +0.4 GiB for a matching output, +1 GiB for a wron
 HINT_FULL_ELEMS = 1 << 24
 """Up to this many elements, `pattern_hint` looks at whole float64 copies (rows, columns);
 beyond it the hint comes from per-chunk counts."""
+FP64_SLACK = 2 * torch.finfo(torch.float32).eps
+"""The rounding allowance of the fp64 rule (`no_farther_from_fp64`), relative to the element's
+fp64 value: 2^-22 |ref64|, between 2 and 4 fp32 ulps of the element. An fp32 output can be no
+closer to the fp64 value than half an ulp (its correct rounding), and the fp64 reference carries
+its own (2^-29 times smaller) rounding error; the slack keeps a correctly rounded candidate from
+failing where PyTorch's value happens to be about as close. It is far below any tolerance's rtol
+(1e-4 is ~800 ulps), so it widens nothing the tolerance would not."""
 
 
 @dataclass(kw_only=True)
@@ -64,6 +71,10 @@ class Difference:
     kind: str
     message: str = ""
     report: MismatchReport | None = None
+    accepted: int = 0
+    """Elements outside the tolerance that the fp64 rule accepted (`no_farther_from_fp64`)."""
+    accepted_max_ref_err: float = 0.0
+    """The largest |reference - fp64 reference| among them."""
 
 
 def compare_outputs(
@@ -73,7 +84,12 @@ def compare_outputs(
     *,
     trial: int,
     run: str = "first",
+    reference64: list[torch.Tensor | None] | None = None,
 ) -> Difference:
+    """Outputs against the reference, output by output. With `reference64` (fp64 outputs of the
+    same inputs, per output or None), an fp32 element outside the tolerance still counts as
+    correct where it is no farther from the fp64 value than the reference is
+    (`no_farther_from_fp64`); `Difference.accepted` counts those elements."""
     if len(got) != len(expected):
         return Difference(
             kind="shape",
@@ -92,12 +108,21 @@ def compare_outputs(
             return Difference(
                 kind="shape", message=f"output {i} has dtype {g.dtype}, expected {e.dtype}"
             )
+    accepted, accepted_err = 0, 0.0
     for i, (g, e) in enumerate(zip(got, expected)):
         atol, rtol = tol.for_dtype(e.dtype)
-        report = mismatch_report(g, e, atol, rtol, output_index=i, trial=trial, run=run)
+        r64 = reference64[i] if reference64 is not None and i < len(reference64) else None
+        if r64 is not None and (e.dtype != torch.float32 or tuple(r64.shape) != tuple(e.shape)):
+            r64 = None
+        report = mismatch_report(
+            g, e, atol, rtol, output_index=i, trial=trial, run=run, reference64=r64
+        )
         if report is not None:
             return Difference(kind="value", message=summarise(report), report=report)
-    return Difference(kind="ok")
+        if r64 is not None:
+            n, err = fp64_accepted(g, e, r64, atol, rtol)
+            accepted, accepted_err = accepted + n, max(accepted_err, err)
+    return Difference(kind="ok", accepted=accepted, accepted_max_ref_err=accepted_err)
 
 
 def allclose(
@@ -125,22 +150,25 @@ def mismatch_report(
     run: str = "first",
     chunk_elems: int = CHUNK_ELEMS,
     hint_full_elems: int = HINT_FULL_ELEMS,
+    reference64: torch.Tensor | None = None,
 ) -> MismatchReport | None:
     """None when `got` matches; otherwise where and how it differs.
 
     Close means |g - e| <= atol + rtol * |e| in float64, NaN against NaN and an infinity against
-    the same infinity; integer and bool tensors must be equal. Works on the tensors' own device,
-    `chunk_elems` elements at a time: a matching output costs one pass, a wrong one a second pass
-    for the statistics.
+    the same infinity; integer and bool tensors must be equal. With `reference64` (the fp64
+    outputs of the same inputs), an element that is not close still counts as correct where it
+    is no farther from the fp64 value than `expected` is (`no_farther_from_fp64`). Works on the
+    tensors' own device, `chunk_elems` elements at a time: a matching output costs one pass, a
+    wrong one a second pass for the statistics.
     """
     if tuple(got.shape) != tuple(expected.shape):
         raise ValueError(f"shapes differ: got {list(got.shape)}, expected {list(expected.shape)}")
-    counts = _bad_counts(got, expected, atol, rtol, chunk_elems)
+    counts = _bad_counts(got, expected, atol, rtol, chunk_elems, reference64)
     bad_count = sum(counts)
     if bad_count == 0:
         return None
     floating = _is_floating(expected)
-    t = _tally(got, expected, atol, rtol, counts, chunk_elems)
+    t = _tally(got, expected, atol, rtol, counts, chunk_elems, reference64)
     n = got.numel()
     report = MismatchReport(
         output_index=output_index,
@@ -160,10 +188,16 @@ def mismatch_report(
         expected_nan_count=t.nan_expected if expected.is_floating_point() else 0,
         run=run,
     )
+    if reference64 is not None:
+        report.fp64_checked = True
+        report.fp64_accepted, report.fp64_accepted_max_ref_err = fp64_accepted(
+            got, expected, reference64, atol, rtol, chunk_elems=chunk_elems
+        )
     if n <= hint_full_elems:
         g = got.detach()
         e = expected.detach().to(g.device)
-        report.hint = pattern_hint(g.double(), e.double(), _bad_mask(g, e, atol, rtol, floating))
+        r = reference64.detach().to(g.device) if reference64 is not None else None
+        report.hint = pattern_hint(g.double(), e.double(), _bad_mask(g, e, atol, rtol, floating, r))
     else:
         report.hint = _tally_hint(t, bad_count, n)
     return report
@@ -173,10 +207,49 @@ def _is_floating(t: torch.Tensor) -> bool:
     return t.is_floating_point() or t.is_complex()
 
 
+def no_farther_from_fp64(g: torch.Tensor, e: torch.Tensor, r64: torch.Tensor) -> torch.Tensor:
+    """Elements where `g` is no farther from the fp64 reference `r64` than the fp32 reference
+    `e` is: |g - r64| <= |e - r64| + FP64_SLACK * |r64|, all three finite (an fp32 reference
+    that overflowed or is NaN excuses nothing). Same shape, same device; float64 arithmetic."""
+    gd, ed, rd = g.double(), e.double(), r64.to(device=g.device, dtype=torch.float64)
+    ok = torch.isfinite(gd) & torch.isfinite(ed) & torch.isfinite(rd)
+    ok &= (gd - rd).abs_() <= (ed - rd).abs_().add_(rd.abs().mul_(FP64_SLACK))
+    return ok
+
+
+def fp64_accepted(
+    got: torch.Tensor,
+    expected: torch.Tensor,
+    reference64: torch.Tensor,
+    atol: float,
+    rtol: float,
+    *,
+    chunk_elems: int = CHUNK_ELEMS,
+) -> tuple[int, float]:
+    """How many elements are outside the tolerance yet accepted by `no_farther_from_fp64`, and
+    the largest |expected - reference64| among them (0.0 where none)."""
+    floating = _is_floating(expected)
+    count, worst = 0, 0.0
+    for _, gc, ec, rc in _Pieces(got, expected, chunk_elems, reference64):
+        took = _bad_mask(gc, ec, atol, rtol, floating) & no_farther_from_fp64(gc, ec, rc)
+        n = int(took.sum())
+        if n:
+            count += n
+            err = (ec.double() - rc.double()).abs_()[took]
+            worst = max(worst, float(err.max()))
+    return count, worst
+
+
 def _bad_mask(
-    g: torch.Tensor, e: torch.Tensor, atol: float, rtol: float, floating: bool
+    g: torch.Tensor,
+    e: torch.Tensor,
+    atol: float,
+    rtol: float,
+    floating: bool,
+    r64: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Elements of `g` outside the tolerance of `e` (same shape, same device)."""
+    """Elements of `g` outside the tolerance of `e` (same shape, same device); with `r64`, those
+    that are also farther from it than `e` is (`no_farther_from_fp64`)."""
     if not floating:
         return g != e
     # Two float64 copies, then in place (`copy=True`: `.double()` of float64 is the input itself).
@@ -186,6 +259,9 @@ def _bad_mask(
     # An expected +-inf with rtol > 0 makes the bound inf, which any non-NaN value meets (so an
     # opposite infinity passes too): the rule as it has always been, unlike torch.isclose.
     ok |= gf.sub_(ef).abs_() <= ef.abs_().mul_(rtol).add_(atol)
+    del gf, ef
+    if r64 is not None and not bool(ok.all()):
+        ok |= no_farther_from_fp64(g, e, r64)
     return ~ok
 
 
@@ -207,33 +283,51 @@ def _blocks(shape: tuple[int, ...], chunk: int, prefix: tuple = ()) -> Iterator[
 
 
 class _Pieces:
-    """`got` and `expected` cut the same way into flat runs of at most `chunk_elems` elements:
-    iterating gives (flat start, got piece, expected piece), 1-D, on `got`'s device."""
+    """`got` and `expected` (and `reference64`, where given) cut the same way into flat runs of
+    at most `chunk_elems` elements: iterating gives (flat start, got piece, expected piece,
+    reference64 piece or None), 1-D, on `got`'s device."""
 
-    def __init__(self, got: torch.Tensor, expected: torch.Tensor, chunk_elems: int) -> None:
+    def __init__(
+        self,
+        got: torch.Tensor,
+        expected: torch.Tensor,
+        chunk_elems: int,
+        reference64: torch.Tensor | None = None,
+    ) -> None:
         g, e = got.detach(), expected.detach()
-        if g.is_contiguous() and e.is_contiguous():
+        r = reference64.detach() if reference64 is not None else None
+        if g.is_contiguous() and e.is_contiguous() and (r is None or r.is_contiguous()):
             g, e = g.view(-1), e.view(-1)  # even chunks, all views
-        self.got, self.expected = g, e
+            r = r.view(-1) if r is not None else None
+        self.got, self.expected, self.reference64 = g, e, r
         self.blocks = list(_blocks(tuple(g.shape), max(1, chunk_elems)))
 
     def __len__(self) -> int:
         return len(self.blocks)
 
-    def __iter__(self) -> Iterator[tuple[int, torch.Tensor, torch.Tensor]]:
+    def __iter__(self) -> Iterator[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor | None]]:
         start = 0
         for index in self.blocks:
             gc = self.got[index].reshape(-1)
-            yield start, gc, self.expected[index].reshape(-1).to(gc.device)
+            rc = None
+            if self.reference64 is not None:
+                rc = self.reference64[index].reshape(-1).to(gc.device)
+            yield start, gc, self.expected[index].reshape(-1).to(gc.device), rc
             start += gc.numel()
 
 
 def _bad_counts(
-    got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float, chunk_elems: int
+    got: torch.Tensor,
+    expected: torch.Tensor,
+    atol: float,
+    rtol: float,
+    chunk_elems: int,
+    reference64: torch.Tensor | None = None,
 ) -> list[int]:
-    """Bad elements per chunk, with one host sync for the whole tensor."""
+    """Bad elements per chunk, with one host sync for the whole tensor (two with `reference64`,
+    where some chunk is outside the tolerance)."""
     floating = _is_floating(expected)
-    pieces = _Pieces(got, expected, chunk_elems)
+    pieces = _Pieces(got, expected, chunk_elems, reference64)
     # Written in place: keeping a 0-dim tensor per chunk pins small blocks among the chunks' freed
     # temporaries (glibc, 32 chunks of 1 Mi elements: 226 MiB of heap kept instead of 45 MiB).
     counts = torch.zeros(len(pieces), dtype=torch.int64, device=got.device)
@@ -242,10 +336,10 @@ def _bad_counts(
     # one takes the full rule): one pass of compares instead of float64 copies, 40x less time
     # on a 1 GiB output. Not on a GPU, where it would sync once a chunk.
     exact_ok = got.device.type == "cpu" and atol >= 0 and rtol >= 0
-    for i, (_, gc, ec) in enumerate(pieces):
+    for i, (_, gc, ec, rc) in enumerate(pieces):
         if exact_ok and gc.dtype == ec.dtype and torch.equal(gc, ec):
             continue
-        counts[i] = _bad_mask(gc, ec, atol, rtol, floating).sum()
+        counts[i] = _bad_mask(gc, ec, atol, rtol, floating, rc).sum()
     return counts.tolist()
 
 
@@ -276,6 +370,7 @@ def _tally(
     rtol: float,
     counts: list[int],
     chunk_elems: int,
+    reference64: torch.Tensor | None = None,
 ) -> _Tally:
     """The second pass, over a wrong output; `counts` (bad elements per chunk) says which chunks
     hold the first bad elements."""
@@ -286,8 +381,8 @@ def _tally(
     floats = torch.zeros(3, dtype=torch.float64, device=got.device)
     first_bad: list[dict[str, Any]] = []
     first_bad_flat = -1
-    for (start, gc, ec), count in zip(_Pieces(got, expected, chunk_elems), counts):
-        bad = _bad_mask(gc, ec, atol, rtol, floating)
+    for (start, gc, ec, rc), count in zip(_Pieces(got, expected, chunk_elems, reference64), counts):
+        bad = _bad_mask(gc, ec, atol, rtol, floating, rc)
         gf, ef = gc.double(), ec.double()  # read only
         nan_g = torch.isnan(gf)
         diff = (gf - ef).abs_()

@@ -72,6 +72,14 @@ class MismatchReport:
     run: str = "first"
     """Which candidate run was wrong: `first` (on the previous trial's buffers refilled with
     this trial's values) or `second` (on fresh copies)."""
+    fp64_checked: bool = False
+    """Whether the elements outside the tolerance were also compared with an fp64 reference
+    (fp32 outputs, where one could be computed)."""
+    fp64_accepted: int = 0
+    """Elements outside the tolerance not counted in `bad_count`: no farther from an fp64
+    reference than the fp32 reference is (`tools.compare.no_farther_from_fp64`)."""
+    fp64_accepted_max_ref_err: float = 0.0
+    """The largest |fp32 reference - fp64 reference| among those."""
 
     def summary(self) -> str:
         """The mismatch in one paragraph (a verdict's message, the feedback's evidence)."""
@@ -80,9 +88,17 @@ class MismatchReport:
         )
         nan = f", {self.nan_count} NaN" if self.nan_count else ""
         inf = f", {self.inf_count} Inf" if self.inf_count else ""
+        also = ""
+        if self.fp64_checked:
+            also = " and farther from an fp64 reference than PyTorch's fp32 value is"
+            if self.fp64_accepted:
+                also += (
+                    f" (another {self.fp64_accepted} outside the tolerance were accepted as no "
+                    f"farther; PyTorch's own error there up to {self.fp64_accepted_max_ref_err:.3g})"
+                )
         return (
             f"output {self.output_index} (trial {self.trial}, {self.run} run): {self.bad_count} "
-            f"of {self.numel} elements outside atol={self.atol:g}/rtol={self.rtol:g}{nan}{inf}; "
+            f"of {self.numel} elements outside atol={self.atol:g}/rtol={self.rtol:g}{also}{nan}{inf}; "
             f"max abs err {self.max_abs_err:.3g}, mean abs err {self.mean_abs_err:.3g}, max rel "
             f"err {self.max_rel_err:.3g}. First bad: {where}. Hint: {self.hint}"
         )

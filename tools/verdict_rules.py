@@ -338,12 +338,30 @@ def _judge_reply(
         compiled=True,
         correct=True,
         message=f"correct on {run.expected_trials} trials ({audit.triton_launches} Triton launches, "
-        f"kernels: {', '.join(audit.kernels)}){note}",
+        f"kernels: {', '.join(audit.kernels)}){note}{_fp64_note(run.comparisons)}",
         evidence=evidence,
         trials=run.expected_trials,
         atol=atol,
         rtol=rtol,
         mixed=mixed,
+    )
+
+
+def _fp64_note(comparisons: list[tuple[int, str, Any]]) -> str:
+    """What the fp64 rule accepted over all compared runs (`tools.compare.no_farther_from_fp64`),
+    as a sentence for an `ok` verdict; empty where it accepted nothing."""
+    count, runs, worst = 0, 0, 0.0
+    for _, _, diff in comparisons:
+        n = diff.get("fp64_accepted") if isinstance(diff, dict) else None
+        err = diff.get("fp64_accepted_max_ref_err") if isinstance(diff, dict) else None
+        if isinstance(n, int) and n > 0 and isinstance(err, (int, float)):
+            count, runs, worst = count + n, runs + 1, max(worst, float(err))
+    if not count:
+        return ""
+    return (
+        f"; {count} element(s) over {runs} run(s) were outside the tolerance of the fp32 "
+        "reference and accepted as no farther from an fp64 reference of the same inputs than "
+        f"PyTorch's own fp32 value (PyTorch's error against fp64 there up to {worst:.3g})"
     )
 
 

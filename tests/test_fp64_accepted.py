@@ -1,0 +1,193 @@
+"""An fp32 element outside the tolerance counts as correct when it is no farther from an fp64
+reference of the same inputs than PyTorch's own fp32 value is (`tools.compare.
+no_farther_from_fp64`, applied in the judge on every trial where the fp32 comparison fails).
+
+The problem below is a matrix-vector product whose first 16 rows nearly cancel: terms of about
+1e4 sum to a few hundred, so PyTorch's fp32 value is 0.003-0.4 off the exact one while the
+tolerance there is about 0.01-0.1. A kernel that computes those rows exactly (fp64 accumulation)
+is outside 1e-4 of the fp32 reference on about 12 rows a trial, and was judged a mismatch; it is
+now `ok`, and the verdict says how many elements were accepted so. Kernels that are wrong on
+exactly those rows (zero, 10x an fp32 error, TF32-rounded inputs) stay mismatches, and so does
+the mixed-scale kernel of `tests/test_mixed_scale_outputs.py`.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tests.test_mixed_scale_outputs import KERNEL as MIXED_KERNEL
+from tests.test_mixed_scale_outputs import PROBLEM as MIXED_PROBLEM
+from tools.compare import Tolerance, compare_outputs, mismatch_report, no_farther_from_fp64
+from tools.problem import read_problem
+
+PROBLEM = """
+import torch
+import torch.nn as nn
+
+B, K = 32, 2048
+
+
+class Model(nn.Module):
+    def forward(self, x, w):
+        return x @ w
+
+
+def get_inputs():
+    # Rows 0..15: column j and column j + K/2 carry +a and -a (a ~ 1000) against the same
+    # weight, so the products cancel in pairs and the row sums to a few hundred.
+    w = torch.randn(K) * 10
+    w[K // 2 :] = w[: K // 2]
+    x = torch.randn(B, K)
+    a = torch.randn(B // 2, K // 2) * 1000
+    x[: B // 2, : K // 2] += a
+    x[: B // 2, K // 2 :] -= a
+    return [x, w]
+
+
+def get_init_inputs():
+    return []
+"""
+
+KERNEL = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _mv_kernel(x_ptr, w_ptr, y_ptr, K, n_ill, MODE: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    ill = row < n_ill
+    acc64 = tl.zeros([BLOCK], dtype=tl.float64)
+    acc32 = tl.zeros([BLOCK], dtype=tl.float32)
+    for k0 in range(0, K, BLOCK):
+        offs = k0 + tl.arange(0, BLOCK)
+        m = offs < K
+        x = tl.load(x_ptr + row * K + offs, mask=m, other=0.0)
+        w = tl.load(w_ptr + offs, mask=m, other=0.0)
+        if MODE == 4:
+            if ill:  # TF32-rounded inputs (10 mantissa bits) on the rows that cancel
+                x = ((x.to(tl.int32, bitcast=True) + 0x1000) & -8192).to(tl.float32, bitcast=True)
+                w = ((w.to(tl.int32, bitcast=True) + 0x1000) & -8192).to(tl.float32, bitcast=True)
+        acc64 += x.to(tl.float64) * w.to(tl.float64)
+        acc32 += x * w
+    exact = tl.sum(acc64, axis=0)
+    plain = tl.sum(acc32, axis=0).to(tl.float64)
+    y = exact
+    if MODE == 1:  # fp32 in another summation order than PyTorch's
+        y = plain
+    if MODE == 2:
+        if ill:  # ten times an fp32 error on the rows that cancel
+            y = exact + 10.0 * (plain - exact)
+    if MODE == 3:
+        if ill:  # the rows that cancel left at zero
+            y = exact * 0.0
+    tl.store(y_ptr + row, y.to(tl.float32))
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, w):
+        rows, k = x.shape
+        y = torch.empty(rows, device=x.device, dtype=torch.float32)
+        _mv_kernel[(rows,)](x, w, y, k, rows // 2, MODE=MODE_VALUE, BLOCK=512)
+        return y
+"""
+
+EXACT, FP32, TEN_TIMES, ZERO, TF32 = range(5)
+
+
+def _kernel(mode: int) -> str:
+    return KERNEL.replace("MODE_VALUE", str(mode))
+
+
+@pytest.fixture(scope="module")
+def problem(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cancel") / "cancelling_mv.py"
+    path.write_text(PROBLEM)
+    return read_problem(str(path))
+
+
+# ---------------------------------------------------------------------------------------------
+# The rule itself (in-process, on tensors)
+
+
+def _cancelling_case(seed: int = 0):
+    torch.manual_seed(seed)
+    w = torch.randn(2048) * 10
+    w[1024:] = w[:1024]
+    x = torch.randn(32, 2048)
+    a = torch.randn(16, 1024) * 1000
+    x[:16, :1024] += a
+    x[:16, 1024:] -= a
+    return x @ w, x.double() @ w.double()
+
+
+def test_exact_values_pass_only_with_the_fp64_reference():
+    ref32, ref64 = _cancelling_case()
+    exact = ref64.float()
+    tol = Tolerance()
+    plain = compare_outputs([exact], [ref32], tol, trial=0)
+    assert plain.kind == "value" and plain.report.bad_count > 0  # the rule is needed here
+    diff = compare_outputs([exact], [ref32], tol, trial=0, reference64=[ref64])
+    assert diff.kind == "ok", diff.message
+    assert diff.accepted == plain.report.bad_count
+    worst = float((ref32.double() - ref64).abs().max())
+    assert 0 < diff.accepted_max_ref_err <= worst
+
+
+def test_farther_than_pytorch_is_not_accepted_and_the_report_counts_both():
+    ref32, ref64 = _cancelling_case()
+    err = ref32.double() - ref64
+    worse = (ref64 + 2 * err).float()  # twice PyTorch's error, on its side
+    report = mismatch_report(worse, ref32, 1e-4, 1e-4, reference64=ref64)
+    assert report is not None and report.fp64_checked
+    assert "farther from an fp64 reference" in report.summary()
+    # half the fp32 error, on the other side: accepted wherever the tolerance fails
+    better = (ref64 - 0.5 * err).float()
+    assert mismatch_report(better, ref32, 1e-4, 1e-4, reference64=ref64) is None
+
+
+def test_the_slack_is_a_few_ulps_and_non_finite_values_excuse_nothing():
+    r64 = torch.tensor([1.0, 1.0, 1.0, 1.0], dtype=torch.float64)
+    e = torch.tensor([1.0, 1.0, float("inf"), float("nan")])  # PyTorch exact, then broken
+    one_ulp = torch.nextafter(torch.tensor(1.0), torch.tensor(2.0))
+    g = torch.stack([one_ulp, torch.tensor(1.0 + 2**-18), one_ulp, one_ulp])
+    assert no_farther_from_fp64(g, e, r64).tolist() == [True, False, False, False]
+
+
+# ---------------------------------------------------------------------------------------------
+# Through the verifier (strict policy, candidates in sandbox jobs)
+
+
+def test_exact_kernel_on_a_cancelling_sum_is_ok_and_says_why(cpu_verifier, problem):
+    verdict = cpu_verifier.verify(problem, _kernel(EXACT), "k.py")
+    assert verdict.status == "ok", (verdict.status, verdict.message)
+    # Elements were accepted by the fp64 rule: without it they were outside 1e-4 (a mismatch).
+    assert "accepted as no farther from an fp64 reference" in verdict.message, verdict.message
+
+
+@pytest.mark.parametrize(
+    "mode", [TEN_TIMES, ZERO, TF32], ids=["ten_times_fp32_error", "zero", "tf32_inputs"]
+)
+def test_kernels_wrong_on_the_cancelling_rows_stay_mismatches(cpu_verifier, problem, mode):
+    verdict = cpu_verifier.verify(problem, _kernel(mode), "k.py")
+    assert verdict.status == "mismatch", (verdict.status, verdict.message)
+    assert "farther from an fp64 reference" in verdict.message, verdict.message
+    bad = verdict.evidence.mismatch
+    assert bad is not None and bad.fp64_checked
+    assert all(b["index"][0] < 16 for b in bad.first_bad)  # only the rows that cancel
+
+
+def test_mixed_scale_kernel_is_still_a_mismatch_after_the_fp64_comparison(cpu_verifier):
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "mixed_scale.py"
+        path.write_text(MIXED_PROBLEM)
+        mixed = read_problem(str(path))
+        verdict = cpu_verifier.verify(mixed, MIXED_KERNEL.replace("HONEST", "False"), "k.py")
+    assert verdict.status == "mismatch", (verdict.status, verdict.message)
+    assert "farther from an fp64 reference" in verdict.message, verdict.message
