@@ -59,9 +59,10 @@ def render(rows: list[tuple[str, dict[str, Any]]]) -> str:
         f"policy {s['policy']}); device {', '.join(devices) or '-'}.",
         "",
         "| set | problems | with a verdict | no verdict | pass@1 | pass@1 of those with a verdict "
-        "| fast_1 eager | fast_1 compile | geomean eager | geomean compile | time/problem median "
+        "| fast_1 eager | fast_1 compile | geomean eager | geomean compile | geomean better "
+        "| geomean eager fp32 | time/problem median "
         "| p90 | peak host MB median | max | peak GPU MB median | max |",
-        "|---|" + "---|" * 15,
+        "|---|" + "---|" * 17,
     ]
     for label, r in rows:
         m, t = r["metrics"], r["metrics"]["time_per_problem_s"]
@@ -78,6 +79,8 @@ def render(rows: list[tuple[str, dict[str, Any]]]) -> str:
             _pct(m["fast_p_compile"].get("1")),
             _geo(g["eager"]),
             _geo(g["compile"]),
+            _geo(g.get("best") or {}),
+            _geo(g.get("eager_fp32") or {}),
             _num(t["median"], " s"),
             _num(t["p90"], " s"),
             _num(mem["host"]["median"], nd=0),
@@ -143,7 +146,7 @@ def _pct(v: float | None) -> str:
 
 
 def _geo(g: dict[str, Any]) -> str:
-    return "-" if g["value"] is None else f"{g['value']:.2f}x ({g['problems']})"
+    return "-" if g.get("value") is None else f"{g['value']:.2f}x ({g['problems']})"
 
 
 def _num(v: float | None, unit: str = "", nd: int = 1) -> str:

@@ -563,9 +563,12 @@ def test_rebuilt_report_has_time_and_memory_columns(tmp_path, capsys):
     assert m["peak_memory_mb"]["gpu"] == {"median": 70.0, "max": 70.0, "problems": 1}
     assert r["totals"]["no_verdict"] == 2
     md = (out / "report.md").read_text()
-    assert "| 1_matmul | 1 | 1 | 100.0% | 2.00x | 1.10x | 1.10x | 12.5 | 14.0 | 300 | 70 | ok×1 |" in md
-    assert "| 2_conv | 1 | 0 | 0.0% | - | - | - | 3.5 | - | - | - | mismatch×1 |" in md
-    assert "| 3_relu | 0 | 0 | - | - | - | - | - | - | - | - | - |" in md
+    assert (
+        "| 1_matmul | 1 | 1 | 100.0% | 2.00x | 1.10x | 1.10x | - | 12.5 | 14.0 | 300 | 70 | ok×1 |"
+        in md
+    )
+    assert "| 2_conv | 1 | 0 | 0.0% | - | - | - | - | 3.5 | - | - | - | mismatch×1 |" in md
+    assert "| 3_relu | 0 | 0 | - | - | - | - | - | - | - | - | - | - |" in md
     assert "Problems by outcome: error 1, incomplete 1, mismatch 1, ok 1; no verdict yet: 2." in md
     assert "median 8.0 s, p90 11.6 s" in md and "GPU median 70.0 MB, max 70.0 MB" in md
 
@@ -587,15 +590,15 @@ def test_kernelbench_summary_over_two_levels(tmp_path, capsys):
     # problems, with/without a verdict, pass@1 (all, judged), fast_1 eager/compile, geomeans,
     # time median/p90, host median/max, GPU median/max
     assert (
-        "| level1 | 4 | 2 | 2 | 25.0% | 50.0% | 25.0% | 25.0% | 2.00x (1) | 1.10x (1) | 8.0 s "
+        "| level1 | 4 | 2 | 2 | 25.0% | 50.0% | 25.0% | 25.0% | 2.00x (1) | 1.10x (1) | 1.10x (1) | - | 8.0 s "
         "| 11.6 s | 300 | 300 | 70 | 70 |"
     ) in md
     assert (
-        "| level2 | 1 | 1 | 0 | 100.0% | 100.0% | 0.0% | 100.0% | 0.90x (1) | 1.30x (1) | 20.0 s "
+        "| level2 | 1 | 1 | 0 | 100.0% | 100.0% | 0.0% | 100.0% | 0.90x (1) | 1.30x (1) | 0.90x (1) | - | 20.0 s "
         "| 20.0 s | 500 | 500 | 1000 | 1000 |"
     ) in md
     assert (
-        "| all | 5 | 3 | 2 | 40.0% | 66.7% | 20.0% | 40.0% | 1.34x (2) | 1.20x (2) | 12.5 s "
+        "| all | 5 | 3 | 2 | 40.0% | 66.7% | 20.0% | 40.0% | 1.34x (2) | 1.20x (2) | 0.99x (2) | - | 12.5 s "
         "| 18.5 s | 400 | 500 | 535 | 1000 |"
     ) in md
     assert "| set | ok | slower | mismatch | error | incomplete |" in md
@@ -724,3 +727,58 @@ def test_report_says_what_limits_each_slower_problem():
     assert f"| conv | 0.24x | {why} |" in section
     assert "| relu |" not in section and "| bad |" not in section  # 1.0x: not below 0.97x
     assert "not tuned" in section
+
+
+def test_eager_at_full_fp32_is_evidence_beside_the_bar():
+    """Where eager ran cuDNN in TF32, eager with TF32 off is timed too (tools.profile_worker):
+    it shows in the limit text, the per-problem table and its own geomean, and never moves the
+    bar (the better of eager and compile at PyTorch's defaults)."""
+    from agent.bench.report import render_markdown
+    from tools.evaluate import speedups_of
+    from tools.roofline import slowdown_reason
+
+    prof = _profile(29.65, 4.0, 3.65, 12.12, "compute-bound")
+    prof["eager_fp32"] = {"median_ms": 14.0}
+    conv = slowdown_reason(prof)
+    assert "eager at full fp32 (TF32 off, the precision the candidate meets) 14.000 ms" in conv
+    assert "the candidate is 0.47x of it" in conv
+    assert "eager at full fp32" not in slowdown_reason(
+        _profile(29.65, 4.0, 3.65, 12.12, "compute-bound")
+    )
+
+    sp = speedups_of(
+        {"speedup_eager": {"value": 0.13}, "speedup_compile": {"value": 0.12},
+         "speedup_eager_fp32": {"value": 0.47}}
+    )  # fmt: skip
+    assert sp == {"eager": 0.13, "compile": 0.12, "best": 0.12, "eager_fp32": 0.47}
+
+    settings = {"mode": "sample", "samples": 1, "per_problem": 1, "ks": [1], "backend": "compiler",
+                "temperature": 1.0, "top_p": 0.97, "protocol": "ours", "trials": 5,
+                "tolerance_preset": "default", "policy": "strict"}  # fmt: skip
+    conv_rec = rec("conv", 0, True, 0.13, 0.12, status="slower", limit=conv)
+    conv_rec.speedups.update(best=0.12, eager_fp32=0.47)
+    problems = [
+        ("conv", [conv_rec], None, None),
+        ("gemm", [rec("gemm", 0, True, 1.6, 1.5)], None, None),
+    ]
+    r = compute_report(settings, problems)
+    g = r["metrics"]["geomean_speedup"]
+    assert g["best"]["value"] == pytest.approx(math.sqrt(0.12 * 1.5))  # the bar: unchanged
+    assert g["eager_fp32"] == {"value": pytest.approx(0.47), "problems": 1}
+    md = render_markdown(r)
+    assert "| conv | 1 | 1 | 100.0% | 0.13x | 0.12x | 0.12x | 0.47x |" in md
+    assert "| gemm | 1 | 1 | 100.0% | 1.60x | 1.50x | 1.50x | - |" in md
+    assert "geometric mean over it 0.47x (1 problems)" in md
+
+
+def test_tf32_in_eager_sees_convolutions_only_while_tf32_is_on():
+    import torch
+
+    from tools.precision import full_fp32
+    from tools.profile_worker import tf32_in_eager
+
+    conv = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU())
+    assert tf32_in_eager(conv) == torch.backends.cudnn.allow_tf32
+    assert not tf32_in_eager(torch.nn.Linear(3, 4))
+    with full_fp32():
+        assert not tf32_in_eager(conv)

@@ -91,6 +91,8 @@ def remember_baselines(data: dict[str, Any], prob: Problem, opts: ProfileOptions
         }
         if "compile_samples" in b:
             entry["compile"] = asdict(summarize(b["compile_samples"]))
+        if "eager_fp32_samples" in b:
+            entry["eager_fp32"] = asdict(summarize(b["eager_fp32_samples"]))
         for k in ("eager_host_ms", "compile_host_ms"):
             if isinstance(b.get(k), (int, float)):
                 entry[k] = b[k]

@@ -280,6 +280,9 @@ def assemble(
     r.baselines_cached = bool(data.get("baselines_from_cache"))
     r.eager = _stats(b, "eager")
     r.compiled = _stats(b, "compile")
+    r.eager_fp32 = _stats(b, "eager_fp32")
+    if b.get("eager_fp32_error"):
+        r.notes.append(f"eager at full fp32 not timed: {b['eager_fp32_error']}")
     if b.get("compile_error"):
         r.notes.append(f"torch.compile baseline unavailable: {b['compile_error']}")
     if "error" in data:
@@ -309,6 +312,8 @@ def assemble(
         r.speedup_eager = speedup(r.eager, r.candidate)
     if r.compiled is not None:
         r.speedup_compile = speedup(r.compiled, r.candidate)
+    if r.eager_fp32 is not None:
+        r.speedup_eager_fp32 = speedup(r.eager_fp32, r.candidate)
     timed = [s for s in (r.speedup_eager, r.speedup_compile) if s is not None]
     r.speedup_best = min(timed, key=lambda s: s.value) if timed else None
     r.kernels = [KernelTime(**k) for k in data.get("kernels", [])]

@@ -99,6 +99,11 @@ class ProfileResult:
     speedup_compile: Speedup | None = None
     speedup_best: Speedup | None = None
     """Over the faster of the baselines that were timed (the lower of the two speedups)."""
+    eager_fp32: TimingStats | None = None
+    """Eager again with PyTorch's TF32 switches off, where eager ran cuDNN with TF32 (a model
+    with convolutions): the precision the candidate is held to. Evidence beside the bar, not the
+    bar (the bar keeps PyTorch's defaults, the speed the user has)."""
+    speedup_eager_fp32: Speedup | None = None
     kernels: list[KernelTime] = field(default_factory=list)
     roofline: Roofline | None = None
     peaks: DevicePeaks | None = None
@@ -193,6 +198,11 @@ def render_profile(r: ProfileResult) -> str:
             timing += f"; eager {format_ms(r.eager.median_ms)} -> {format_speedup(r.speedup_eager)}"
         if r.compiled is not None:
             timing += f"; torch.compile {format_ms(r.compiled.median_ms)} -> {format_speedup(r.speedup_compile)}"
+        if r.eager_fp32 is not None:
+            timing += (
+                f"; eager at full fp32 (TF32 off) {format_ms(r.eager_fp32.median_ms)} -> "
+                f"{format_speedup(r.speedup_eager_fp32)}"
+            )
         lines.append(timing + f" on {r.device}.")
     if len(r.candidate_runs) > 1:
         runs = ", ".join(format_ms(s.median_ms) for s in r.candidate_runs)

@@ -337,6 +337,8 @@ def slowdown_reason(profile: dict | None) -> str | None:
     no headroom left; `compute-bound: candidate 7.83 ms = 10% of the fp32 roof; eager 1.85 ms = 42%`
     says the baseline's library kernel does the same FLOPs four times as well; a baseline above
     100% of the fp32 roof runs on TF32 tensor cores (PyTorch's default for cuDNN convolutions).
+    Where eager was also timed with TF32 off (`eager_fp32`), the text ends with that time and
+    the candidate's speed against it: the comparison at the precision the candidate is held to.
     """
     if not isinstance(profile, dict):
         return None
@@ -358,6 +360,12 @@ def slowdown_reason(profile: dict | None) -> str | None:
     over = [name for name, f in frac.items() if name != "candidate" and f > 1.15]
     if over and bound == "compute-bound":
         text += f"; {' and '.join(over)} well above the {which} roof: tensor cores (TF32 or lower)"
+    fp32 = (profile.get("eager_fp32") or {}).get("median_ms")
+    if fp32 and fp32 > 0:
+        text += (
+            f"; eager at full fp32 (TF32 off, the precision the candidate meets) {format_ms(fp32)}"
+            f" = {floor / fp32:.0%}: the candidate is {fp32 / times['candidate']:.2f}x of it"
+        )
     elif frac["candidate"] >= 0.9 and frac["candidate"] >= 0.95 * max(frac.values()):
         text += "; all at the roof: no headroom"
     elif frac["candidate"] < 0.9 <= max(frac.values()):

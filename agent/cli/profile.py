@@ -110,6 +110,9 @@ def print_profile(r) -> None:
             row(f"candidate run {i + 1}", s, None)
         row("candidate vs eager", r.candidate, r.speedup_eager)
         row("candidate vs compile", r.candidate, r.speedup_compile)
+        if r.eager_fp32 is not None:  # eager ran cuDNN in TF32: the same eager at full fp32
+            row("eager, TF32 off", r.eager_fp32, None)
+            row("candidate vs eager, TF32 off", r.candidate, r.speedup_eager_fp32)
         err_console.print(t)
     kb = r.kernelbench
     if kb and kb.get("candidate"):
