@@ -2,8 +2,9 @@
 benchmarks/generalize_level1.py: shape tuples (`input_shape = (32768,)` read as
 `torch.rand(batch_size, *input_shape)`: scans, KL divergence, triplet loss) are sizes too, and
 a problem whose sizes must divide each other (GroupNorm's channels by its groups) is checked at
-sizes it accepts instead of being skipped. Plan-level only, with an in-process stand-in for the
-verifier: seconds, no drafting, no kernels."""
+sizes it accepts instead of being skipped; the drafter's traces keep sizes symbolic that ATen
+ops took as plain ints (max_pool1d's length, group_norm's group count). Plan-level only, with an
+in-process stand-in for the verifier: seconds, no drafting, no kernels."""
 
 from __future__ import annotations
 
@@ -128,6 +129,39 @@ def test_max_pool1d_length_stays_symbolic_in_a_dynamic_trace():
             assert torch.equal(compiled(x), reference(x, 8, 1, 4, 3))
     torch._dynamo.reset()
     assert len(graphs) == 1, "the length was specialised: a second graph for length 17"
+
+
+def test_group_norm_group_count_stays_symbolic_in_a_dynamic_trace():
+    """ATen's native_group_norm took the group count as a plain int: level1/35's dynamic draft
+    had `self.gn.num_groups == 8` fixed and failed the generalisation check at 4 groups. Traced
+    through the drafter's patch (with the drafter's dynamo settings), one graph serves 8 and 4
+    groups, with GroupNorm's values (dynamo only, eager backend: no Inductor, no kernels)."""
+    import torch
+    import torch.nn.functional as F
+
+    from tools.draft.inductor_patches import group_norm_with_symbolic_groups
+
+    graphs = []
+
+    def backend(gm, example_inputs):  # noqa: ANN001, ANN202
+        graphs.append(gm)
+        return gm.forward
+
+    reference = F.group_norm  # ATen's, before the patch
+    norm = torch.nn.GroupNorm(8, 16)
+    torch.nn.init.normal_(norm.weight)
+    torch.nn.init.normal_(norm.bias)
+    torch._dynamo.reset()
+    settings = {"allow_unspec_int_on_nn_module": True, "force_parameter_static_shapes": False}
+    with torch._dynamo.config.patch(settings), group_norm_with_symbolic_groups():
+        compiled = torch.compile(norm, backend=backend, dynamic=True, fullgraph=True)
+        for groups, shape in ((8, (3, 16, 5)), (4, (2, 16, 7))):
+            norm.num_groups = groups
+            x = torch.rand(*shape)
+            expected = reference(x, groups, norm.weight, norm.bias, norm.eps)
+            torch.testing.assert_close(compiled(x), expected, atol=1e-5, rtol=1e-5)
+    torch._dynamo.reset()
+    assert len(graphs) == 1, "the group count was specialised: a second graph for 4 groups"
 
 
 CONV = textwrap.dedent(

@@ -15,6 +15,7 @@ from tools.draft.inductor_patches import (
     avg_pool_in_triton,
     choices_kept,
     conv_bias_peeled,
+    group_norm_with_symbolic_groups,
     max_pool1d_as_2d,
     stand_in_driver_if_needed,
     warnings_outside_graph,
@@ -145,6 +146,7 @@ def capture_inductor(
             stack.enter_context(conv_bias_peeled())
         stack.enter_context(avg_pool_in_triton())
         stack.enter_context(max_pool1d_as_2d())
+        stack.enter_context(group_norm_with_symbolic_groups())
         stack.enter_context(attention_as_math())
         stack.enter_context(warnings_outside_graph())
         stack.enter_context(attention_as_math())

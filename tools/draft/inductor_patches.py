@@ -201,6 +201,36 @@ def max_pool1d_as_2d() -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def group_norm_with_symbolic_groups() -> Iterator[None]:
+    """Trace `F.group_norm` as a reshape to (N, groups, -1), `var_mean` and the affine step.
+
+    ATen's `native_group_norm` takes the group count as a plain `int`, so a dynamic draft had
+    `self.gn.num_groups == 8` fixed (KernelBench level1/35 failed the generalisation check at 4
+    groups). Traced through this composite the count stays symbolic (dynamo reads it from the
+    module); the same statistics (biased variance over each group's channels and positions),
+    and the reference's rule that the groups divide the channels, as a runtime check.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: ANN001, ANN202
+        n, c = x.shape[0], x.shape[1]
+        torch._check(c % num_groups == 0, lambda: "the groups must divide the channels")
+        grouped = x.reshape(n, num_groups, -1)
+        var, mean = torch.var_mean(grouped, dim=-1, correction=0, keepdim=True)
+        y = ((grouped - mean) * torch.rsqrt(var + eps)).reshape(x.shape)
+        affine = (1, c) + (1,) * (x.dim() - 2)
+        if weight is not None:
+            y = y * weight.reshape(affine)
+        if bias is not None:
+            y = y + bias.reshape(affine)
+        return y
+
+    with unittest.mock.patch.object(F, "group_norm", group_norm):
+        yield
+
+
+@contextlib.contextmanager
 def attention_as_math() -> Iterator[None]:
     """Trace `scaled_dot_product_attention` through its math composite (bmm, softmax, bmm).
 
