@@ -10,12 +10,22 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
+ACC64 = False
+"""True: both kernels accumulate in float64 (fp32 loads and stores): the outputs are then within
+an fp32 rounding of the fp64 reference, so the fp64 rule accepts every element the tolerance
+does not. benchmarks/gpu_fp64_rule.sh verifies both."""
+
 
 @triton.jit
-def _colsum_kernel(w_ptr, v_ptr, N, K, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+def _colsum_kernel(
+    w_ptr, v_ptr, N, K, WIDE: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr
+):
     rk = tl.program_id(0) * BLOCK_K + tl.arange(0, BLOCK_K)
     rn = tl.arange(0, BLOCK_N)
-    acc = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
+    if WIDE:
+        acc = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float64)
+    else:
+        acc = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
     for n0 in range(0, N, BLOCK_N):
         nn_ = n0 + rn
         acc += tl.load(
@@ -23,14 +33,27 @@ def _colsum_kernel(w_ptr, v_ptr, N, K, BLOCK_N: tl.constexpr, BLOCK_K: tl.conste
             mask=(nn_[:, None] < N) & (rk[None, :] < K),
             other=0.0,
         )
-    tl.store(v_ptr + rk, tl.sum(acc, axis=0), mask=rk < K)
+    tl.store(v_ptr + rk, tl.sum(acc, axis=0).to(v_ptr.dtype.element_ty), mask=rk < K)
 
 
 @triton.jit
-def _gemv_kernel(x_ptr, v_ptr, out_ptr, M, K, scale, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
+def _gemv_kernel(
+    x_ptr,
+    v_ptr,
+    out_ptr,
+    M,
+    K,
+    scale,
+    WIDE: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
     rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     rk = tl.arange(0, BLOCK_K)
-    acc = tl.zeros((BLOCK_M, BLOCK_K), dtype=tl.float32)
+    if WIDE:
+        acc = tl.zeros((BLOCK_M, BLOCK_K), dtype=tl.float64)
+    else:
+        acc = tl.zeros((BLOCK_M, BLOCK_K), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
         kk = k0 + rk
         x = tl.load(
@@ -40,7 +63,7 @@ def _gemv_kernel(x_ptr, v_ptr, out_ptr, M, K, scale, BLOCK_M: tl.constexpr, BLOC
         )
         v = tl.load(v_ptr + kk, mask=kk < K, other=0.0)
         acc += x * v[None, :]
-    tl.store(out_ptr + rm, tl.sum(acc, axis=1) * scale, mask=rm < M)
+    tl.store(out_ptr + rm, (tl.sum(acc, axis=1) * scale).to(tl.float32), mask=rm < M)
 
 
 class ModelNew(nn.Module):
@@ -54,10 +77,10 @@ class ModelNew(nn.Module):
         w = self.weight.contiguous()
         m, k = x.shape
         n = w.shape[0]
-        v = torch.empty((k,), device=x.device, dtype=torch.float32)
-        _colsum_kernel[(triton.cdiv(k, 128),)](w, v, n, k, BLOCK_N=32, BLOCK_K=128)
+        v = torch.empty((k,), device=x.device, dtype=torch.float64 if ACC64 else torch.float32)
+        _colsum_kernel[(triton.cdiv(k, 128),)](w, v, n, k, WIDE=ACC64, BLOCK_N=32, BLOCK_K=128)
         out = torch.empty((m, 1), device=x.device, dtype=torch.float32)
         _gemv_kernel[(triton.cdiv(m, 16),)](
-            x, v, out, m, k, self.scaling_factor / 2, BLOCK_M=16, BLOCK_K=128
+            x, v, out, m, k, self.scaling_factor / 2, WIDE=ACC64, BLOCK_M=16, BLOCK_K=128
         )
         return out
