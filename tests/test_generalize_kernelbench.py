@@ -204,3 +204,27 @@ def test_dynamic_conv_draft_has_no_channels_last_copies_of_fixed_size():
     call = result.source[result.source.index("def call(") :]
     assert "empty_strided((s" not in call.split("triton_convolution(")[0], call[:800]
     assert not [k for k in result.kernels if "convolution" in k and k.startswith("triton_")]
+
+
+def test_direct_conv_kernel_takes_a_plane_a_program_in_the_interpreter(monkeypatch):
+    """level1/75 (grouped transposed, 2 output channels a group: the direct kernel) timed out in
+    the interpreter, whose cost is per program: blocks of 64 positions made 14 programs a
+    channel plane of 850. Like on the GPU, up to 1024 positions are one block (the launch is
+    recorded, not run)."""
+    import torch
+
+    from tools import triton_conv
+
+    grids = []
+
+    class Launch:
+        def __getitem__(self, grid):  # noqa: ANN001, ANN204
+            grids.append(grid)
+            return lambda *args, **kwargs: None
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setattr(triton_conv, "_conv_direct_kernel", Launch())
+    x, weight = torch.rand(3, 8, 12, 12), torch.rand(8, 2, 3, 5)  # 8 -> 8 channels, 4 groups
+    y = triton_conv.triton_convolution(x, weight, None, (2, 3), (1, 2), (2, 1), True, 0, 4)
+    assert tuple(y.shape) == (3, 8, 25, 34)
+    assert grids == [(3 * 8,)], grids  # one program per (sample, channel): 850 positions

@@ -516,10 +516,10 @@ def triton_convolution(
 
     if C_out_g < DIRECT_MAX_COUT_G:
         S = OD * OH * OW
-        # 1024 positions a program at 4 warps: 8 a thread, contiguous along the output row
+        # 1024 positions a program at 4 warps: 8 a thread, contiguous along the output row.
+        # The interpreter too: its cost is per program (a block of 64 made level1/75's reduced
+        # copy, 24 channel planes of 850 positions, 336 programs and 85 s a call; 24 and 9 s).
         block = BLOCK_M or max(16, min(1024, triton.next_power_of_2(S)))
-        if interpret:
-            block = min(block, 64)
         n_blocks = triton.cdiv(S, block)
         _conv_direct_kernel[(n_blocks * N * C_out,)](
             x, weight, b, y, *sizes, C_out, C_out_g, OD, OH, OW, KD, KH, KW, *conv,
