@@ -228,3 +228,32 @@ def test_direct_conv_kernel_takes_a_plane_a_program_in_the_interpreter(monkeypat
     y = triton_conv.triton_convolution(x, weight, None, (2, 3), (1, 2), (2, 1), True, 0, 4)
     assert tuple(y.shape) == (3, 8, 25, 34)
     assert grids == [(3 * 8,)], grids  # one program per (sample, channel): 850 positions
+
+
+def test_forward_conv_group_count_follows_the_channels():
+    """level1/82 (depthwise, groups=in_channels): ATen's convolution takes the group count as a
+    plain int, so the dynamic draft called `triton_convolution(..., groups=8)` and ran 5
+    channels in 8 groups at other sizes. A forward conv's count is read from its tensors; a
+    transposed conv's stays (its weight does not hold it)."""
+    import ast
+
+    import torch
+
+    from tools.draft.rewrite import HostRewriter, convolutions_in_triton
+
+    call = ast.parse(
+        "def call(args):\n"
+        "    buf0 = torch.convolution(arg8_1, arg3_1, stride=(1, 1), padding=(0, 0),"
+        " dilation=(1, 1), transposed=False, output_padding=(0, 0), groups=8, bias=None)\n"
+        "    buf1 = torch.convolution(buf0, arg4_1, None, (2, 2), (1, 1), (1, 1), True,"
+        " (0, 0), 4)\n"
+    ).body[0]
+    host = HostRewriter({}, {}, set())
+    host.library_calls[:] = ["convolution"]
+    assert convolutions_in_triton(call, host)
+    forward, transposed = (ast.unparse(s.value) for s in call.body)
+    assert "groups=arg8_1.shape[1] // arg3_1.shape[1]" in forward, forward
+    assert transposed.endswith("(0, 0), 4)"), transposed
+    x, weight = torch.rand(2, 5, 7, 7), torch.rand(5, 1, 3, 3)  # depthwise at 5 channels
+    groups = ast.parse(forward, mode="eval").body.keywords[-2].value
+    assert eval(ast.unparse(groups), {"arg8_1": x, "arg3_1": weight}) == 5  # noqa: S307

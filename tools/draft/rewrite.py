@@ -249,7 +249,42 @@ def convolutions_in_triton(call: ast.FunctionDef, host: HostRewriter) -> str:
         if isinstance(node, ast.Call) and _dotted(node.func) in _CONV_TARGETS:
             replaced.add(_CONV_TARGETS[_dotted(node.func)])
             node.func = ast.Name("triton_convolution", ast.Load())
+            _groups_from_shapes(node)
     if not replaced:
         return ""
     host.library_calls[:] = [c for c in host.library_calls if c not in replaced]
     return triton_conv.candidate_source()
+
+
+_CONV_PARAMS = (
+    "input", "weight", "bias", "stride", "padding", "dilation", "transposed", "output_padding",
+    "groups",
+)  # fmt: skip
+
+
+def _groups_from_shapes(node: ast.Call) -> None:
+    """A forward convolution's `groups=8` as `groups=x.shape[1] // w.shape[1]` (its input
+    channels over the weight's channels a group: equal for every valid call). ATen's
+    `convolution` takes the group count as a plain int, so Inductor writes the traced value even
+    where it follows a size: a depthwise conv's `groups=in_channels` (level1/82: the dynamic
+    draft ran 5 channels in 8 groups). Transposed convolutions keep theirs (their weight's shape
+    holds the output channels a group, not the count)."""
+    given = dict(zip(_CONV_PARAMS, node.args, strict=False))
+    given.update({k.arg: k.value for k in node.keywords if k.arg})
+    x, w, groups = given.get("input"), given.get("weight"), given.get("groups")
+    transposed = given.get("transposed")
+    if not (
+        isinstance(x, ast.Name)
+        and isinstance(w, ast.Name)
+        and isinstance(groups, ast.Constant)
+        and isinstance(transposed, ast.Constant)
+        and transposed.value is False
+    ):
+        return
+    per_group = ast.parse(f"{x.id}.shape[1] // {w.id}.shape[1]", mode="eval").body
+    for i, arg in enumerate(node.args):
+        if arg is groups:
+            node.args[i] = per_group
+    for k in node.keywords:
+        if k.value is groups:
+            k.value = per_group
