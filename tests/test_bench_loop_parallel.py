@@ -194,3 +194,20 @@ def test_sigint_stops_the_loops_keeps_what_finished_and_the_rerun_resumes(tmp_pa
     assert [q["outcome"] for q in r["problems"]] == ["ok", "ok"]
     assert (out / finished / "00" / "sample.json").stat().st_mtime_ns == kept
     assert (out / spun / "done.json").exists()
+
+
+def test_a_compiler_bench_needs_no_openai_package(monkeypatch):
+    """On the H200 the loop bench died importing `openai` (a wheel it needs was missing) before
+    any problem ran, though the compiler backend uses no model: the client is imported only for
+    a backend that can be an OpenAI one."""
+    monkeypatch.setitem(sys.modules, "openai", None)  # `import openai` now raises ImportError
+    monkeypatch.delitem(sys.modules, "agent.llm.openai_backend", raising=False)
+    from agent.bench.loop import _OneCallAtATime, _shared_backend
+
+    class Scripted:
+        def generate(self, *a, **k):
+            return ["x"]
+
+    assert _shared_backend(None) is None
+    shared = _shared_backend(Scripted())
+    assert isinstance(shared, _OneCallAtATime) and shared.generate() == ["x"]

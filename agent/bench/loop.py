@@ -321,11 +321,17 @@ def _stop_gate(sandbox: Any, stop: threading.Event) -> None:
 def _shared_backend(llm: Any) -> Any:
     """The backend as several loops share it: an OpenAI-compatible server batches concurrent
     requests itself; any other (an in-process engine, a replay script) is called by one loop at
-    a time (the loops' evaluations still overlap). None (the compiler drafts) stays None."""
-    from agent.llm.openai_backend import OpenAIBackend
-
-    if llm is None or isinstance(llm, OpenAIBackend):
+    a time (the loops' evaluations still overlap). None (the compiler drafts) stays None.
+    The OpenAI client is imported only for a backend that can be one: a compiler-only bench
+    needs no `openai` package (on the H200 its wheel set lacked `httpx2`, and the import failed
+    before any problem ran)."""
+    if llm is None:
         return llm
+    if type(llm).__module__ == "agent.llm.openai_backend":
+        from agent.llm.openai_backend import OpenAIBackend
+
+        if isinstance(llm, OpenAIBackend):
+            return llm
     return _OneCallAtATime(llm)
 
 
