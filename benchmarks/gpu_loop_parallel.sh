@@ -31,16 +31,19 @@ for p in $PROBLEMS; do cp ".kb/$p.py" "$W/problems/" || log "no problem $p"; don
 log "$(ls "$W/problems" | wc -l) problems, --jobs-per-gpu $JOBS, --loop-jobs ${LOOP_JOBS:-default}"
 EXTRA=()
 [ -n "${LOOP_JOBS:-}" ] && EXTRA=(--loop-jobs "$LOOP_JOBS")
-python -m agent bench "$W/problems" --backend compiler --mode loop --samples 6 \
-  --jobs-per-gpu "$JOBS" ${EXTRA[@]+"${EXTRA[@]}"} --out "$W/out" --json >"$W/stdout.txt" 2>"$W/stderr.txt" &
+# Through `timeout` (SIGINT at RUN_S): a command started with `&` in a script inherits SIGINT
+# ignored, and a `kill -INT` from here was ignored (session 8's first run: killed 30 s after it);
+# timeout's child gets SIGINT's default action back (what a Ctrl-C in a terminal sends).
+timeout --foreground --signal=INT "$RUN_S" python -m agent bench "$W/problems" --backend compiler \
+  --mode loop --samples 6 --jobs-per-gpu "$JOBS" ${EXTRA[@]+"${EXTRA[@]}"} --out "$W/out" --json \
+  >"$W/stdout.txt" 2>"$W/stderr.txt" &
 PID=$!
 while kill -0 "$PID" 2>/dev/null && [ $((SECONDS - START)) -lt "$RUN_S" ]; do sleep 1; done
 if kill -0 "$PID" 2>/dev/null; then
-  log "SIGINT after $((SECONDS - START)) s: $(ls "$W"/out/*/done.json 2>/dev/null | wc -l) problems done"
+  log "SIGINT (timeout) at $((SECONDS - START)) s: $(ls "$W"/out/*/done.json 2>/dev/null | wc -l) problems done"
   T=$SECONDS
-  kill -INT "$PID"
   for _ in $(seq 60); do kill -0 "$PID" 2>/dev/null || break; sleep 0.5; done
-  kill -0 "$PID" 2>/dev/null && { log "still running 30 s after SIGINT: KILL"; kill -KILL "$PID"; }
+  kill -0 "$PID" 2>/dev/null && { log "still running 30 s after SIGINT: KILL"; pkill -KILL -P "$PID"; kill -KILL "$PID"; }
   wait "$PID"; RC=$?
   log "exit $RC, $((SECONDS - T)) s after the SIGINT"
 else
