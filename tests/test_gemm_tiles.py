@@ -45,21 +45,23 @@ from tools.tune import GEMM_TILES
 
 KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages")
 FAST_FIRST = dict(zip(KEYS, GEMM_TILES[5]))  # the fastest at site 0
-PER_SITE = sum(1 for t in GEMM_TILES if max(t[:2]) <= 140)  # 70x72 outputs: 256 is too big
+DEFAULT = dict(zip(KEYS, GEMM_TILES[0]))
 calls = []
 
 def timer(fn):
-    values = fn.__defaults__[0]
-    site = 0 if len(calls) < PER_SITE else 1
+    values, site = fn.__defaults__
     calls.append([site, values["BLOCK_M"], values["BLOCK_N"], values["BLOCK_K"]])
     if values["BLOCK_M"] == 16:
         raise RuntimeError("out of resources: shared memory")  # a tile that cannot run
     fn()  # the tile really runs (interpreter)
-    if site == 0 and all(values[k] == v for k, v in FAST_FIRST.items()):
-        return 1.0
+    if values == DEFAULT:
+        return 2.0
+    if site == 0 and values == FAST_FIRST:
+        # another job's burst during its first turn: 2.2 then, 1.0 when timed again
+        return 2.2 if sum(c[0] == 0 and c[1:3] == [128, 64] and c[3] == 32 for c in calls) == 1 else 1.0
     if site == 1 and values["BLOCK_M"] == 32:
         return 1.99  # faster, but within MIN_GAIN of the current 2.0
-    return 2.0
+    return 2.5
 
 source = open(sys.argv[1]).read()
 torch.manual_seed(0)
@@ -99,10 +101,13 @@ def test_fastest_tile_is_written_at_its_own_site(tmp_path):
     result = json.loads(out.read_text())
 
     # every tile that fits the 70x72 outputs was tried at both sites (the default once), none
-    # 256 rows or columns wide; the 16-row one failed and was skipped
+    # 256 rows or columns wide; the 16-row one failed and was skipped; then two more rounds of
+    # the default and the three fastest others
+    from tools.draft.gemm_tiles import ROUNDS, TOP
+
     fits = [t for t in tune.GEMM_TILES if t[0] <= 140 and t[1] <= 140]
     assert len(fits) < len(tune.GEMM_TILES)
-    assert len(result["calls"]) == 2 * len(fits)
+    assert len(result["calls"]) == 2 * (len(fits) + (ROUNDS - 1) * TOP)
     assert {c[0] for c in result["calls"]} == {0, 1}
     assert all(c[1] <= 140 and c[2] <= 140 for c in result["calls"])
     sites = tune.gemm_sites(result["picked"])
@@ -112,6 +117,7 @@ def test_fastest_tile_is_written_at_its_own_site(tmp_path):
     assert all(first[k] == v for k, v in tile5.items()), first
     default = dict(zip(tune.GEMM_TILE_KEYS, tune.GEMM_TILES[0], strict=True))
     assert all(second[k] == v for k, v in default.items()), second  # 1.99 vs 2.0: kept
+    # picked only because it was timed again after its slow first turn (2.2 ms > the default's 2.0)
     assert "picked on the GPU at draft time, 1.000 ms against 2.000 ms" in result["notes"][0]
     assert "1 did not run" in result["notes"][0]
     assert "kept at draft time" in result["notes"][1]
