@@ -89,8 +89,13 @@ def _alternative_drafts(ctx: RunContext, state: dict[str, Any], best: Attempt, l
         return []
     if getattr(ctx, "drafter", None) is None or getattr(ctx, "device", None) != "cuda":
         return []
+    # Inductor's own conv templates only matter where the draft has this project's convolution,
+    # and there they come first (the only alternative that changes the conv itself).
+    names = [n for n in alternative_settings(ctx.device) if n != "inductor_conv"]
+    if "triton_convolution(" in (best.get("code") or ""):
+        names.insert(0, "inductor_conv")
     out = []
-    for name in alternative_settings(ctx.device)[:limit]:
+    for name in names[:limit]:
         ctx.emit("tune", message=f"drafting with Inductor settings {name!r} (eager is faster)")
         cand = ctx.drafter.draft(state["problem_source"], state["problem_path"], settings=name)
         if cand["code"]:

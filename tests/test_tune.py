@@ -65,6 +65,7 @@ def test_alternative_inductor_settings_only_where_they_change_something():
         "no_persistent_reductions",
     ]
     assert set(alternative_settings("cuda")) == set(SETTINGS) - {"default"}
+    assert "inductor_conv" in alternative_settings("cuda")  # Inductor benchmarks its templates
 
 
 def test_no_alternative_drafts_without_timings():
@@ -83,6 +84,38 @@ def test_no_alternative_drafts_without_timings():
     ctx.device = "cuda"
     best["speedups"] = {"eager": 1.3}  # the draft already beats eager
     assert _alternative_drafts(ctx, {}, best, limit=4) == []
+
+
+def test_a_slow_convolution_draft_tries_inductors_conv_templates_first():
+    """Where the draft runs this project's convolution and eager is faster, the first other
+    settings drafted keep Inductor's conv templates (epilogue fused); without a convolution
+    those settings are never drafted (they would draft the default again)."""
+    from types import SimpleNamespace
+
+    from agent.tuning import _alternative_drafts
+
+    asked = []
+
+    class Drafter:
+        def draft(self, source, path, settings):
+            asked.append(settings)
+            return {"code": f"# {settings}"}
+
+    ctx = SimpleNamespace(drafter=Drafter(), device="cuda", emit=lambda *a, **k: None)
+    state = {"problem_source": "", "problem_path": "p.py"}
+    conv = {
+        "source": "compiler",
+        "speedups": {"eager": 0.3},
+        "code": "y = triton_convolution(x, w)",
+    }
+    assert [n for n, _ in _alternative_drafts(ctx, state, conv, limit=2)] == [
+        "inductor_conv",
+        "static_sizes",
+    ]
+    asked.clear()
+    plain = {"source": "compiler", "speedups": {"eager": 0.5}, "code": "gemm(a, b)"}
+    _alternative_drafts(ctx, state, plain, limit=10)
+    assert asked and "inductor_conv" not in asked
 
 
 _SETTINGS_DRAFT = r"""
@@ -154,3 +187,21 @@ def test_full_precision_variant_sets_every_gemm_and_conv_call_to_ieee():
     assert "BLOCK_M=128" in full and "stride=(2, 2)" in full  # nothing else changed
     assert tune.full_precision_variant(full) is None  # already full precision: nothing to try
     assert tune.full_precision_variant("def call(args):\n    return relu(x)\n") is None
+
+
+def test_conv_templates_keep_inductors_triton_choices_for_convolutions_only():
+    from torch._inductor.select_algorithm import ExternKernelCaller, TritonTemplateCaller
+
+    from tools.draft.inductor_patches import choices_kept
+
+    ext, tem = object.__new__(ExternKernelCaller), object.__new__(TritonTemplateCaller)
+
+    def original(self, name, choices, *args, **kwargs):
+        return choices
+
+    default = choices_kept(original, first_only=False)
+    templates = choices_kept(original, first_only=False, conv_templates=True)
+    assert default(None, "convolution", [ext, tem]) == [ext]  # this project's kernel
+    assert templates(None, "convolution", [ext, tem]) == [tem]  # Inductor's template
+    assert templates(None, "convolution", [ext]) == [ext]  # none applies: the library call
+    assert templates(None, "mm", [ext, tem]) == [ext]  # GEMMs: this project's template still

@@ -138,7 +138,11 @@ def capture_inductor(
             unittest.mock.patch.object(
                 AlgorithmSelectorCache,
                 "__call__",
-                choices_kept(AlgorithmSelectorCache.__call__, first_only=stop_at_source),
+                choices_kept(
+                    AlgorithmSelectorCache.__call__,
+                    first_only=stop_at_source,
+                    conv_templates=settings == "inductor_conv",
+                ),
             )
         )
         if stop_at_source:

@@ -67,7 +67,7 @@ def stand_in_driver_if_needed() -> Iterator[bool]:
             driver._active = previous
 
 
-def choices_kept(original: Any, first_only: bool) -> Any:
+def choices_kept(original: Any, first_only: bool, conv_templates: bool = False) -> Any:
     """Wrap AlgorithmSelectorCache.__call__ to choose which implementations Inductor may pick.
 
     GEMMs (`mm`, `addmm`, `bmm`, `baddbmm`) keep only the library choice, so the wrapper calls
@@ -81,13 +81,20 @@ def choices_kept(original: Any, first_only: bool) -> Any:
     else keeps only Triton template choices: all of them on the GPU (Inductor benchmarks them),
     the first on the CPU path (with a single choice Inductor skips benchmarking, which needs a
     GPU). Falls back to the first choice when none of the wanted kind applies.
+    `conv_templates` (the `inductor_conv` settings): convolutions keep Inductor's Triton
+    templates instead, which fuse the pointwise epilogue into the conv (on the H200 they beat
+    this project's kernel plus Inductor's separate epilogue on some level-2 Conv3d fusions:
+    level2/7 10.5 ms against 17.5 ms, session 8); the loop drafts it as an alternative.
     """
     from torch._inductor.select_algorithm import ExternKernelCaller, TritonTemplateCaller
 
     from tools.gemm_template import GEMM_OPS
 
     def select(self: Any, name: str, choices: list[Any], *args: Any, **kwargs: Any) -> Any:
-        if name in GEMM_OPS or name == "convolution":
+        if name == "convolution" and conv_templates:
+            kept = [c for c in choices if isinstance(c, TritonTemplateCaller)]
+            kept = kept[:1] if first_only else kept
+        elif name in GEMM_OPS or name == "convolution":
             kept = [c for c in choices if isinstance(c, ExternKernelCaller)][:1]
         else:
             kept = [c for c in choices if isinstance(c, TritonTemplateCaller)]

@@ -51,6 +51,14 @@ SETTINGS: dict[str, tuple[dict[str, Any], bool, bool, str]] = {
         False,
         "launch configs refined by coordinate descent (benchmarks: GPU only)",
     ),
+    "inductor_conv": (
+        {},
+        True,
+        False,
+        "convolutions as Inductor's own Triton templates, the pointwise epilogue fused into the "
+        "conv (fp32 FMA: the draft is generated with TF32 off), instead of this project's tf32x3 "
+        "kernel followed by a separate epilogue kernel (GPU only: Inductor benchmarks them)",
+    ),
     "max_autotune": (
         {"max_autotune": True, "max_autotune_pointwise": True, "coordinate_descent_tuning": True},
         True,
