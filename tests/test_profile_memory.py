@@ -321,3 +321,54 @@ def test_the_jobs_memory_peaks_reach_the_result():
     assert r.to_dict()["memory"]["gpu_peak_mb"] == 19600.0
     del data["memory"]
     assert assemble(data, _verdict(), ProfileOptions(), **kw).to_dict()["memory"] is None
+
+
+class _Cancel(torch.nn.Module):
+    """(x + 1e4) - 1e4: fp32 keeps about 1e-3 of x; fp64 keeps x."""
+
+    def forward(self, x):
+        return (x + 1e4) - 1e4
+
+
+def test_freshness_applies_the_judges_fp64_rule_when_asked():
+    """A kernel the judge accepted by its fp64 rule (more accurate than PyTorch's fp32) must not
+    be refuted as stale by the timing job's freshness check, which compares at the same
+    tolerance; a cached result still is."""
+    from tools.freshness import fp64_outputs
+
+    def accurate(args):  # correctly rounded: never farther from fp64 than PyTorch's fp32
+        return ((args[0].double() + 1e4) - 1e4).float()
+
+    cache: dict = {}
+
+    def cached(args):
+        x = args[0]
+        return cache.setdefault(x.data_ptr(), accurate(args))
+
+    def check(call, fp64):
+        x = torch.randn(4000)
+        bufs = [x]
+
+        def fill(b):
+            fill_fresh(b, 77)
+
+        ref64: list | None = [] if fp64 else None
+        ref = reference_on_fresh(_Cancel(), bufs, host_originals([x.clone()], bufs), fill, ref64)
+        call(bufs)
+        return check_freshness(call, bufs, fill, ref, 1e-6, 1e-6, expected64=ref64)
+
+    assert not check(accurate, fp64=False)["ok"]  # 1e-3 off the fp32 reference: refuted
+    assert check(accurate, fp64=True)["ok"]
+    assert not check(cached, fp64=True)["ok"]  # stale stays stale
+    assert fp64_outputs(_Cancel(), [torch.ones(3)])[0].dtype == torch.float64
+
+
+def test_fp64_rule_reaches_the_timing_job_through_the_verdict():
+    """The judge's count of fp64-accepted elements is in the verdict's evidence (and JSON)."""
+    from tools.results import Evidence, Verdict
+    from tools.verdict_rules import _fp64_count
+
+    assert _fp64_count([(0, "first", {"kind": "ok", "fp64_accepted": 3}), (0, "second", {})]) == 3
+    v = Verdict(status="ok", compiled=True, correct=True, message="m", evidence=Evidence())
+    v.evidence.fp64_accepted = 3
+    assert Verdict.from_dict(v.to_dict()).evidence.fp64_accepted == 3

@@ -57,12 +57,22 @@ def fill_fresh(bufs: list, seed: int, moments: list | None = None) -> None:
 
 
 def reference_on_fresh(
-    model: torch.nn.Module, inputs: list, originals: list, fill: Callable[[list], None]
+    model: torch.nn.Module,
+    inputs: list,
+    originals: list,
+    fill: Callable[[list], None],
+    fp64_into: list | None = None,
 ) -> list:
     """The model's outputs on new values written by `fill`, computed in `inputs`' own buffers (no
     second input set on the device); the floating-point inputs then get their values back from
-    `originals` (host copies), so everything timed afterwards sees the original inputs."""
+    `originals` (host copies), so everything timed afterwards sees the original inputs.
+
+    `fp64_into` (a list): the same outputs computed in float64 (a copy of the model, the inputs
+    promoted) are appended to it, for `check_freshness`'s fp64 rule; nothing is appended where
+    the model fails in float64 or forces its own dtype."""
     fill(inputs)
+    if fp64_into is not None:
+        fp64_into.extend(fp64_outputs(model, inputs))
     with torch.no_grad():
         out = normalise_outputs(model(*inputs))
     storages = {x.untyped_storage().data_ptr() for x in inputs if isinstance(x, torch.Tensor)}
@@ -80,6 +90,26 @@ def reference_on_fresh(
             x.copy_(original)
     _sync()
     return expected
+
+
+def fp64_outputs(model: torch.nn.Module, inputs: list) -> list:
+    """The model's outputs in float64 (a deep copy of it, floating-point inputs promoted), or []
+    where that fails or an output does not come out as float64 (the model forces a dtype)."""
+    import copy
+
+    try:
+        promoted = [
+            x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+            for x in inputs
+        ]
+        with torch.no_grad():
+            out = normalise_outputs(copy.deepcopy(model).double()(*promoted))
+        _sync()
+    except Exception:  # noqa: BLE001 - a problem that cannot run in fp64: the rule does not apply
+        return []
+    if any(not isinstance(o, torch.Tensor) or o.dtype != torch.float64 for o in out):
+        return []
+    return list(out)
 
 
 def host_originals(host: list, device_inputs: list) -> list:
@@ -103,6 +133,7 @@ def check_freshness(
     rtol: float,
     *,
     chunk_elems: int = CHUNK_ELEMS,
+    expected64: list | None = None,
 ) -> dict[str, Any]:
     """Write new values into the very buffers the candidate was timed on and check its output.
 
@@ -110,7 +141,11 @@ def check_freshness(
     stale and fails this. `fresh` writes the new values: a function filling `bufs` in place (the
     job's, so no second input set is alive), or a list of values copied in. `expected` is the
     reference on those values; outputs are compared `chunk_elems` elements at a time, on their
-    own device (`tools.compare.mismatch_report`)."""
+    own device (`tools.compare.mismatch_report`). `expected64`: the reference on those values in
+    float64 (`reference_on_fresh(fp64_into=...)`), for a candidate the judge accepted through
+    its fp64 rule: an fp32 element outside the tolerance is then still correct where it is no
+    farther from the fp64 value than the fp32 reference is, the judge's own rule
+    (`tools.compare.no_farther_from_fp64`)."""
     if not any(isinstance(x, torch.Tensor) and x.is_floating_point() for x in bufs):
         return {"checked": False, "ok": True, "message": "no floating-point inputs to rewrite"}
     if callable(fresh):
@@ -135,9 +170,19 @@ def check_freshness(
                 "ok": False,
                 "message": f"output {i} changed shape on new input values",
             }
+        r64 = expected64[i] if expected64 and len(expected64) == len(expected) else None
+        if r64 is not None and (e.dtype != torch.float32 or tuple(r64.shape) != tuple(e.shape)):
+            r64 = None
         # hint_full_elems=0: the pattern hint from per-chunk counts, never whole float64 copies
         report = mismatch_report(
-            g, e, atol, rtol, output_index=i, chunk_elems=chunk_elems, hint_full_elems=0
+            g,
+            e,
+            atol,
+            rtol,
+            output_index=i,
+            chunk_elems=chunk_elems,
+            hint_full_elems=0,
+            reference64=r64,
         )
         if report is not None:
             return {

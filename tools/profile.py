@@ -165,6 +165,8 @@ def _verify_and_time(
             "seed": v.options.seed,
             "kernelbench": opts.kernelbench,
             "trace": opts.trace,
+            # the judge's fp64 rule accepted elements: the freshness check applies it too
+            "fp64_rule": bool(getattr(verdict.evidence, "fp64_accepted", 0)),
         },
         cached_baselines=cached_baselines,
         cached_peaks=cache["peaks"],

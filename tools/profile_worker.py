@@ -195,7 +195,10 @@ def profile_job(
         # Computed before the candidate's code is loaded; kept (one output set) until the
         # freshness check, which writes the same new values into the same buffers.
         with full_fp32():  # like the judge's reference (tools.precision)
-            fresh_ref = reference_on_fresh(model, base, originals, write_fresh)
+            # The judge accepted elements by its fp64 rule: the freshness check applies it too,
+            # with an fp64 reference made here, before the candidate's code is loaded.
+            fresh_ref64: list | None = [] if settings.get("fp64_rule") else None
+            fresh_ref = reference_on_fresh(model, base, originals, write_fresh, fresh_ref64)
         del originals
         torch.cuda.empty_cache()
         k = input_sets(work["input_bytes"], l2)
@@ -307,9 +310,9 @@ def profile_job(
                     f"{why}; timed instead until every stream was done, host launch cost included"
                 )
             result["fresh"] = check_freshness(
-                candidate, sets[0], write_fresh, fresh_ref, atol, rtol
+                candidate, sets[0], write_fresh, fresh_ref, atol, rtol, expected64=fresh_ref64
             )
-            del fresh_ref
+            del fresh_ref, fresh_ref64
         except BaseException as exc:  # noqa: BLE001
             return {**result, **_error("candidate run", exc), "memory": peak_memory()}
         result["violations"] = list(guard.VIOLATIONS[violations_before:])

@@ -156,6 +156,10 @@ class Evidence:
     the candidate's and the judge's), and the limits they ran under."""
     footprint: dict[str, int] = field(default_factory=dict)
     """The problem's own tensors in bytes: `input_bytes`, `output_bytes`, `param_bytes`."""
+    fp64_accepted: int = 0
+    """Elements over all compared runs outside the tolerance yet accepted by the judge's fp64
+    rule (`tools.compare.no_farther_from_fp64`); the timing job's freshness check then applies
+    the rule too."""
 
 
 @dataclass(kw_only=True)

@@ -333,6 +333,7 @@ def _judge_reply(
     dt = getattr(torch, str(dt_name).replace("torch.", ""), None) if dt_name else None
     atol, rtol = tol.for_dtype(dt) if dt is not None else (None, None)
     note = " (mixed: " + ", ".join(audit.library_ops) + " ran as library calls)" if mixed else ""
+    evidence.fp64_accepted = _fp64_count(run.comparisons)
     return Verdict(
         status="ok",
         compiled=True,
@@ -344,6 +345,15 @@ def _judge_reply(
         atol=atol,
         rtol=rtol,
         mixed=mixed,
+    )
+
+
+def _fp64_count(comparisons: list[tuple[int, str, Any]]) -> int:
+    """Elements the fp64 rule accepted over all compared runs."""
+    return sum(
+        d["fp64_accepted"]
+        for _, _, d in comparisons
+        if isinstance(d, dict) and isinstance(d.get("fp64_accepted"), int)
     )
 
 
