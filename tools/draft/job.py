@@ -191,6 +191,8 @@ def _draft(
     source = with_conv_source(source, conv_source)  # issue 15 hook
     if host.gemms and device == "cuda":
         source = _with_picked_tiles(source, problem, notes)
+    if device == "cuda":
+        source = _with_picked_configs(source, problem, kernels, host.launched, notes)
     return DraftResult(
         source=source,
         mixed=bool(library_calls),
@@ -219,6 +221,39 @@ def _with_picked_tiles(source: str, problem: LoadedProblem, notes: list[str]) ->
         )
         return source
     notes.extend(tile_notes)
+    return picked
+
+
+def _with_picked_configs(
+    source: str, problem: LoadedProblem, kernels: dict, launched: list[str], notes: list[str]
+) -> str:
+    """The draft with each Inductor kernel's launch config chosen again among Inductor's own,
+    by timing the forward in repeated rounds (tools.draft.launch_configs); as it was, with a
+    note, when that fails: the config is a speed choice, not a correctness one."""
+    from tools.draft.kernels import kernel_params
+    from tools.draft.launch_configs import config_values, pick_configs
+
+    try:
+        candidates, current = {}, {}
+        for name in dict.fromkeys(launched):
+            kernel = kernels.get(name)
+            if kernel is None or kernel.config is None:
+                continue
+            constexprs = kernel_params(kernel)[1]
+            configs = list(getattr(kernel.autotuner, "configs", None) or [])
+            values = [config_values(c, constexprs) for c in configs]
+            candidates[name] = [v for i, v in enumerate(values) if v not in values[:i]]
+            current[name] = config_values(kernel.config, constexprs)
+        picked, config_notes = pick_configs(
+            source, candidates, current, list(problem.module.get_init_inputs()), problem.inputs,
+            "cuda",
+        )  # fmt: skip
+    except Exception as exc:
+        notes.append(
+            f"launch configs not timed at draft time ({type(exc).__name__}: {first_line(exc)})"
+        )
+        return source
+    notes.extend(config_notes)
     return picked
 
 
