@@ -8,7 +8,13 @@ record: drafted or why not, the verdict's status, and the generalisation check (
 what failed and why).
 
     python benchmarks/generalize_level1.py [--only 20,35,...] [--jobs 2] [--kb .kb/level1]
-        [--out benchmarks/results/cpu/generalize_level1]
+        [--out benchmarks/results/cpu/generalize_level1] [--batch 3] [--channels 8]
+        [--spatial 8] [--out-channels 8] [--job-timeout S]
+
+`--batch`, `--channels`, `--spatial` make the copies smaller still (the defaults, batch 3,
+channels 8, spatial 8 (3D) / 12 (2D) / 32 (1D), are those of the first runs): a 3D problem
+whose dynamic draft launches a program per output element takes over a second a program in the
+interpreter. `--job-timeout` is `agent verify --timeout` (seconds per candidate job).
 
 Writes `results.json` and `table.md` under `--out` (rewritten as problems finish, so a run cut
 short keeps what it measured).
@@ -26,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,23 +60,40 @@ def problem_class(number: int) -> str:
     return next((c for r, c in CLASS_OF if number in r), "other")
 
 
-def shrunk_value(name: str, value: int, n_spatial: int, order: int = 0) -> int:
+@dataclass(frozen=True)
+class Caps:
+    """The reduced sizes: batch, channels, and spatial sizes by the number of spatial dims."""
+
+    batch: int = 3
+    channels: int = 8
+    spatial: tuple[int, int, int] = (32, 12, 8)
+    """(1D, 2D, 3D and more)"""
+    out_channels: int | None = None
+    """`out_channels` (None: `channels`). The generalisation check keeps a constructor-only
+    size under 8 (a setting), so a conv's output channels vary only from 8 up."""
+
+
+def shrunk_value(name: str, value: int, n_spatial: int, order: int = 0, caps: Caps = Caps()) -> int:
     """The reduced value of one module-level integer size (settings and small values stay).
     `order`: the how-manieth generic size this is, so GEMM dimensions differ (48, 40, 56)."""
-    if name == "batch_size" and value > 3:
-        return 3  # the generalisation check's 3 // 2 + 1 = 2 still changes it
-    if value <= 8 or SETTING.search(name):
+    if name == "batch_size" and value > caps.batch:
+        return caps.batch  # the generalisation check's 3 // 2 + 1 = 2 still changes it
+    if SETTING.search(name):
         return value
-    if name == "features":  # GroupNorm's 8 groups: 2 channels each (1 each specialises)
-        return 16
-    if "heads" in name:  # 97: 8 heads of 32 were 384 softmax programs at 93 ms each
-        return 2
-    if CHANNELS.search(name):
-        return 8
-    if name == "num_classes":
-        return 16
+    if name == "out_channels" and caps.out_channels:
+        return min(value, caps.out_channels)
+    if CHANNELS.search(name) and name != "features" and "heads" not in name:
+        return min(value, caps.channels)
     if SPATIAL.search(name):
-        cap = {1: 32, 2: 12}.get(n_spatial, 8)
+        cap = caps.spatial[min(max(n_spatial, 1), 3) - 1]
+    elif value <= 8:
+        return value
+    elif name == "features":  # GroupNorm's 8 groups: 2 channels each (1 each specialises)
+        return 16
+    elif "heads" in name:  # 97: 8 heads of 32 were 384 softmax programs at 93 ms each
+        return 2
+    elif name == "num_classes":
+        return 16
     else:  # GEMM dimensions, an elementwise `dim`, an embedding
         cap = (48, 40, 56, 36)[order % 4]
     if value <= cap:
@@ -77,7 +101,7 @@ def shrunk_value(name: str, value: int, n_spatial: int, order: int = 0) -> int:
     return cap - 1 if value % 2 else cap  # an odd size stays odd (4095 -> 11)
 
 
-def shrink_source(source: str) -> tuple[str, dict[str, object]]:
+def shrink_source(source: str, caps: Caps = Caps()) -> tuple[str, dict[str, object]]:
     """A reduced-size copy of a KernelBench problem: module-level integer (and tuple-of-integer)
     constants shrunk, and integer literals over 64 inside `get_inputs` set to 16 (50's 224x224
     image). Returns the new source and the changes made ({name: (old, new)})."""
@@ -111,7 +135,7 @@ def shrink_source(source: str) -> tuple[str, dict[str, object]]:
         if isinstance(value, bool):
             continue
         if isinstance(value, int):
-            new: object = shrunk_value(name, value, n_spatial, order)
+            new: object = shrunk_value(name, value, n_spatial, order, caps)
             order += not (SPATIAL.search(name) or CHANNELS.search(name) or value <= 8)
         elif isinstance(value, tuple) and all(isinstance(v, int) for v in value):
             if SETTING.search(name) or not any(
@@ -163,11 +187,22 @@ def last_json(stdout: str) -> dict | None:
     return None
 
 
-def run_problem(path: Path, work: Path, draft_timeout: float, verify_timeout: float) -> dict:
-    """Shrink, draft and verify one problem; every outcome is a row, never an exception."""
+def run_problem(
+    path: Path,
+    work: Path,
+    draft_timeout: float,
+    verify_timeout: float,
+    caps: Caps = Caps(),
+    job_timeout: float | None = None,
+    run: dict | None = None,
+) -> dict:
+    """Shrink, draft and verify one problem; every outcome is a row, never an exception.
+    `run`: the command and start time recorded in the row."""
     number = int(path.name.split("_")[0])
     row: dict = {"problem": path.stem, "number": number, "class": problem_class(number)}
-    source, changes = shrink_source(path.read_text())
+    if run:
+        row["run"] = run
+    source, changes = shrink_source(path.read_text(), caps)
     row["shrunk"] = {k: list(v) if isinstance(v, tuple) else v for k, v in changes.items()}
     copy, draft = work / path.name, work / f"{path.stem}__draft.py"
     copy.write_text(source)
@@ -218,6 +253,7 @@ def run_problem(path: Path, work: Path, draft_timeout: float, verify_timeout: fl
                 "--device",
                 "cpu",
                 "--allow-large",  # the timeout bounds it; 43 was refused at 157 ms a program
+                *(["--timeout", str(job_timeout)] if job_timeout else []),
             ],
             capture_output=True,
             text=True,
@@ -264,9 +300,14 @@ def write_results(rows: list[dict], out: Path, command: str, started: str) -> No
         counts[r.get("generalize", r["status"])] = (
             counts.get(r.get("generalize", r["status"]), 0) + 1
         )
+    runs: list[dict] = []  # the runs rows came from (a row without one: from before they were kept)
+    for r in rows:
+        run = r.get("run") or {"command": command, "started": started}
+        if run not in runs:
+            runs.append(run)
     lines = [
-        "| # | problem | class | drafted | dynamic | verify | generalize | sizes tried / why |",
-        "|---|---|---|---|---|---|---|---|",
+        "| # | problem | class | drafted | dynamic | verify | generalize | sizes tried / why | run |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         why = r.get("draft_error") or "; ".join(r.get("generalize_notes", []))
@@ -275,13 +316,15 @@ def write_results(rows: list[dict], out: Path, command: str, started: str) -> No
         why = why.replace("|", "\\|").replace("\n", " ")[:400]
         lines.append(
             f"| {r['number']} | {r['problem']} | {r['class']} | {'yes' if r['drafted'] else 'no'}"
-            f" | {r.get('dynamic', '')} | {r['status']} | {r.get('generalize', '')} | {why} |"
+            f" | {r.get('dynamic', '')} | {r['status']} | {r.get('generalize', '')} | {why}"
+            f" | {runs.index(r.get('run') or {'command': command, 'started': started}) + 1} |"
         )
     totals = ", ".join(f"{k}: {v}" for k, v in sorted(counts.items()))
+    shown = "\n".join(
+        f"{i}. `{r['command']}` (started {r['started']})" for i, r in enumerate(runs, 1)
+    )
     (out / "table.md").write_text(
-        f"Command: `{command}`\n\nStarted {started}; {len(rows)} problems; {totals}\n\n"
-        + "\n".join(lines)
-        + "\n"
+        f"Runs:\n\n{shown}\n\n{len(rows)} problems; {totals}\n\n" + "\n".join(lines) + "\n"
     )
 
 
@@ -305,7 +348,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--draft-timeout", type=float, default=300)
     ap.add_argument("--verify-timeout", type=float, default=240)
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/cpu/generalize_level1"))
+    ap.add_argument("--batch", type=int, default=Caps.batch, help="batch_size cap")
+    ap.add_argument("--channels", type=int, default=Caps.channels, help="channel count cap")
+    ap.add_argument("--out-channels", type=int, default=None, help="out_channels cap")
+    ap.add_argument(
+        "--spatial",
+        type=int,
+        default=None,
+        help="spatial size cap (default 32 / 12 / 8 for 1D / 2D / 3D)",
+    )
+    ap.add_argument(
+        "--job-timeout", type=float, default=None, help="agent verify --timeout (s per job)"
+    )
     args = ap.parse_args(argv)
+    caps = Caps(
+        batch=args.batch,
+        channels=args.channels,
+        out_channels=args.out_channels,
+        spatial=(args.spatial,) * 3 if args.spatial else Caps.spatial,
+    )
     paths = sorted(Path(args.kb).glob("*.py"), key=lambda p: int(p.name.split("_")[0]))
     if args.only:
         wanted = {int(n) for n in args.only.split(",")}
@@ -321,7 +382,16 @@ def main(argv: list[str] | None = None) -> int:
         rows = [r for r in json.loads(previous.read_text()) if r["problem"] not in done]
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         futures = {
-            pool.submit(run_problem, p, work, args.draft_timeout, args.verify_timeout): p
+            pool.submit(
+                run_problem,
+                p,
+                work,
+                args.draft_timeout,
+                args.verify_timeout,
+                caps,
+                args.job_timeout,
+                {"command": command, "started": started},
+            ): p
             for p in paths
         }
         for fut in concurrent.futures.as_completed(futures):
