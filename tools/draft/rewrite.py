@@ -132,6 +132,11 @@ class HostRewriter(ast.NodeTransformer):
             raise DraftUnsupportedError(
                 f"kernel {kernel.name}: no value for constexpr {', '.join(missing)}"
             )
+        for size in kernel.divisors:  # constexpr copies of the sizes it divides by
+            if size in runtime_args and runtime_args.index(size) < len(args):
+                keywords.append(ast.keyword(f"KS{size[2:]}", args[runtime_args.index(size)]))
+            else:
+                raise DraftUnsupportedError(f"kernel {kernel.name}: no launch argument for {size}")
         keywords.append(ast.keyword("num_warps", ast.Constant(config.num_warps)))
         keywords.append(ast.keyword("num_stages", ast.Constant(config.num_stages)))
         grid = self.grids[id(node)]
