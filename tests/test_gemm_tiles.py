@@ -53,7 +53,8 @@ def timer(fn):
     calls.append([site, values["BLOCK_M"], values["BLOCK_N"], values["BLOCK_K"]])
     if values["BLOCK_M"] == 16:
         raise RuntimeError("out of resources: shared memory")  # a tile that cannot run
-    fn()  # the tile really runs (interpreter)
+    if calls.count(calls[-1]) == 1:
+        fn()  # the tile really runs (interpreter), once: the later rounds only time it
     if values == DEFAULT:
         return 2.0
     if site == 0 and values == FAST_FIRST:
