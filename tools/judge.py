@@ -13,7 +13,6 @@ Messages (parent -> judge): `{"trial", "seed", "scale"}` -> `{"expected": [...]}
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import time
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 import torch
 
 from tools.compare import Tolerance, compare_outputs
+from tools.freshness import fp64_outputs
 from tools.handover import MAX_OUTPUTS, HandoverError, import_output
 from tools.job_common import (
     ContractError,
@@ -158,19 +158,10 @@ def _fp64_reference(model, mod, msg: dict, device: str, expected: list) -> list 
         return None
     try:
         inputs = make_inputs(mod, int(msg["seed"]), device, float(msg.get("scale", 1)))
-        inputs = [
-            x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
-            for x in inputs
-        ]
-        with torch.no_grad():
-            out = normalise_outputs(copy.deepcopy(model).double()(*inputs))
-            _sync()
-    except Exception:  # noqa: BLE001 - a problem that cannot run in fp64: no check
+    except Exception:  # noqa: BLE001 - inputs that cannot be made again: no check
         return None
-    if len(out) != len(expected) or any(
-        not isinstance(o, torch.Tensor) or o.dtype != torch.float64 or o.shape != e.shape
-        for o, e in zip(out, expected)
-    ):
+    out = fp64_outputs(model, inputs)  # [] where the model fails in fp64 or forces a dtype
+    if len(out) != len(expected) or any(o.shape != e.shape for o, e in zip(out, expected)):
         return None  # the problem forces its own dtype: fp64 says nothing more
     return out
 

@@ -27,13 +27,12 @@ is still correct, not necessarily the fastest (the tuner can search again).
 from __future__ import annotations
 
 import ast
-import importlib.util
-import os
 import sys
 import tempfile
 from collections.abc import Callable
 from typing import Any
 
+from tools.draft.launch_configs import load_module
 from tools.tune import (
     GEMM_TILE_KEYS,
     GEMM_TILES,
@@ -73,17 +72,6 @@ def gpu_timer(fn: Callable[[], Any]) -> float:
     return float(do_bench(fn, warmup=10, rep=40, return_mode="min"))
 
 
-def _load(source: str, workdir: str) -> Any:
-    path = os.path.join(workdir, "draft_candidate_tiles.py")
-    with open(path, "w") as f:
-        f.write(source)
-    spec = importlib.util.spec_from_file_location("draft_candidate_tiles", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def pick_tiles(
     source: str,
     init_inputs: list[Any],
@@ -109,7 +97,7 @@ def pick_tiles(
     shapes: dict[int, str] = {}
     failures: dict[int, int] = {}
     with tempfile.TemporaryDirectory(prefix="gemm_tiles_") as workdir:
-        module = _load(source, workdir)
+        module = load_module(source, workdir, "draft_candidate_tiles")
         real = module.gemm
 
         def timed_gemm(*args: Any, **kwargs: Any) -> Any:

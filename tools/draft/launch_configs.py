@@ -104,7 +104,7 @@ def pick_configs(
     if not variants:
         return source, []
     with tempfile.TemporaryDirectory(prefix="launch_configs_") as workdir:
-        base = _load(source, workdir, "draft_base")
+        base = load_module(source, workdir, "draft_base")
         torch.manual_seed(0)
         model = base.ModelNew(*init_inputs).to(device)
 
@@ -120,7 +120,7 @@ def pick_configs(
         runs = [runner(base, "as drafted")]
         for i, (name, values) in enumerate(variants):
             src = with_config(source, name, values)
-            runs.append(runner(_load(src, workdir, f"draft_variant_{i}"), f"{name} {values}"))
+            runs.append(runner(load_module(src, workdir, f"draft_variant_{i}"), f"{name} {values}"))
         times: list[float | None] = []
         for run in runs:
             try:
@@ -156,7 +156,8 @@ def pick_configs(
     return source, notes
 
 
-def _load(source: str, workdir: str, name: str) -> types.ModuleType:
+def load_module(source: str, workdir: str, name: str) -> types.ModuleType:
+    """`source` imported as module `name` from a file in `workdir` (@triton.jit reads it back)."""
     path = os.path.join(workdir, f"{name}.py")  # a real file: @triton.jit reads it back
     with open(path, "w") as f:
         f.write(source)
