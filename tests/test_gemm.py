@@ -90,6 +90,17 @@ results["bias_addmm_rows"] = rel_err(
 )
 at, bt = torch.randn(75, 129), torch.randn(97, 75)  # transposed views: column-major operands
 results["transposed"] = rel_err(g.gemm(at.t(), bt.t(), **small), at.double().t() @ bt.double().t())
+# operands whose leading stride is not a multiple of 16 (level1/8's 2949): aligned copies
+g._GEMM_ALIGN_MIN = 0
+au, bu = torch.randn(50, 37), torch.randn(37, 41)
+results["unaligned"] = rel_err(g.gemm(au, bu, **small), au.double() @ bu.double())
+results["unaligned_t"] = rel_err(g.gemm(bu.t(), au.t(), **small), bu.double().t() @ au.double().t())
+aligned = g._gemm_aligned(au)
+results["aligned_stride"] = float(aligned.stride() == (48, 1) and torch.equal(aligned, au))
+results["aligned_t_stride"] = float(g._gemm_aligned(au.t()).stride() == (1, 48))
+vec = torch.randn(37, 1)  # a matrix-vector product's (K, 1): nothing to align, no copy
+results["vector_kept"] = float(g._gemm_aligned(vec) is vec)
+g._GEMM_ALIGN_MIN = 1 << 30
 a3, b3 = torch.randn(3, 20, 30), torch.randn(3, 30, 10)
 results["bmm"] = rel_err(g.gemm(a3, b3, BLOCK_M=16, BLOCK_N=16, BLOCK_K=16), a3.double() @ b3.double())
 out = torch.empty(129, 97)
@@ -140,7 +151,8 @@ def interpreted(tmp_path_factory):
 @pytest.mark.parametrize(
     "case",
     ["mm_tf32x3", "mm_ieee", "addmm_tf32x3", "addmm_ieee", "split0", "split1", "split3",
-     "split7", "split4_bias", "bias_addmm_rows", "transposed", "bmm"],
+     "split7", "split4_bias", "bias_addmm_rows", "transposed", "bmm", "unaligned",
+     "unaligned_t"],
 )  # fmt: skip
 def test_template_matches_float64_at_fp32_tolerance(interpreted, case):
     assert interpreted[case] < 1e-5, f"{case}: relative error {interpreted[case]:.2e}"
@@ -148,6 +160,12 @@ def test_template_matches_float64_at_fp32_tolerance(interpreted, case):
 
 def test_template_writes_into_the_given_output(interpreted):
     assert interpreted["out_is_written"] == 1.0
+
+
+def test_unaligned_operands_are_copied_to_aligned_strides(interpreted):
+    assert interpreted["aligned_stride"] == 1.0  # 37 floats apart -> 48, same values
+    assert interpreted["aligned_t_stride"] == 1.0  # a transposed view: its columns 48 apart
+    assert interpreted["vector_kept"] == 1.0
 
 
 def test_every_tuner_variant_stays_correct(interpreted):

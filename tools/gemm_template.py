@@ -131,6 +131,33 @@ def _gemm_sms(device):
     return _GEMM_SMS[device]
 
 
+_GEMM_ALIGN_MIN = 1 << 30
+"""M*N*K from which an operand whose leading stride is not a multiple of 16 elements is copied
+into an aligned buffer first (`_gemm_aligned`)."""
+
+
+def _gemm_aligned(t):
+    """`t` itself, or a copy whose leading stride (rows apart, or columns for a transposed view)
+    is a multiple of 16 elements. Triton assumes 16-element divisibility of an integer argument
+    only when it holds; without it the tile loads are not vectorised (level1/8, 8205x2949x5921:
+    rows 2949 floats apart, 0.75x of cuBLAS where the aligned GEMMs reached 1.06x-1.73x). The
+    copy reads and writes the operand once (O(MK) against the GEMM's O(MNK))."""
+    if t.dim() == 3 and t.stride(0) == 0:
+        return t  # a broadcast batch: copying would materialise it
+    rows, cols = t.shape[-2], t.shape[-1]
+    s_row, s_col = t.stride(-2), t.stride(-1)
+    if s_col == 1 and s_row % 16 and rows > 1 and cols > 1:  # (K, 1): no vector to align
+        buf = torch.empty((*t.shape[:-1], triton.cdiv(cols, 16) * 16), dtype=t.dtype, device=t.device)
+        view = buf[..., :cols]
+    elif s_row == 1 and s_col % 16 and cols > 1 and rows > 1:
+        buf = torch.empty((*t.shape[:-2], cols, triton.cdiv(rows, 16) * 16), dtype=t.dtype, device=t.device)
+        view = buf[..., :rows].transpose(-1, -2)
+    else:
+        return t
+    view.copy_(t)
+    return view
+
+
 def _gemm_bias_strides(bias, batched):
     """(batch, row, column) strides that broadcast `bias` over the output: 0 where it has
     size 1 or no such dimension (a Linear's bias is (N,))."""
@@ -156,6 +183,8 @@ def gemm(
         out = torch.empty((B, M, N) if batched else (M, N), dtype=a.dtype, device=a.device)
     if a.dtype != torch.float32:
         precision = "ieee"  # tf32 modes apply to fp32 operands only
+    if M * N * K * B >= _GEMM_ALIGN_MIN:
+        a, b = _gemm_aligned(a), _gemm_aligned(b)
     sa = (a.stride(0) if batched else 0, a.stride(-2), a.stride(-1))
     sb = (b.stride(0) if batched and b.dim() == 3 else 0, b.stride(-2), b.stride(-1))
     sc = (out.stride(0) if batched else 0, out.stride(-2), out.stride(-1))
