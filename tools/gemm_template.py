@@ -139,9 +139,10 @@ into an aligned buffer first (`_gemm_aligned`)."""
 def _gemm_aligned(t):
     """`t` itself, or a copy whose leading stride (rows apart, or columns for a transposed view)
     is a multiple of 16 elements. Triton assumes 16-element divisibility of an integer argument
-    only when it holds; without it the tile loads are not vectorised (level1/8, 8205x2949x5921:
-    rows 2949 floats apart, 0.75x of cuBLAS where the aligned GEMMs reached 1.06x-1.73x). The
-    copy reads and writes the operand once (O(MK) against the GEMM's O(MNK))."""
+    only when it holds, and without it cannot vectorise the tile loads: the likely cause (not
+    measured) of level1/8 (8205x2949x5921, rows 2949 floats apart) at 0.75x of cuBLAS where the
+    aligned GEMMs reached 1.06x-1.73x. The copy reads and writes the operand once (O(MK)
+    against the GEMM's O(MNK))."""
     if t.dim() == 3 and t.stride(0) == 0:
         return t  # a broadcast batch: copying would materialise it
     rows, cols = t.shape[-2], t.shape[-1]
