@@ -305,6 +305,7 @@ def write_results(rows: list[dict], out: Path, command: str, started: str) -> No
         run = r.get("run") or {"command": command, "started": started}
         if run not in runs:
             runs.append(run)
+    runs.sort(key=lambda r: r["started"])
     lines = [
         "| # | problem | class | drafted | dynamic | verify | generalize | sizes tried / why | run |",
         "|---|---|---|---|---|---|---|---|---|",
