@@ -153,3 +153,26 @@ def test_the_drafter_offers_each_kernels_own_configs(monkeypatch):
     notes.clear()
     assert _with_picked_configs("src", problem, {"k0": kernel}, ["k0"], notes) == "src"
     assert "launch configs not timed at draft time (RuntimeError: no GPU)" in notes[0]
+
+
+def test_the_draft_time_spent_on_configs_is_bounded(monkeypatch):
+    """Past BUDGET_S no further variant is timed (the draft itself always is), and the notes say so."""
+    import tools.draft.launch_configs as lc
+
+    monkeypatch.setattr(lc, "BUDGET_S", -1.0)  # spent before the first variant
+    timed = []
+
+    def timer(run):
+        timed.append(run.label)
+        return 1.0
+
+    def cfg(x):
+        return {"XBLOCK": x, "num_warps": 4, "num_stages": 1}
+
+    k = "triton_poi_fused_scale_0"
+    source, notes = lc.pick_configs(
+        DRAFT, {k: [cfg(64), cfg(128), cfg(256)]}, {k: cfg(64)}, [], [], "cpu", timer=timer
+    )
+    assert timed == ["as drafted", "as drafted"]  # both rounds of the draft, no variant
+    assert source == DRAFT
+    assert "2 launch config(s) not timed" in notes[0] and "kept at draft time" in notes[1]

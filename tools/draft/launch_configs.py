@@ -21,6 +21,7 @@ import ast
 import importlib.util
 import os
 import tempfile
+import time
 import types
 from collections.abc import Callable
 from typing import Any
@@ -32,6 +33,10 @@ MIN_GAIN = 0.03
 ROUNDS = 2
 MAX_VARIANTS = 12
 """Configs timed per draft at most (each costs a compile of one kernel and a few forwards)."""
+BUDGET_S = 45.0
+"""Seconds of first-round timing per draft after which no further variant is timed (a draft
+with many kernels, or with autotuned convolutions that autotune again in every variant's
+module, would otherwise add minutes to a draft)."""
 
 
 class Run:
@@ -122,7 +127,12 @@ def pick_configs(
             src = with_config(source, name, values)
             runs.append(runner(load_module(src, workdir, f"draft_variant_{i}"), f"{name} {values}"))
         times: list[float | None] = []
-        for run in runs:
+        start, unused = time.monotonic(), 0
+        for i, run in enumerate(runs):
+            if i and time.monotonic() - start > BUDGET_S:  # the draft's time is bounded
+                times.append(None)
+                unused += 1
+                continue
             try:
                 times.append(timer(run))
             except Exception:  # a config that does not compile or run: not a candidate
@@ -140,6 +150,10 @@ def pick_configs(
         if ms is not None and ms <= base_ms * (1 - MIN_GAIN) and ms < best.get(name, (base_ms,))[0]:
             best[name] = (ms, values)
     notes = []
+    if unused:
+        notes.append(
+            f"{unused} launch config(s) not timed: the draft's {BUDGET_S:.0f} s for it was spent"
+        )
     for name in dict.fromkeys(n for n, _ in variants):
         if name in best:
             ms, values = best[name]
