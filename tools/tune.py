@@ -133,18 +133,16 @@ def find_knobs(source: str) -> list[Knob]:
             knobs.append(
                 Knob(stmt.targets[0].id, v.value, v.lineno, v.col_offset, v.end_col_offset)
             )
-    site = 0
+    for site, call in enumerate(template_calls(tree)):
+        for kw in call.keywords:
+            v = kw.value
+            if kw.arg and isinstance(v, ast.Constant) and type(v.value) in (int, str):
+                if kw.arg in GEMM_TILE_KEYS + ("SPLIT_K", "precision"):
+                    knobs.append(
+                        Knob(kw.arg, v.value, v.lineno, v.col_offset, v.end_col_offset, site)
+                    )
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and (_is_gemm_call(node) or _is_conv_call(node)):
-            for kw in node.keywords:
-                v = kw.value
-                if kw.arg and isinstance(v, ast.Constant) and type(v.value) in (int, str):
-                    if kw.arg in GEMM_TILE_KEYS + ("SPLIT_K", "precision"):
-                        knobs.append(
-                            Knob(kw.arg, v.value, v.lineno, v.col_offset, v.end_col_offset, site)
-                        )
-            site += 1
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript):  # kernel[grid]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript):  # kernel[grid]
             for kw in node.keywords:
                 if kw.arg and isinstance(kw.value, ast.Constant) and type(kw.value.value) is int:
                     if kw.arg in ("num_warps", "num_stages") or _is_block_name(kw.arg):
@@ -185,18 +183,22 @@ def _is_conv_call(node: ast.Call) -> bool:
     return isinstance(node.func, ast.Name) and node.func.id in CONV_FUNCTIONS
 
 
+def template_calls(tree: ast.AST) -> list[ast.Call]:
+    """The `gemm(...)` and `triton_convolution(...)` calls, in walk order: a call's index here
+    is its site number everywhere (`find_knobs`, `conv_sites`, the draft-time tile choice)."""
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and (_is_gemm_call(node) or _is_conv_call(node))
+    ]
+
+
 def conv_sites(source: str) -> dict[int, ast.Call]:
     """The `triton_convolution` calls in the source: site -> call (sites numbered with the GEMM
-    calls', in `find_knobs`'s walk order). Drafts call it without keywords: every knob of a
-    site is then a keyword to add (`conv_variants`)."""
-    sites: dict[int, ast.Call] = {}
-    site = 0
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Call) and (_is_gemm_call(node) or _is_conv_call(node)):
-            if _is_conv_call(node):
-                sites[site] = node
-            site += 1
-    return sites
+    calls', `template_calls`). Drafts call it without keywords: every knob of a site is then a
+    keyword to add (`conv_variants`)."""
+    calls = template_calls(ast.parse(source))
+    return {site: call for site, call in enumerate(calls) if _is_conv_call(call)}
 
 
 def _conv_variant(source: str, site: int, call: ast.Call, values: dict) -> tuple[str, str]:

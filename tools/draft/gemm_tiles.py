@@ -29,19 +29,10 @@ from __future__ import annotations
 import ast
 import sys
 import tempfile
-from collections.abc import Callable
 from typing import Any
 
-from tools.draft.launch_configs import load_module
-from tools.tune import (
-    GEMM_TILE_KEYS,
-    GEMM_TILES,
-    _is_conv_call,
-    _is_gemm_call,
-    conv_sites,
-    gemm_sites,
-    rewrite,
-)
+from tools.draft.launch_configs import Run, Timer, gpu_timer, load_module
+from tools.tune import GEMM_TILE_KEYS, GEMM_TILES, conv_sites, gemm_sites, rewrite, template_calls
 
 PICK_TILES = GEMM_TILES
 """The tiles timed per call site (the tuner's set; the first is the drafts' default)."""
@@ -51,25 +42,11 @@ ROUNDS = 3
 """Timing rounds: every tile once, then the current tile and the `TOP - 1` fastest again."""
 TOP = 4
 
-Timer = Callable[[Callable[[], Any]], float]
-
 
 def call_lines(source: str) -> dict[int, tuple[int, int]]:
-    """Site number (as `tools.tune` numbers GEMM and conv calls) -> the call's first and last line."""
-    spans: dict[int, tuple[int, int]] = {}
-    site = 0
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Call) and (_is_gemm_call(node) or _is_conv_call(node)):
-            spans[site] = (node.lineno, node.end_lineno or node.lineno)
-            site += 1
-    return spans
-
-
-def gpu_timer(fn: Callable[[], Any]) -> float:
-    """Milliseconds a call takes on the GPU: the fastest of do_bench's repetitions."""
-    from triton.testing import do_bench
-
-    return float(do_bench(fn, warmup=10, rep=40, return_mode="min"))
+    """Site number (`tools.tune.template_calls`) -> the call's first and last line."""
+    calls = template_calls(ast.parse(source))
+    return {site: (c.lineno, c.end_lineno or c.lineno) for site, c in enumerate(calls)}
 
 
 def pick_tiles(
@@ -85,7 +62,8 @@ def pick_tiles(
 
     Runs the draft's forward once on `inputs` (its `ModelNew` built from `init_inputs` on
     `device`), timing `tiles` at each `gemm(...)` site the forward reaches. `timer` takes a
-    zero-argument call and returns milliseconds (tests pass a scripted one).
+    `Run` (a zero-argument call; `info` has the site and the tile) and returns milliseconds
+    (tests pass a scripted one).
     """
     import torch
 
@@ -117,6 +95,13 @@ def pick_tiles(
             ):
                 trial["out"] = torch.empty_like(out)  # out is also an operand: keep it intact
             current = {k: kwargs.get(k) for k in GEMM_TILE_KEYS}
+
+            def time_tile(values: dict[str, Any]) -> float:
+                def run() -> Any:
+                    return real(*args, **{**trial, **values})
+
+                return timer(Run(run, f"gemm#{site} {_tile(values)}", {"site": site, **values}))
+
             results: list[tuple[float, dict[str, Any]]] = []
             rows, cols = a.shape[-2], b.shape[-1]
             for tile in (tuple(current[k] for k in GEMM_TILE_KEYS), *tiles):
@@ -124,11 +109,9 @@ def pick_tiles(
                 if results and (values == results[0][1] or _too_big(values, rows, cols)):
                     continue
                 try:
-                    ms = timer(lambda values=values, site=site: real(*args, **{**trial, **values}))
+                    results.append((time_tile(values), values))
                 except Exception:  # out of shared memory or registers: not a candidate tile
                     failures[site] = failures.get(site, 0) + 1
-                    continue
-                results.append((ms, values))
             # Other jobs may share the GPU in bursts: the current tile and the fastest few are
             # timed again in later rounds, each keeping its best, so one burst during one
             # tile's turn does not decide.
@@ -136,8 +119,7 @@ def pick_tiles(
                 again = sorted(range(1, len(results)), key=lambda i: results[i][0])[: TOP - 1]
                 for i in [0, *again] if results else []:
                     ms, values = results[i]
-                    fn = lambda values=values, site=site: real(*args, **{**trial, **values})  # noqa: E731
-                    results[i] = (min(ms, timer(fn)), values)
+                    results[i] = (min(ms, time_tile(values)), values)
             timings[site] = results
             return real(*args, **kwargs)
 

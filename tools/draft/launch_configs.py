@@ -40,10 +40,11 @@ module, would otherwise add minutes to a draft)."""
 
 
 class Run:
-    """A zero-argument call for the timer, with the variant it times (`label`)."""
+    """A zero-argument call for the timer, with what it times: `label` for a person, `info`
+    (the variant's values) for a scripted timer in tests."""
 
-    def __init__(self, fn: Callable[[], Any], label: str) -> None:
-        self.fn, self.label = fn, label
+    def __init__(self, fn: Callable[[], Any], label: str, info: dict | None = None) -> None:
+        self.fn, self.label, self.info = fn, label, info or {}
 
     def __call__(self) -> Any:
         return self.fn()
@@ -53,7 +54,8 @@ Timer = Callable[[Run], float]
 
 
 def gpu_timer(run: Run) -> float:
-    """Milliseconds of one forward on the GPU: the fastest of do_bench's repetitions."""
+    """Milliseconds one call takes on the GPU: the fastest of do_bench's repetitions (the
+    minimum, since other jobs may share the GPU)."""
     from triton.testing import do_bench
 
     return float(do_bench(run, warmup=10, rep=40, return_mode="min"))
