@@ -211,8 +211,11 @@ def profile_job(
 
         cached = cached_baselines.get(name) or {}
         want_compile = bool(settings.get("compile", True))
-        if cached.get("eager") and (
-            not want_compile or "compile" in cached or "compile_error" in cached
+        # (a cached entry from before eager was also timed with TF32 off is timed again)
+        if (
+            cached.get("eager")
+            and (not want_compile or "compile" in cached or "compile_error" in cached)
+            and not (tf32_in_eager(model) and "eager_fp32" not in cached)
         ):
             result["baselines"] = cached
             result["baselines_from_cache"] = True
