@@ -84,6 +84,25 @@ CASES = {
     "t3d_grouped_split_w": (
         1, 32, 34, (2, 3, 3), (2, 3, 3), 2, 1, 1, 2, True, 1, True, False, {"SPLIT_W": True},
     ),
+    # the input copied channels-last first (X_LAST): tap loop 1D/2D/3D, grouped, phased
+    # transposed, and an input already channels-last (no copy)
+    "1d_x_last_strided": (2, 16, 20, (13,), (3,), 2, 1, 1, 1, False, 0, True, False, {"X_LAST": True}),
+    "2d_x_last_24ch_dilated": (
+        2, 24, 20, (6, 7), (3, 2), (1, 2), 1, (2, 1), 1, False, 0, True, False, {"X_LAST": True},
+    ),
+    "3d_x_last_grouped": (
+        1, 32, 36, (3, 4, 5), (2, 3, 3), 1, 1, 1, 2, False, 0, True, False, {"X_LAST": True},
+    ),
+    "t2d_x_last_phased": (
+        1, 16, 18, (3, 4), (3, 3), 2, 1, 1, 1, True, 1, True, False,
+        {"X_LAST": True, "precision": "bf16x3"},
+    ),
+    "t3d_x_last_grouped_stride1": (
+        1, 32, 34, (2, 3, 3), (2, 3, 3), 1, 1, 1, 2, True, 0, False, False, {"X_LAST": True},
+    ),
+    "2d_x_last_channels_last_input": (
+        1, 16, 17, (5, 4), (3, 3), 1, 1, 1, 1, False, 0, True, True, {"X_LAST": True},
+    ),
     "2d_depthwise_block_32": (
         1, 3, 3, (5, 9), (3, 3), 1, 1, 1, 3, False, 0, False, False, {"BLOCK_M": 32},
     ),
@@ -98,6 +117,18 @@ from tools.triton_conv import candidate_source
 scope = {"__name__": "conv_candidate"}
 exec(compile(candidate_source(), "<candidate conv>", "exec"), scope)
 conv = scope["triton_convolution"]
+
+
+class Counted:  # counts launches of the channels-last copy (X_LAST)
+    def __init__(self, kernel):
+        self.kernel, self.launches = kernel, 0
+
+    def __getitem__(self, grid):
+        self.launches += 1
+        return self.kernel[grid]
+
+
+staging = scope["_conv_channels_last_kernel"] = Counted(scope["_conv_channels_last_kernel"])
 results = {}
 for name, case in cases.items():
     n, cin, cout, sp, k, s, p, d, g, tr, op, bias, cl, *knobs = case
@@ -111,12 +142,14 @@ for name, case in cases.items():
         x, w = x.to(memory_format=torch.channels_last), w.to(memory_format=torch.channels_last)
     args = (tup(s), tup(p), tup(d), tr, tup(op), g)
     ref = torch.convolution(x.double(), w.double(), None if b is None else b.double(), *args)
+    before = staging.launches
     got = conv(x, w, b, *args, **(knobs[0] if knobs else {}))
     results[name] = {
         "shape": list(got.shape), "ref_shape": list(ref.shape),
         "stride": list(got.stride()), "ref_stride": list(torch.convolution(x, w, b, *args).stride()),
         "max_err": (got.double() - ref).abs().max().item() if got.shape == ref.shape else None,
         "scale": ref.abs().max().item(),
+        "staged": staging.launches - before,
     }
 json.dump(results, open(out, "w"))
 """
@@ -159,6 +192,10 @@ def test_matches_torch_convolution(results, name):
     assert r["max_err"] <= 1e-4 + 1e-4 * r["scale"], f"{name}: max abs error {r['max_err']}"
     # Inductor's kernels after a conv index its output with the strides torch's conv gives
     assert r["stride"] == r["ref_stride"], f"{name}: strides {r['stride']}, torch {r['ref_stride']}"
+    # X_LAST copies an input that is not channels-last, where the tap loop runs, and only there
+    knobs = CASES[name][13] if len(CASES[name]) > 13 else {}
+    copies = knobs.get("X_LAST") and not CASES[name][12] and CASES[name][1] // CASES[name][8] >= 16
+    assert r["staged"] == (1 if copies else 0), f"{name}: {r['staged']} channels-last copies"
 
 
 def test_candidate_source_is_standalone():

@@ -4,7 +4,7 @@
 groups)` has `torch.convolution`'s signature and meaning for 1D/2D/3D inputs: forward and
 transposed, stride, padding, dilation, output_padding, groups (depthwise included), bias, any
 input/weight strides (channels-last too). Keyword-only knobs for the tuner (tools.tune
-`conv_variants`): `precision`, `BLOCK_M/N/K`, `num_warps`, `num_stages`, `SPLIT_W`, `PACK_W`.
+`conv_variants`): `precision`, `BLOCK_M/N/K`, `num_warps`, `num_stages`, `SPLIT_W`, `PACK_W`, `X_LAST`.
 Three kernels:
 
 - `_conv_gemm_kernel`: implicit GEMM. Rows are output positions (n, od, oh, ow), columns the
@@ -121,6 +121,32 @@ def _conv_pack_kernel(
         tl.store(lo_ptr + offs, w - hi, mask=ok)
     else:
         tl.store(hi_ptr + offs, w, mask=ok)
+
+
+@triton.jit
+def _conv_channels_last_kernel(
+    x_ptr, y_ptr, C, S, H, W, xs_n, xs_c, xs_d, xs_h, xs_w,
+    IDX64: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_S: tl.constexpr,
+):  # fmt: skip
+    """x (N, C, D, H, W), any strides, copied to y (N, D, H, W, C) contiguous: the implicit
+    GEMM's input tile is then channel-fastest (`X_LAST`). A [BLOCK_C, BLOCK_S] tile is read
+    along the spatial positions and written along the channels."""
+    pid_s = tl.program_id(0)
+    pid_c = tl.program_id(1)
+    nb = tl.program_id(2)
+    if IDX64:
+        nb = nb.to(tl.int64)
+    s = pid_s * BLOCK_S + tl.arange(0, BLOCK_S)
+    c = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
+    w = s % W
+    t = s // W
+    h = t % H
+    d = t // H
+    ok = (c < C)[:, None] & (s < S)[None, :]
+    src = nb * xs_n + c[:, None] * xs_c + (d * xs_d + h * xs_h + w * xs_w)[None, :]
+    v = tl.load(x_ptr + src, mask=ok, other=0.0)
+    dst = nb * S * C + s[None, :] * C + c[:, None]
+    tl.store(y_ptr + dst, v, mask=ok)
 
 
 @triton.jit
@@ -447,6 +473,7 @@ def triton_convolution(
     num_stages=None,
     SPLIT_W=None,
     PACK_W=None,
+    X_LAST=None,
 ):
     """`torch.convolution` in Triton: 1D/2D/3D, forward or transposed, any strides.
 
@@ -454,7 +481,12 @@ def triton_convolution(
     use tl.dot's "tf32x3" and the GPU autotunes the tile. `precision`: the tl.dot input
     precision of fp32 inputs, one of `CONV_PRECISIONS` (other dtypes multiply natively).
     `BLOCK_M/N/K`, `num_warps`, `num_stages`: one fixed tile for the implicit GEMM (the direct
-    kernel reads BLOCK_M as its block of output positions and num_warps)."""
+    kernel reads BLOCK_M as its block of output positions and num_warps). `X_LAST`: an input
+    that is not channels-last is first copied channels-last by a Triton kernel, where the
+    channel-by-channel loop runs (16 input channels a group or more), so the GEMM reads its
+    input tile channel-fastest: 16-byte loads where the channels are a multiple of 4, against
+    4-byte gathers along an NCHW row (sm_90 PTX of a 64-channel 3x3 conv: 12 16-byte
+    `cp.async` a thread and step against 48 4-byte ones). Costs a copy of the input."""
     x = input
     nd = x.dim() - 2
     if nd not in (1, 2, 3) or weight.dim() != x.dim():
@@ -538,6 +570,15 @@ def triton_convolution(
     # taps that hit one output phase are stride / gcd(stride, dilation) apart
     steps = [s // math.gcd(s, d) if phased else 1 for s, d in ((sd, dd), (sh, dh), (sw, dw))]
     M = N * JD * JH * JW if phased else N * OD * OH * OW
+    if X_LAST and tap_outer and xs[1] != 1:  # the input copied channels-last first
+        S = D * H * W
+        x_last = torch.empty((N, D, H, W, C_in), dtype=x.dtype, device=x.device)
+        grid_t = (triton.cdiv(S, 64), triton.cdiv(C_in, 32), N)
+        _conv_channels_last_kernel[grid_t](
+            x, x_last, C_in, S, H, W, *xs, IDX64=idx64, BLOCK_C=32, BLOCK_S=64, num_warps=4
+        )
+        x = x_last
+        xs = [S * C_in, 1, H * W * C_in, W * C_in, C_in]
     if x.dtype != torch.float32:
         precision = "ieee"  # fp16/bf16: their native dot
     elif precision is None:
