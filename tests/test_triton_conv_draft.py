@@ -30,7 +30,7 @@ out = {}
 for path in sys.argv[2:]:
     r = draft_candidate(open(path).read(), device="cpu")
     out[path] = {"source": r.source, "mixed": r.mixed, "library_calls": r.library_calls,
-                 "notes": r.notes}
+                 "notes": r.notes, "precision": r.precision}
 json.dump(out, open(sys.argv[1], "w"))
 """
 
@@ -72,6 +72,7 @@ def test_draft_has_its_convolution_in_triton(drafts, name):
     assert "tools" not in {line.split()[1].split(".")[0] for line in source.splitlines()
                            if line.startswith(("import ", "from "))}  # fmt: skip
     assert any("tf32x3" in note for note in draft["notes"]), "the precision is not named"
+    assert "tf32x3" in (draft.get("precision") or ""), draft.get("precision")
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,7 @@ from tools.draft.settings import SETTINGS
 from tools.draft.support import check_torch_support
 from tools.errors import ProblemError, ShimError
 from tools.precision import full_fp32
+from tools.tune import precisions
 
 
 def draft_candidate(
@@ -189,6 +190,8 @@ def _draft(
         ),
     )
     source = with_conv_source(source, conv_source)  # issue 15 hook
+    if conv_source and device == "cuda":
+        source = _with_picked_convs(source, problem, notes)
     if host.gemms and device == "cuda":
         source = _with_picked_tiles(source, problem, notes)
     if device == "cuda":
@@ -201,9 +204,27 @@ def _draft(
         notes=notes,
         dynamic=dynamic,
         fixed_sizes=fixed,
-        precision="tf32x3" if host.gemms else None,
+        precision=", ".join(dict.fromkeys(precisions(source))) or None,
         settings=settings,
     )
+
+
+def _with_picked_convs(source: str, problem: LoadedProblem, notes: list[str]) -> str:
+    """The draft with each convolution call's input layout and tl.dot precision timed on the
+    GPU (tools.draft.conv_picks); as it was, with a note, when that fails."""
+    from tools.draft.conv_picks import pick_conv_variants
+
+    try:
+        picked, conv_notes = pick_conv_variants(
+            source, list(problem.module.get_init_inputs()), problem.inputs, "cuda"
+        )
+    except Exception as exc:
+        notes.append(
+            f"convolution variants not timed at draft time ({type(exc).__name__}: {first_line(exc)})"
+        )
+        return source
+    notes.extend(conv_notes)
+    return picked
 
 
 def _with_picked_tiles(source: str, problem: LoadedProblem, notes: list[str]) -> str:

@@ -1,0 +1,275 @@
+"""Draft-time choice of input layout and tl.dot precision for the convolution calls of a CUDA
+draft (issue 15).
+
+A draft's `triton_convolution(...)` calls (tools/triton_conv.py) start as tf32x3 on the input as
+it is. On the H200 (session 6, `benchmarks/results/gpu/2026-11-30-s6/run3_finish/conv_tune.md`)
+plain TF32 ran those kernels barely faster than tf32x3 (level1/67: 4.88 against 4.97 ms): the
+tensor cores are not the limit, the input tile's loads are. For an NCHW input they are 4-byte
+gathers along a row. Two knobs change that, and neither is right everywhere:
+
+- `X_LAST=True`: the input copied channels-last first (one pass over it), then 16-byte loads.
+- `precision="bf16x3"`: three bf16 products a multiply: half the operand bytes in shared memory
+  and registers of tf32x3 (level1/57: 10.1 against 13.9 ms), about 2^-16 relative error a
+  product against tf32x3's 2^-22.
+
+The drafter runs on the GPU with the problem's inputs at their real sizes, so at each call site
+the forward reaches it times the variants (`VARIANTS`, those that apply) at one fixed tile
+(`TILE`) in `ROUNDS` rounds, each keeping its fastest (other jobs may share the GPU), and writes
+the fastest's keywords into the call when it is at least `MIN_GAIN` faster than the call as
+written. The tile itself stays the candidate's autotuner's choice at run time.
+
+bf16x3 is a lower precision than fp32, so it is taken only where this call's own output, on
+the problem's inputs, shows it is accurate enough, against an fp64 convolution of the same
+operands: its largest error at most `BF16X3_MAX_RATIO` times cuDNN's at full fp32 (TF32 off;
+the judge's precision check allows 64 times PyTorch's error, so this leaves a factor of four),
+and every element within `TOLERANCE_SHARE` of the default fp32 tolerance (atol = rtol = 1e-4).
+Otherwise it is not timed, and the note says why. Whatever is picked, the draft is verified
+afterwards like any candidate, and the report names the precision (`tools.tune.precisions`).
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from typing import Any
+
+from tools.draft.gemm_tiles import call_lines
+from tools.draft.launch_configs import Run, Timer, gpu_timer, load_module
+from tools.tune import CONV_TILE_KEYS, CONV_TILES, _conv_variant, conv_sites
+
+VARIANTS: tuple[dict[str, Any], ...] = (
+    {"X_LAST": True},
+    {"precision": "bf16x3"},
+    {"precision": "bf16x3", "X_LAST": True},
+)
+"""Keywords tried against the call as written, in this order (those that apply)."""
+TILE = CONV_TILES[0]
+"""The fixed tile every variant is timed at (the autotuner's first config)."""
+MIN_GAIN = 0.03
+ROUNDS = 3
+BF16X3_MAX_RATIO = 16.0
+TOLERANCE_SHARE = 0.25
+TOLERANCE = 1e-4
+CHUNK_BYTES = 1 << 30
+DIRECT_MAX_COUT_G = 4  # tools.triton_conv.DIRECT_MAX_COUT_G: below it, no tl.dot at all
+TAP_LOOP_MIN_CIN_G = 16  # tools.triton_conv: the channel-by-channel loop (where X_LAST applies)
+
+
+def conv_geometry(args: tuple, kwargs: dict) -> dict[str, Any]:
+    """What decides which variants apply to one `triton_convolution` call."""
+    x, weight = args[0], args[1]
+    transposed = bool(_arg(args, kwargs, 6, "transposed", False))
+    groups = int(_arg(args, kwargs, 8, "groups", 1))
+    c_in_g = x.shape[1] // groups
+    c_out_g = weight.shape[1] if transposed else weight.shape[0] // groups
+    channels_last = x.dim() >= 4 and x.stride(1) == 1 and x.shape[1] > 1
+    return {
+        "gemm": c_out_g >= DIRECT_MAX_COUT_G,
+        "tap_loop": c_in_g >= TAP_LOOP_MIN_CIN_G and c_out_g >= DIRECT_MAX_COUT_G,
+        "nchw": not channels_last and x.stride(1) != 1,
+        "fp32": str(x.dtype) == "torch.float32",
+        "c_out_g": c_out_g,
+    }
+
+
+def applicable(variant: dict[str, Any], geometry: dict[str, Any], current: dict[str, Any]) -> bool:
+    """Whether a variant changes anything for this call (and is not what it already says)."""
+    if all(current.get(k) == v for k, v in variant.items()):
+        return False
+    if variant.get("X_LAST") and not (geometry["tap_loop"] and geometry["nchw"]):
+        return False
+    if variant.get("precision") == "bf16x3" and not (geometry["gemm"] and geometry["fp32"]):
+        return False
+    if current.get("SPLIT_W") or current.get("precision") not in (None, "tf32x3"):
+        return False  # a call the tuner already set to another precision is left alone
+    return True
+
+
+def bf16x3_accuracy(out: Any, args: tuple, kwargs: dict) -> tuple[bool, str]:
+    """Whether a bf16x3 output of this call is accurate enough (module docstring), and why."""
+    import torch
+
+    from tools.precision import full_fp32
+
+    x, weight = args[0], args[1]
+    bias = _arg(args, kwargs, 2, "bias", None)
+    nd = x.dim() - 2
+    stride, padding, dilation, transposed, output_padding, groups = (
+        _arg(args, kwargs, i, name, default) for i, name, default in _CONV_ARGS
+    )
+    conv_args = (
+        _tuple(stride, nd), _tuple(padding, nd), _tuple(dilation, nd), bool(transposed),
+        _tuple(output_padding, nd), int(groups),
+    )  # fmt: skip
+    # A few samples of the batch at a time (each is its own convolution): the fp64 copies stay
+    # near CHUNK_BYTES however large the problem, next to other jobs on the same GPU.
+    per_sample = 8 * (x[0].numel() + 2 * out[0].numel()) or 1
+    step = max(1, min(x.shape[0], CHUNK_BYTES // per_sample))
+    err = err_fp32 = scale = 0.0
+    over = False
+    w64 = weight.double()
+    b64 = None if bias is None else bias.double()
+    with torch.no_grad():
+        for i in range(0, x.shape[0], step):
+            xs = x[i : i + step]
+            ref = torch.convolution(xs.double(), w64, b64, *conv_args)
+            with full_fp32():
+                fp32 = torch.convolution(xs, weight, bias, *conv_args)
+            err_fp32 = max(err_fp32, float((fp32.double() - ref).abs().max()))
+            del fp32
+            diff = (out[i : i + step].double() - ref).abs()
+            err = max(err, float(diff.max()))
+            scale = max(scale, float(ref.abs().max()))
+            over = over or bool((diff > TOLERANCE_SHARE * TOLERANCE * (1 + ref.abs())).any())
+            del ref, diff
+    eps = float(torch.finfo(torch.float32).eps)
+    ratio = err / max(err_fp32, eps * scale, 1e-30)
+    said = f"bf16x3 max error against fp64 {err:.2e}, {ratio:.1f}x cuDNN fp32's ({err_fp32:.2e})"
+    if ratio > BF16X3_MAX_RATIO:
+        return False, f"{said}: over {BF16X3_MAX_RATIO:g}x"
+    if over:
+        return False, f"{said}: elements past {TOLERANCE_SHARE:g} of the fp32 tolerance"
+    return True, said
+
+
+_CONV_ARGS = (
+    (3, "stride", 1),
+    (4, "padding", 0),
+    (5, "dilation", 1),
+    (6, "transposed", False),
+    (7, "output_padding", 0),
+    (8, "groups", 1),
+)
+
+
+def _arg(args: tuple, kwargs: dict, index: int, name: str, default: Any) -> Any:
+    if len(args) > index:
+        return args[index]
+    return kwargs.get(name, default)
+
+
+def _tuple(value: Any, nd: int) -> tuple:
+    values = [value] * nd if isinstance(value, int) else list(value)
+    return tuple(values * nd if len(values) == 1 and nd > 1 else values)
+
+
+def pick_conv_variants(
+    source: str,
+    init_inputs: list[Any],
+    inputs: list[Any],
+    device: str,
+    *,
+    timer: Timer = gpu_timer,
+    accuracy=bf16x3_accuracy,
+) -> tuple[str, list[str]]:
+    """`source` with each convolution call site's fastest variant's keywords written in, and a
+    note per site. Runs the draft's forward once on `inputs` (its `ModelNew` built from
+    `init_inputs` on `device`). `timer` takes a `Run` (`info` has the site and the variant's
+    keywords) and returns milliseconds; `accuracy(out, args, kwargs)` says whether a bf16x3
+    output may be used (tests pass scripted ones)."""
+    import torch
+
+    sites = conv_sites(source)
+    if not sites:
+        return source, []
+    spans = call_lines(source)
+    chosen: dict[int, tuple[dict[str, Any], str]] = {}
+    with tempfile.TemporaryDirectory(prefix="conv_picks_") as workdir:
+        module = load_module(source, workdir, "draft_candidate_convs")
+        real = module.triton_convolution
+
+        def timed_conv(*args: Any, **kwargs: Any) -> Any:
+            line = sys._getframe(1).f_lineno
+            site = next((s for s in sites if spans[s][0] <= line <= spans[s][1]), None)
+            if site is None or site in chosen:
+                return real(*args, **kwargs)
+            chosen[site] = _pick_one(site, real, args, kwargs, timer, accuracy)
+            return real(*args, **kwargs)
+
+        module.triton_convolution = timed_conv
+        torch.manual_seed(0)
+        model = module.ModelNew(*init_inputs).to(device)
+        with torch.no_grad():
+            model(*inputs)
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+
+    out = source
+    notes = []
+    # The last call first: rewriting one keeps the earlier ones' text where it was.
+    for site in sorted(chosen, key=lambda s: spans[s][0], reverse=True):
+        values, note = chosen[site]
+        notes.append(note)
+        if values:
+            call = conv_sites(out)[site]
+            _, out = _conv_variant(out, site, call, values)
+    missed = sorted(set(sites) - set(chosen))
+    if missed:
+        notes.append(
+            "conv#" + ", conv#".join(map(str, missed)) + ": not reached by the forward; kept as written"
+        )
+    return out, sorted(notes)
+
+
+def _pick_one(site, real, args, kwargs, timer, accuracy) -> tuple[dict[str, Any], str]:
+    """(keywords to write, note) for one call site."""
+    geometry = conv_geometry(args, kwargs)
+    current = {k: v for k, v in kwargs.items() if k not in CONV_TILE_KEYS}
+    tile = dict(zip(CONV_TILE_KEYS, TILE, strict=True))
+    tile["BLOCK_N"] = min(tile["BLOCK_N"], max(16, 1 << (geometry["c_out_g"] - 1).bit_length()))
+    fixed = {k: kwargs[k] for k in CONV_TILE_KEYS if kwargs.get(k) is not None}
+    tile.update(fixed)  # a tile the call already fixes is the one to compare at
+    shape = " * ".join("x".join(map(str, t.shape)) for t in args[:2])
+    label = f"conv#{site} ({shape})"
+    variants = [v for v in VARIANTS if applicable(v, geometry, current)]
+    if not variants:
+        return {}, f"{label}: nothing to choose at draft time (layout and precision fixed by its shape)"
+    said = []
+    if any(v.get("precision") == "bf16x3" for v in variants):
+        try:
+            ok, why = accuracy(real(*args, **{**kwargs, **tile, "precision": "bf16x3"}), args, kwargs)
+        except Exception as exc:  # out of memory for the fp64 reference, say
+            ok, why = False, f"bf16x3 accuracy not checked ({type(exc).__name__})"
+        said.append(why)
+        if not ok:
+            variants = [v for v in variants if v.get("precision") != "bf16x3"]
+    trials = [{}, *variants]
+    times: list[float | None] = [None] * len(trials)
+    for _ in range(ROUNDS):
+        for i, v in enumerate(trials):
+            values = {**kwargs, **tile, **v}
+
+            def run(values: dict = values) -> Any:
+                return real(*args, **values)
+
+            try:
+                ms = timer(Run(run, f"{label} {_describe(v)}", {"site": site, **v}))
+            except Exception:  # does not compile or run at this tile: not a choice
+                continue
+            times[i] = ms if times[i] is None else min(times[i], ms)
+    if times[0] is None:
+        return {}, f"{label}: the call as written did not run at tile {_tile(tile)}; kept as written"
+    best = min((i for i in range(len(trials)) if times[i] is not None), key=lambda i: times[i])
+    timed = ", ".join(
+        f"{_describe(v)} {t:.3f} ms" for v, t in zip(trials, times) if t is not None
+    )
+    detail = f"(tile {_tile(tile)}, {ROUNDS} rounds: {timed}" + "".join(f"; {s}" for s in said) + ")"
+    if best and times[best] <= times[0] * (1 - MIN_GAIN):
+        return trials[best], (
+            f"{label}: {_describe(trials[best])} picked on the GPU at draft time, "
+            f"{times[best]:.3f} ms against {times[0]:.3f} ms as written {detail}"
+        )
+    return {}, f"{label}: kept as written at draft time, the fastest within {MIN_GAIN:.0%} {detail}"
+
+
+def _describe(values: dict[str, Any]) -> str:
+    if not values:
+        return "as written"
+    return ", ".join(f"{k}={v!r}" for k, v in values.items())
+
+
+def _tile(values: dict[str, Any]) -> str:
+    return (
+        f"{values['BLOCK_M']}x{values['BLOCK_N']}x{values['BLOCK_K']}, "
+        f"{values['num_warps']} warps, {values['num_stages']} stages"
+    )
