@@ -16,7 +16,9 @@
 #
 # Environment: DEADLINE_S [540] (everything, packing included, done by then), JOBS_PER_GPU [6],
 # RESUME1, RESUME2 (tarballs of an earlier gpu_kernelbench.sh call), RERUN2 [] (comma-separated
-# problem names, as for `agent bench --only`), CONV_TUNE [] (level-1 numbers for gpu_conv_tune.sh).
+# problem names, as for `agent bench --only`), CONV_TUNE [] (level-1 numbers for gpu_conv_tune.sh),
+# ONLY1, ONLY2 [] (comma-separated problem names: this call runs only these of level 1 / 2, to
+# put some first; a later call without them, resumed, runs the rest).
 set -u
 START=$SECONDS
 DEADLINE_S=${DEADLINE_S:-540}
@@ -44,10 +46,10 @@ bench() { # bench NAME GPU LEVEL [RESUME] [extra env...]: gpu_kernelbench.sh unt
   log "GPU $gpu: $name exit $rc after $((SECONDS - t0)) s: $(grep -h 'candidates done' "$W/$name/log.txt" | tail -1)"
 }
 
-lane0() { bench level1 0 level1 "${RESUME1:-}" X=1; }
+lane0() { bench level1 0 level1 "${RESUME1:-}" X=1 ${ONLY1:+BENCH_ARGS=--only=$ONLY1}; }
 
 lane1() {
-  bench level2 1 level2 "${RESUME2:-}" X=1
+  bench level2 1 level2 "${RESUME2:-}" X=1 ${ONLY2:+BENCH_ARGS=--only=$ONLY2}
   local t=$(($(left) < 135 ? $(left) : 135)) t0=$SECONDS
   if [ "$t" -gt 30 ]; then
     mkdir -p "$W/adversarial"
