@@ -21,7 +21,7 @@ written. The tile itself stays the candidate's autotuner's choice at run time.
 bf16x3 is a lower precision than fp32, so it is taken only where this call's own output, on
 the problem's inputs, shows it is accurate enough, against an fp64 convolution of the same
 operands: its largest error at most `BF16X3_MAX_RATIO` times cuDNN's at full fp32 (TF32 off;
-the judge's precision check allows 64 times PyTorch's error, so this leaves a factor of four),
+the judge's precision check allows 64 times PyTorch's error, so this leaves a factor of two),
 and every element within `TOLERANCE_SHARE` of the default fp32 tolerance (atol = rtol = 1e-4).
 Otherwise it is not timed, and the note says why. Whatever is picked, the draft is verified
 afterwards like any candidate, and the report names the precision (`tools.tune.precisions`).
@@ -47,7 +47,10 @@ TILE = CONV_TILES[0]
 """The fixed tile every variant is timed at (the autotuner's first config)."""
 MIN_GAIN = 0.03
 ROUNDS = 3
-BF16X3_MAX_RATIO = 16.0
+BF16X3_MAX_RATIO = 32.0
+"""At 16 (session 9's first H200 run), 9 of 24 level-1 convolutions were refused bf16x3 at
+16.1x-19.4x cuDNN fp32's error, their largest errors 3.6e-6-1.2e-5 (a tenth of the tolerance
+or less); the judge refuses at 64x."""
 TOLERANCE_SHARE = 0.25
 TOLERANCE = 1e-4
 CHUNK_BYTES = 1 << 30
