@@ -100,6 +100,25 @@ results["aligned_stride"] = float(aligned.stride() == (48, 1) and torch.equal(al
 results["aligned_t_stride"] = float(g._gemm_aligned(au.t()).stride() == (1, 48))
 vec = torch.randn(37, 1)  # a matrix-vector product's (K, 1): nothing to align, no copy
 results["vector_kept"] = float(g._gemm_aligned(vec) is vec)
+# the contiguity hints only where a size is a multiple of 16 (the wrapped last block would
+# start 16-byte loads at misaligned addresses on a GPU: level1/8's N = 5921)
+class Recorded:
+    def __init__(self, kernel):
+        self.kernel, self.flags = kernel, []
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            self.flags.append([kwargs.get("HINT_M"), kwargs.get("HINT_N")])
+            return self.kernel[grid](*args, **kwargs)
+        return launch
+
+kernel = g._gemm_kernel
+g._gemm_kernel = Recorded(kernel)
+results["hints_unaligned_sizes"] = rel_err(g.gemm(au, bu, **small), au.double() @ bu.double())
+a16, b16 = torch.randn(32, 37), torch.randn(37, 48)
+g.gemm(a16, b16, **small)
+results["hints"] = g._gemm_kernel.flags
+g._gemm_kernel = kernel
 g._GEMM_ALIGN_MIN = 1 << 30
 a3, b3 = torch.randn(3, 20, 30), torch.randn(3, 30, 10)
 results["bmm"] = rel_err(g.gemm(a3, b3, BLOCK_M=16, BLOCK_N=16, BLOCK_K=16), a3.double() @ b3.double())
@@ -166,6 +185,12 @@ def test_unaligned_operands_are_copied_to_aligned_strides(interpreted):
     assert interpreted["aligned_stride"] == 1.0  # 37 floats apart -> 48, same values
     assert interpreted["aligned_t_stride"] == 1.0  # a transposed view: its columns 48 apart
     assert interpreted["vector_kept"] == 1.0
+
+
+def test_contiguity_hints_only_for_sizes_that_are_multiples_of_16(interpreted):
+    # 50x41 output: neither hint (an aligned copy with hints faulted on the H200); 32x48: both
+    assert interpreted["hints"] == [[False, False], [True, True]]
+    assert interpreted["hints_unaligned_sizes"] < 1e-5
 
 
 def test_every_tuner_variant_stays_correct(interpreted):

@@ -138,13 +138,26 @@ def test_the_drafter_offers_each_kernels_own_configs(monkeypatch):
     notes: list[str] = []
     out = _with_picked_configs("src", problem, {"k0": kernel}, ["k0", "k0"], notes)
     assert out == "src# picked" and notes == ["note"]
+    # Inductor's own two, then the pointwise blocks it did not offer (a 1-D pointwise kernel)
     assert seen["candidates"] == {
         "k0": [
             {"XBLOCK": 1024, "num_warps": 4, "num_stages": configs[0].num_stages},
             {"XBLOCK": 512, "num_warps": 8, "num_stages": configs[1].num_stages},
+            {"XBLOCK": 2048, "num_warps": 8, "num_stages": configs[1].num_stages},
         ]
     }
     assert seen["current"]["k0"]["XBLOCK"] == 512 and seen["init"] == [7]
+
+    # a reduction (a second block) is offered only its own configs
+    @triton.jit
+    def k1(x_ptr, n, XBLOCK: tl.constexpr, R0_BLOCK: tl.constexpr):
+        pass
+
+    red = [triton.Config({"XBLOCK": 1, "R0_BLOCK": r}, num_warps=4) for r in (512, 1024)]
+    kernel1 = Kernel("k1", "", SimpleNamespace(fn=k1, configs=red), config=red[0])
+    _with_picked_configs("src", problem, {"k1": kernel1}, ["k1"], [])
+    assert [c["R0_BLOCK"] for c in seen["candidates"]["k1"]] == [512, 1024]
+    assert {c["XBLOCK"] for c in seen["candidates"]["k1"]} == {1}
 
     def broken(*a, **k):
         raise RuntimeError("no GPU")

@@ -48,6 +48,7 @@ def _gemm_kernel(
     stride_biasb, stride_biasm, stride_biasn, alpha, beta,
     HAS_BIAS: tl.constexpr, PARTIAL: tl.constexpr, PRECISION: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    HINT_M: tl.constexpr = True, HINT_N: tl.constexpr = True,
 ):
     # Program ids: (output tile, K split, batch). Tiles go GROUP_M rows of tiles at a time, so
     # programs running together share A's rows and B's columns in L2.
@@ -65,9 +66,19 @@ def _gemm_kernel(
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     # Rows/columns past the edge read a valid row instead (their results are never stored),
-    # so only K needs a mask in the loop.
-    ram = tl.max_contiguous(tl.multiple_of(rm % M, BLOCK_M), BLOCK_M)
-    rbn = tl.max_contiguous(tl.multiple_of(rn % N, BLOCK_N), BLOCK_N)
+    # so only K needs a mask in the loop. The hints (a block of BLOCK contiguous indices
+    # starting at a multiple of BLOCK) are false in the last block when the size is not a
+    # multiple of 16: `rn % N` wraps to 0 mid-vector, and where the operand is contiguous
+    # along that dimension and its rows 16-element aligned, Triton's 16-byte loads start at
+    # misaligned addresses (level1/8 on the H200, N = 5921: "misaligned address").
+    if HINT_M:
+        ram = tl.max_contiguous(tl.multiple_of(rm % M, BLOCK_M), BLOCK_M)
+    else:
+        ram = rm % M
+    if HINT_N:
+        rbn = tl.max_contiguous(tl.multiple_of(rn % N, BLOCK_N), BLOCK_N)
+    else:
+        rbn = rn % N
     k_start = split * k_per_split
     k_end = tl.minimum(k_start + k_per_split, K)
     rk = k_start + tl.arange(0, BLOCK_K)
@@ -199,19 +210,20 @@ def gemm(
     splits = triton.cdiv(K, k_per_split) if K > 0 else 1
     grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N), splits, B)
     bias_arg = bias if bias is not None else out
+    hints = dict(HINT_M=M % 16 == 0, HINT_N=N % 16 == 0)  # see the kernel
     if splits == 1:
         _gemm_kernel[grid](
             a, b, out, bias_arg, M, N, K, k_per_split, *sa, *sb, 0, *sc, *sbias, alpha, beta,
             HAS_BIAS=bias is not None, PARTIAL=False, PRECISION=precision, BLOCK_M=BLOCK_M,
             BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, num_warps=num_warps,
-            num_stages=num_stages,
+            num_stages=num_stages, **hints,
         )
         return out
     ws = torch.empty((splits, B, M, N), dtype=torch.float32, device=a.device)
     _gemm_kernel[grid](
         a, b, ws, bias_arg, M, N, K, k_per_split, *sa, *sb, *ws.stride(), *sbias, alpha, beta,
         HAS_BIAS=False, PARTIAL=True, PRECISION=precision, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N,
-        BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, num_warps=num_warps, num_stages=num_stages,
+        BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, num_warps=num_warps, num_stages=num_stages, **hints,
     )
     _gemm_split_reduce_kernel[(triton.cdiv(M, 64), triton.cdiv(N, 64), B)](
         ws, out, bias_arg, M, N, splits, *ws.stride(), *sc, *sbias, alpha, beta,
