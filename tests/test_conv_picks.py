@@ -191,3 +191,38 @@ def test_accuracy_check_takes_fp32_like_and_refuses_tf32_like_outputs(tmp_path):
     # the same verdict and largest error (cuDNN's own fp32 error may differ by chunk)
     assert got["chunked_tf32"][0] is False
     assert got["chunked_tf32"][1].split(",")[0] == got["tf32"][1].split(",")[0]
+
+
+BUDGET_SCRIPT = r"""
+import json, sys, torch
+import tools.draft.conv_picks as cp
+
+cp.BUDGET_S = 0.0  # spent before the first variant: only the call as written is timed
+labels = []
+def timer(run):
+    labels.append(run.label)
+    run()
+    return 1.0
+source = open(sys.argv[1]).read()
+torch.manual_seed(0)
+x, img = torch.randn(1, 16, 5, 6), torch.randn(2, 3, 6, 5)
+picked, notes = cp.pick_conv_variants(
+    source, [], [x, img], "cpu", timer=timer, accuracy=lambda o, a, k: (True, "ok"))
+json.dump({"labels": labels, "notes": notes, "same": picked == source}, open(sys.argv[2], "w"))
+"""
+
+
+def test_no_variant_is_compiled_once_the_drafts_budget_is_spent(tmp_path):
+    src = tmp_path / "draft.py"
+    src.write_text(DRAFT)
+    out = tmp_path / "out.json"
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-c", BUDGET_SCRIPT, str(src), str(out)],
+        env=env, capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(out.read_text())
+    assert got["same"] and all(label.endswith("as written") for label in got["labels"])
+    notes = "\n".join(got["notes"])
+    assert "conv#0" in notes and "3 variant(s) not timed" in notes

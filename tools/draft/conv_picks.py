@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import sys
 import tempfile
+import time
 from typing import Any
 
 from tools.draft.gemm_tiles import call_lines
@@ -47,6 +48,9 @@ TILE = CONV_TILES[0]
 """The fixed tile every variant is timed at (the autotuner's first config)."""
 MIN_GAIN = 0.03
 ROUNDS = 3
+BUDGET_S = 60.0
+"""Seconds of the draft after which no variant not yet timed is compiled (each variant is a
+compile; see tools/draft/ptxas_limit.py for one that hung)."""
 BF16X3_MAX_RATIO = 32.0
 """At 16 (session 9's first H200 run), 9 of 24 level-1 convolutions were refused bf16x3 at
 16.1x-19.4x cuDNN fp32's error, their largest errors 3.6e-6-1.2e-5 (a tenth of the tolerance
@@ -177,6 +181,7 @@ def pick_conv_variants(
         return source, []
     spans = call_lines(source)
     chosen: dict[int, tuple[dict[str, Any], str]] = {}
+    deadline = time.monotonic() + BUDGET_S
     with tempfile.TemporaryDirectory(prefix="conv_picks_") as workdir:
         module = load_module(source, workdir, "draft_candidate_convs")
         real = module.triton_convolution
@@ -186,7 +191,7 @@ def pick_conv_variants(
             site = next((s for s in sites if spans[s][0] <= line <= spans[s][1]), None)
             if site is None or site in chosen:
                 return real(*args, **kwargs)
-            chosen[site] = _pick_one(site, real, args, kwargs, timer, accuracy)
+            chosen[site] = _pick_one(site, real, args, kwargs, timer, accuracy, deadline)
             return real(*args, **kwargs)
 
         module.triton_convolution = timed_conv
@@ -214,7 +219,9 @@ def pick_conv_variants(
     return out, sorted(notes)
 
 
-def _pick_one(site, real, args, kwargs, timer, accuracy) -> tuple[dict[str, Any], str]:
+def _pick_one(
+    site, real, args, kwargs, timer, accuracy, deadline=float("inf")
+) -> tuple[dict[str, Any], str]:
     """(keywords to write, note) for one call site."""
     geometry = conv_geometry(args, kwargs)
     current = {k: v for k, v in kwargs.items() if k not in CONV_TILE_KEYS}
@@ -238,8 +245,12 @@ def _pick_one(site, real, args, kwargs, timer, accuracy) -> tuple[dict[str, Any]
             variants = [v for v in variants if v.get("precision") != "bf16x3"]
     trials = [{}, *variants]
     times: list[float | None] = [None] * len(trials)
+    skipped: set[int] = set()
     for _ in range(ROUNDS):
         for i, v in enumerate(trials):
+            if i and times[i] is None and time.monotonic() > deadline:
+                skipped.add(i)  # not compiled yet, and the draft's time for this is spent
+                continue
             values = {**kwargs, **tile, **v}
 
             def run(values: dict = values) -> Any:
@@ -256,6 +267,8 @@ def _pick_one(site, real, args, kwargs, timer, accuracy) -> tuple[dict[str, Any]
     timed = ", ".join(
         f"{_describe(v)} {t:.3f} ms" for v, t in zip(trials, times) if t is not None
     )
+    if skipped:
+        said.append(f"{len(skipped)} variant(s) not timed: the draft's {BUDGET_S:.0f} s for them was spent")
     detail = f"(tile {_tile(tile)}, {ROUNDS} rounds: {timed}" + "".join(f"; {s}" for s in said) + ")"
     if best and times[best] <= times[0] * (1 - MIN_GAIN):
         return trials[best], (

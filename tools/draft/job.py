@@ -326,6 +326,10 @@ def draft_job(
     settings: str = "default",
 ) -> dict[str, Any]:
     """Sandbox entry point (`agent.drafters.CompilerDrafter`): plain data back, errors as text."""
+    if device == "cuda":  # a compile that hangs is a variant not taken, not a stalled bench
+        from tools.draft.ptxas_limit import limit_ptxas
+
+        limit_ptxas(tempfile.mkdtemp(prefix="ptxas_limit_"))
     try:
         result = draft_candidate(problem_source, device=device, sizes=sizes, settings=settings)
     except (ShimError, ProblemError) as exc:
