@@ -1,9 +1,10 @@
 """A time limit on ptxas inside a CUDA draft job (issue 15).
 
 On the H200 (session 9, third run) one ptxas process in a level-2 draft job ran for 341 s and
-was still running when the bench's deadline came. A bench in sample mode drafts one problem after
-another, so that one compile held back the 13 problems behind it for two device calls
-(level2/6, 7, 71-74, 77-79, 83, 89-92: no draft, no verdict). The draft job's own limit (600 s,
+was still running when the bench's deadline came. A timing job needs its GPU to itself, so it
+waited for that draft job, and while a timing job waits no other job starts
+(`tools.slots.SlotPool`): the whole lane stood still, and 14 problems (level2/6, 7, 71-74,
+77-79, 83, 89-92) got no verdict in two device calls. The draft job's own limit (600 s,
 `agent.drafters.CompilerDrafter`) ends such a draft, too late to matter.
 
 The drafter compiles kernels that are speed choices (draft-time variants: convolution layouts
