@@ -11,10 +11,14 @@ it times the tile configs there, once, and writes the fastest at each call site:
    tile of `PICK_TILES` (but those more than twice as tall or wide as the output) on that call's
    own operands (`triton.testing.do_bench`, the minimum of
    its repetitions: other jobs may share the GPU), then runs the call as written.
-   The current tile and the fastest others are timed again in two more rounds, each keeping
-   its best time. On a GPU shared with other jobs, a burst of their work during one tile's
-   turn can hide the fastest tile: in session 8 (one round), level1/13-15, four 4096^3 GEMMs
-   like level1/1, kept tiles timed at 3.3-3.9 ms where level1/1 picked one at 2.24 ms.
+   Every tile is timed again in two more rounds, each keeping its best time. On a GPU shared
+   with other jobs, a burst of their work during one tile's turn can hide the fastest tile: in
+   session 8 (one round), level1/13-15, four 4096^3 GEMMs like level1/1, kept tiles timed at
+   3.3-3.9 ms where level1/1 picked one at 2.24 ms; with the current tile and the 3 fastest
+   timed again (session 9) those three reached 1.18x-1.19x of cuBLAS, but level1/8 picked
+   256x64x32 at 12.6 ms where session 8 had picked 32x64x32 at 8.6 ms, likely because a tile
+   whose one first-round turn was slow is never timed again (the notes do not keep each tile's
+   times). A round of 16 tiles costs a few seconds.
 3. A site whose best tile is at least `MIN_GAIN` faster than its current one gets that tile
    written into its keywords (`tools.tune.rewrite`); the notes give both times.
 
@@ -39,8 +43,7 @@ PICK_TILES = GEMM_TILES
 MIN_GAIN = 0.03
 """A site keeps its tile unless another is at least this much faster (timing noise)."""
 ROUNDS = 3
-"""Timing rounds: every tile once, then the current tile and the `TOP - 1` fastest again."""
-TOP = 4
+"""Timing rounds: every tile that ran is timed in each, keeping its fastest."""
 
 
 def call_lines(source: str) -> dict[int, tuple[int, int]]:
@@ -112,12 +115,10 @@ def pick_tiles(
                     results.append((time_tile(values), values))
                 except Exception:  # out of shared memory or registers: not a candidate tile
                     failures[site] = failures.get(site, 0) + 1
-            # Other jobs may share the GPU in bursts: the current tile and the fastest few are
-            # timed again in later rounds, each keeping its best, so one burst during one
-            # tile's turn does not decide.
+            # Other jobs may share the GPU in bursts: every tile is timed again in later rounds,
+            # each keeping its best, so one burst during one tile's turn does not decide.
             for _ in range(ROUNDS - 1):
-                again = sorted(range(1, len(results)), key=lambda i: results[i][0])[: TOP - 1]
-                for i in [0, *again] if results else []:
+                for i in range(len(results)):
                     ms, values = results[i]
                     results[i] = (min(ms, time_tile(values)), values)
             timings[site] = results
