@@ -213,23 +213,32 @@ def _out_of_memory(out: Any) -> bool:
 DRAFT_CACHE_VERSION = "1"
 
 
+def drafter_files() -> list[str]:
+    """The files a compiler draft's text depends on besides the problem: the drafter's package,
+    the Triton convolutions and GEMM template it copies into candidates, and the call-site
+    rewriting it uses (tools/tune.py)."""
+    import glob
+    import os
+
+    from tools import draft, gemm_template, triton_conv, tune
+
+    package = os.path.dirname(draft.__file__)
+    copied = [triton_conv.__file__, gemm_template.__file__, tune.__file__]
+    return sorted(glob.glob(os.path.join(package, "*.py"))) + copied
+
+
 def draft_cache_key(problem_source: str, device: str) -> str:
     """What a compiler draft depends on: the problem's text, the device kind, torch and Triton
-    (Inductor's code generation), and the drafter's own code (tools/triton_conv.py included)."""
-    import glob
+    (Inductor's code generation), and the drafter's own code (`drafter_files`: a cached draft
+    with an older GEMM template or convolution kernel is not reused)."""
     import hashlib
-    import os
 
     import torch
     import triton
 
-    from tools import draft, triton_conv
-
-    try:  # the drafter's package, and the Triton convolutions it copies into candidates
+    try:
         digest = hashlib.sha256()
-        package = os.path.dirname(draft.__file__)
-        files = sorted(glob.glob(os.path.join(package, "*.py"))) + [triton_conv.__file__]
-        for path in files:
+        for path in drafter_files():
             with open(path, "rb") as f:
                 digest.update(f.read())
         drafter = digest.hexdigest()[:16]

@@ -97,3 +97,21 @@ def test_a_shared_draft_that_runs_out_of_gpu_memory_is_retried_alone(tmp_path, m
     sb = CountingSandbox(ok_reply("never"), slots_per_gpu=4, replies=[other])
     assert CompilerDrafter(sb, "cuda").draft(PROBLEM + "#5", "p.py", gpu_mb=4096)["code"] is None
     assert sb.jobs == 1
+
+
+def test_the_key_covers_the_code_copied_into_drafts(tmp_path, monkeypatch):
+    """A change to the GEMM template or the convolution kernels (copied into every draft as
+    text) or to the drafter makes a new key: a cached draft with an older template is not used."""
+    import agent.drafters as drafters
+
+    names = {p.replace("\\", "/").split("tools/", 1)[-1] for p in drafters.drafter_files()}
+    assert {"gemm_template.py", "triton_conv.py", "tune.py", "draft/job.py"} <= names
+    before = drafters.draft_cache_key("problem", "cuda")
+    files = drafters.drafter_files()
+    template = next(f for f in files if f.endswith("gemm_template.py"))
+    copy = tmp_path / "gemm_template.py"
+    copy.write_text(open(template).read() + "\n# changed\n")
+    monkeypatch.setattr(
+        drafters, "drafter_files", lambda: [str(copy) if f == template else f for f in files]
+    )
+    assert drafters.draft_cache_key("problem", "cuda") != before
