@@ -564,11 +564,11 @@ def test_rebuilt_report_has_time_and_memory_columns(tmp_path, capsys):
     assert r["totals"]["no_verdict"] == 2
     md = (out / "report.md").read_text()
     assert (
-        "| 1_matmul | 1 | 1 | 100.0% | 2.00x | 1.10x | 1.10x | - | 12.5 | 14.0 | 300 | 70 | ok×1 |"
+        "| 1_matmul | 1 | 1 | 100.0% | 2.00x | 1.10x | 1.10x | - | - | 12.5 | 14.0 | 300 | 70 | ok×1 |"
         in md
     )
-    assert "| 2_conv | 1 | 0 | 0.0% | - | - | - | - | 3.5 | - | - | - | mismatch×1 |" in md
-    assert "| 3_relu | 0 | 0 | - | - | - | - | - | - | - | - | - | - |" in md
+    assert "| 2_conv | 1 | 0 | 0.0% | - | - | - | - | - | 3.5 | - | - | - | mismatch×1 |" in md
+    assert "| 3_relu | 0 | 0 | - | - | - | - | - | - | - | - | - | - | - |" in md
     assert "Problems by outcome: error 1, incomplete 1, mismatch 1, ok 1; no verdict yet: 2." in md
     assert "median 8.0 s, p90 11.6 s" in md and "GPU median 70.0 MB, max 70.0 MB" in md
 
@@ -782,3 +782,39 @@ def test_tf32_in_eager_sees_convolutions_only_while_tf32_is_on():
     assert not tf32_in_eager(torch.nn.Linear(3, 4))
     with full_fp32():
         assert not tf32_in_eager(conv)
+
+
+def test_report_names_the_precision_of_each_problems_kernel():
+    """The per-problem table names the tl.dot precision of the fastest correct candidate's
+    GEMM template and convolution calls (issue 15: the report always names it), read from the
+    candidate's code by `code_precision`."""
+    from agent.bench.records import code_precision
+    from agent.bench.report import render_markdown
+    from tools.gemm_template import GEMM_SOURCE, call_for
+
+    conv_code = "y = triton_convolution(x, w, b, [1], [0], [1], False, [0], 1, precision='bf16x3')\n"
+    gemm_code = GEMM_SOURCE + "\nout = " + call_for("mm", ["a", "b"], {}) + "\n"
+    assert code_precision(conv_code) == "bf16x3"
+    assert code_precision(gemm_code) == "tf32x3"
+    assert code_precision(conv_code + gemm_code) == "bf16x3, tf32x3"
+    assert code_precision("def broken(:\n") == "" and code_precision(None) == ""
+    assert code_precision("x = 1\n") == ""
+
+    settings = {"mode": "sample", "samples": 2, "per_problem": 2, "ks": [1], "backend": "compiler",
+                "temperature": 1.0, "top_p": 0.97, "protocol": "ours", "trials": 5,
+                "tolerance_preset": "default", "policy": "strict"}  # fmt: skip
+    problems = [
+        ("conv", [rec("conv", 0, True, 0.5, 0.4, status="slower", precision="tf32x3"),
+                  rec("conv", 1, True, 0.7, 0.6, status="slower", precision="bf16x3")], None, None),
+        ("relu", [rec("relu", 0, True, 1.0, 1.01), rec("relu", 1, False)], None, None),
+    ]  # fmt: skip
+    r = compute_report(settings, problems)
+    assert [p["precision"] for p in r["problems"]] == ["bf16x3", ""]  # the faster conv candidate
+    md = render_markdown(r)
+    assert "| precision |" in md
+    conv_row = next(line for line in md.splitlines() if line.startswith("| conv |"))
+    relu_row = next(line for line in md.splitlines() if line.startswith("| relu |"))
+    assert "| bf16x3 |" in conv_row and "| - |" in relu_row
+    # a record written before the field reads as no precision
+    old = SampleRecord.from_dict({k: v for k, v in rec("a", 0, True).to_dict().items() if k != "precision"})
+    assert old.precision == ""

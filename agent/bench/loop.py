@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.bench.config import BenchConfig, Event
-from agent.bench.records import SampleRecord, peak_memory
+from agent.bench.records import SampleRecord, code_precision, peak_memory
 from agent.bench.shared import _evaluated, _make_backend, _ray_init, _ray_resources
 from agent.bench.store import BenchDir
 from agent.config import AgentConfig
@@ -75,6 +75,9 @@ def loop_problem(
             ended_at=ended_at,
             memory=peak_memory(verdict, meta.get("profile")),
             limit=(slowdown_reason(meta.get("profile")) or "") if meta["correct"] else "",
+            precision=code_precision(
+                (ad / "kernel.py").read_text() if (ad / "kernel.py").exists() else None
+            ),
         )
         out.append(
             {

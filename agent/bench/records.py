@@ -69,6 +69,9 @@ class SampleRecord:
     memory: dict[str, float] = field(default_factory=dict)
     """Peak memory seen (`host_peak_mb`, `gpu_peak_mb`, ...): the largest value of each key in
     the verdict's `evidence.memory` and the profile's `memory` (`peak_memory`)."""
+    precision: str = ""
+    """The tl.dot input precisions of the candidate's GEMM template and convolution calls
+    (`code_precision`: "tf32x3", "bf16x3, tf32x3", ...); empty where it makes neither call."""
 
     def __post_init__(self) -> None:
         timed = [self.speedups[k] for k in ("eager", "compile") if self.speedups.get(k)]
@@ -146,8 +149,23 @@ def evaluate_sample(
         ended_at=round(time.time(), 3),
         memory=peak_memory(verdict_dict, ev.profile),
         limit=(slowdown_reason(ev.profile) or "") if ev.correct else "",
+        precision=code_precision(draft.code),
     )
     return Evaluated(record=record, verdict=verdict_dict, profile=ev.profile, draft=draft)
+
+
+def code_precision(code: str | None) -> str:
+    """The tl.dot input precisions a candidate's `gemm(...)` and `triton_convolution(...)` calls
+    use (`tools.tune.precisions`), each once, in call order; "" for code without such calls or
+    code that does not parse."""
+    if not code:
+        return ""
+    from tools.tune import precisions
+
+    try:
+        return ", ".join(dict.fromkeys(precisions(code)))
+    except (SyntaxError, ValueError):
+        return ""
 
 
 def peak_memory(*sources: Any) -> dict[str, float]:

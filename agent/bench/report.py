@@ -99,6 +99,7 @@ def compute_report(settings: dict[str, Any], problems: ProblemRows) -> dict[str,
                 "fast_p_per_sample": per_sample_fast,
                 "outcome": problem_outcome(recs, err),
                 "limit": _limit_of(recs),
+                "precision": _precision_of(recs),
                 **problem_cost(recs),
                 "samples": [r.to_dict() for r in recs],
             }
@@ -215,6 +216,16 @@ def compute_report(settings: dict[str, Any], problems: ProblemRows) -> dict[str,
 
 SLOWER_THAN = 0.97
 """Below this speedup over the better baseline, a problem's report line says what limits it."""
+
+
+def _precision_of(recs: Sequence[SampleRecord]) -> str:
+    """The precision of the problem's fastest correct candidate, else of its first candidate
+    ("" where neither calls the GEMM template or the convolutions)."""
+    timed = [r for r in recs if r.correct and r.speedups.get("best")]
+    if timed:
+        return max(timed, key=lambda r: r.speedups["best"]).precision
+    pool = [r for r in recs if r.correct] or list(recs)
+    return pool[0].precision if pool else ""
 
 
 def _limit_of(recs: Sequence[SampleRecord]) -> str:
@@ -352,8 +363,8 @@ def render_markdown(r: dict[str, Any]) -> str:
     one = "success@1" if s["mode"] == "loop" else "pass@1"
     lines += [
         f"| problem | n | correct | {one} | best vs eager | best vs compile | best vs better "
-        "| vs eager fp32 | time s | span s | host MB | GPU MB | statuses |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| vs eager fp32 | precision | time s | span s | host MB | GPU MB | statuses |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for p in r["problems"]:
         st = ", ".join(f"{k}×{v}" for k, v in p["statuses"].items())
@@ -367,7 +378,7 @@ def render_markdown(r: dict[str, Any]) -> str:
         lines.append(
             f"| {p['problem']} | {p['n']} | {p['correct']} | {_pct(p['pass_at_k'].get('1'))} | "
             f"{_x(b['eager'])} | {_x(b['compile'])} | {_x(b.get('best'))} | "
-            f"{_x(b.get('eager_fp32'))} | {_num(p['time_s'])} | "
+            f"{_x(b.get('eager_fp32'))} | {p.get('precision') or '-'} | {_num(p['time_s'])} | "
             f"{_num(p['span_s'])} | {_num(p['peak_host_mb'], nd=0)} | "
             f"{_num(p['peak_gpu_mb'], nd=0)} | {st or '-'} |"
         )
