@@ -87,7 +87,11 @@ def conv_picks(directory: str) -> dict[str, int]:
             m = PICKED.match(line)
             if m:
                 both = "bf16x3" in m.group(1) and "X_LAST" in m.group(1)
-                key = "bf16x3 and X_LAST" if both else ("bf16x3" if "bf16x3" in m.group(1) else "X_LAST")
+                key = (
+                    "bf16x3 and X_LAST"
+                    if both
+                    else ("bf16x3" if "bf16x3" in m.group(1) else "X_LAST")
+                )
                 counts[key] += 1
             elif "kept as written" in line or "nothing to choose" in line:
                 counts["kept"] += 1
@@ -113,7 +117,9 @@ def main(argv: list[str] | None = None) -> int:
         for row in class_rows(Path(d).name, samples(d), before):
             print(row)
     print()
-    print("| level | convolution calls: bf16x3 | X_LAST | both | kept as written | refused bf16x3 (accuracy) |")
+    print(
+        "| level | convolution calls: bf16x3 | X_LAST | both | kept as written | refused bf16x3 (accuracy) |"
+    )
     print("|---|---|---|---|---|---|")
     for d in args.dirs:
         c = conv_picks(d)

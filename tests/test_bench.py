@@ -792,7 +792,9 @@ def test_report_names_the_precision_of_each_problems_kernel():
     from agent.bench.report import render_markdown
     from tools.gemm_template import GEMM_SOURCE, call_for
 
-    conv_code = "y = triton_convolution(x, w, b, [1], [0], [1], False, [0], 1, precision='bf16x3')\n"
+    conv_code = (
+        "y = triton_convolution(x, w, b, [1], [0], [1], False, [0], 1, precision='bf16x3')\n"
+    )
     gemm_code = GEMM_SOURCE + "\nout = " + call_for("mm", ["a", "b"], {}) + "\n"
     assert code_precision(conv_code) == "bf16x3"
     assert code_precision(gemm_code) == "tf32x3"
@@ -816,5 +818,7 @@ def test_report_names_the_precision_of_each_problems_kernel():
     relu_row = next(line for line in md.splitlines() if line.startswith("| relu |"))
     assert "| bf16x3 |" in conv_row and "| - |" in relu_row
     # a record written before the field reads as no precision
-    old = SampleRecord.from_dict({k: v for k, v in rec("a", 0, True).to_dict().items() if k != "precision"})
+    old = SampleRecord.from_dict(
+        {k: v for k, v in rec("a", 0, True).to_dict().items() if k != "precision"}
+    )
     assert old.precision == ""

@@ -133,7 +133,9 @@ def test_the_fastest_variant_over_the_rounds_is_written_at_its_own_site(result):
 
 def test_notes_say_what_was_picked_and_why_not(result):
     notes = "\n".join(result["notes"])
-    assert "conv#0" in notes and "picked on the GPU at draft time, 1.000 ms against 2.000 ms" in notes
+    assert (
+        "conv#0" in notes and "picked on the GPU at draft time, 1.000 ms against 2.000 ms" in notes
+    )
     assert "conv#1" in notes and "scripted: bf16x3 too far from fp64 here" in notes
     assert "conv#2" in notes and "nothing to choose" in notes
 

@@ -46,7 +46,9 @@ def test_classes_geomeans_and_conv_choices(tmp_path, capsys):
     _problem(old, "20_LeakyReLU", {"best": 0.9})
     assert kc.main([str(now), "--before", str(old)]) == 0
     out = capsys.readouterr().out
-    rows = {line.split(" | ")[1]: line for line in out.splitlines() if line.startswith("| level1 |")}
+    rows = {
+        line.split(" | ")[1]: line for line in out.splitlines() if line.startswith("| level1 |")
+    }
     # convolutions: geomean of 0.5, 2.0, 1.0 = 1.0; before 0.25, 1.0, 1.0 -> 0.63; 2 at >= 0.97
     conv = rows["convolution"].split(" | ")
     assert conv[2:5] == ["3", "3", "1.00x"] and conv[7] == "2" and conv[8] == "2.00x"

@@ -214,7 +214,9 @@ def pick_conv_variants(
     missed = sorted(set(sites) - set(chosen))
     if missed:
         notes.append(
-            "conv#" + ", conv#".join(map(str, missed)) + ": not reached by the forward; kept as written"
+            "conv#"
+            + ", conv#".join(map(str, missed))
+            + ": not reached by the forward; kept as written"
         )
     return out, sorted(notes)
 
@@ -233,11 +235,16 @@ def _pick_one(
     label = f"conv#{site} ({shape})"
     variants = [v for v in VARIANTS if applicable(v, geometry, current)]
     if not variants:
-        return {}, f"{label}: nothing to choose at draft time (layout and precision fixed by its shape)"
+        return (
+            {},
+            f"{label}: nothing to choose at draft time (layout and precision fixed by its shape)",
+        )
     said = []
     if any(v.get("precision") == "bf16x3" for v in variants):
         try:
-            ok, why = accuracy(real(*args, **{**kwargs, **tile, "precision": "bf16x3"}), args, kwargs)
+            ok, why = accuracy(
+                real(*args, **{**kwargs, **tile, "precision": "bf16x3"}), args, kwargs
+            )
         except Exception as exc:  # out of memory for the fp64 reference, say
             ok, why = False, f"bf16x3 accuracy not checked ({type(exc).__name__})"
         said.append(why)
@@ -262,14 +269,19 @@ def _pick_one(
                 continue
             times[i] = ms if times[i] is None else min(times[i], ms)
     if times[0] is None:
-        return {}, f"{label}: the call as written did not run at tile {_tile(tile)}; kept as written"
+        return (
+            {},
+            f"{label}: the call as written did not run at tile {_tile(tile)}; kept as written",
+        )
     best = min((i for i in range(len(trials)) if times[i] is not None), key=lambda i: times[i])
-    timed = ", ".join(
-        f"{_describe(v)} {t:.3f} ms" for v, t in zip(trials, times) if t is not None
-    )
+    timed = ", ".join(f"{_describe(v)} {t:.3f} ms" for v, t in zip(trials, times) if t is not None)
     if skipped:
-        said.append(f"{len(skipped)} variant(s) not timed: the draft's {BUDGET_S:.0f} s for them was spent")
-    detail = f"(tile {_tile(tile)}, {ROUNDS} rounds: {timed}" + "".join(f"; {s}" for s in said) + ")"
+        said.append(
+            f"{len(skipped)} variant(s) not timed: the draft's {BUDGET_S:.0f} s for them was spent"
+        )
+    detail = (
+        f"(tile {_tile(tile)}, {ROUNDS} rounds: {timed}" + "".join(f"; {s}" for s in said) + ")"
+    )
     if best and times[best] <= times[0] * (1 - MIN_GAIN):
         return trials[best], (
             f"{label}: {_describe(trials[best])} picked on the GPU at draft time, "
