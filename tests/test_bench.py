@@ -822,3 +822,31 @@ def test_report_names_the_precision_of_each_problems_kernel():
         {k: v for k, v in rec("a", 0, True).to_dict().items() if k != "precision"}
     )
     assert old.precision == ""
+
+
+def test_merged_benches_take_each_problems_newest_verdict(tmp_path):
+    """benchmarks/merge_benches.py: a newer partial run replaces the problems it has a verdict
+    for, keeps the base's others (a problem the newer run only started included), names each
+    verdict's source, and the rebuilt report reads the merged verdicts."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "merge_benches", ROOT / "benchmarks" / "merge_benches.py"
+    )
+    mb = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mb)
+
+    def ok(eager):
+        record = {"status": "ok", "correct": True, "speedups": {"eager": eager, "compile": eager}}
+        return (record, {"status": "ok"}, None)
+
+    base = fabricate_bench(tmp_path / "old" / "level1", {"a": ok(0.5), "b": ok(0.8), "c": ok(1.2)})
+    newer = fabricate_bench(tmp_path / "new" / "level1", {"a": ok(2.0), "b": None})
+    out = tmp_path / "merged" / "level1"
+    rc = mb.main([str(out), str(base), str(newer), "--label", f"{base}=s8", f"{newer}=s9"])
+    assert rc == 0
+    assert json.loads((out / "source.json").read_text()) == {"a": "s9", "b": "s8", "c": "s8"}
+    report = json.loads((out / "report.json").read_text())
+    best = {p["problem"]: p["best_speedup"]["eager"] for p in report["problems"]}
+    assert best == {"a": 2.0, "b": 0.8, "c": 1.2}
+    assert mb.main([str(out), str(tmp_path / "nowhere"), str(newer)]) == 2
