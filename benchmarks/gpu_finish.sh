@@ -18,7 +18,9 @@
 # RESUME1, RESUME2 (tarballs of an earlier gpu_kernelbench.sh call), RERUN2 [] (comma-separated
 # problem names, as for `agent bench --only`), CONV_TUNE [] (level-1 numbers for gpu_conv_tune.sh),
 # ONLY1, ONLY2 [] (comma-separated problem names: this call runs only these of level 1 / 2, to
-# put some first; a later call without them, resumed, runs the rest).
+# put some first; a later call without them, resumed, runs the rest), ADV_FIRST [0] (1: the
+# adversarial corpus runs on GPU 1 before the level-2 bench, so all of it runs (about 70 s on an
+# H200, session 8); by default it gets what the bench leaves, and session 9's runs left 50 s).
 set -u
 START=$SECONDS
 DEADLINE_S=${DEADLINE_S:-540}
@@ -48,8 +50,7 @@ bench() { # bench NAME GPU LEVEL [RESUME] [extra env...]: gpu_kernelbench.sh unt
 
 lane0() { bench level1 0 level1 "${RESUME1:-}" X=1 ${ONLY1:+BENCH_ARGS=--only=$ONLY1}; }
 
-lane1() {
-  bench level2 1 level2 "${RESUME2:-}" X=1 ${ONLY2:+BENCH_ARGS=--only=$ONLY2}
+adversarial() { # the corpus on CUDA on GPU 1, up to 135 s (or what is left)
   local t=$(($(left) < 135 ? $(left) : 135)) t0=$SECONDS
   if [ "$t" -gt 30 ]; then
     mkdir -p "$W/adversarial"
@@ -60,6 +61,13 @@ lane1() {
     local rc=$?
     log "GPU 1: adversarial exit $rc after $((SECONDS - t0)) s$([ $rc -eq 124 ] && echo " (cut at its limit; the log has every case that finished)")"
   fi
+}
+
+lane1() {
+  [ "${ADV_FIRST:-0}" = 1 ] && adversarial # the whole corpus first: a bench takes what is left
+  bench level2 1 level2 "${RESUME2:-}" X=1 ${ONLY2:+BENCH_ARGS=--only=$ONLY2}
+  [ "${ADV_FIRST:-0}" = 1 ] || adversarial
+  local t
   t=$(left)
   if [ -n "${CONV_TUNE:-}" ] && [ "$t" -gt 60 ]; then
     mkdir -p "$W/conv_tune"
