@@ -120,6 +120,26 @@ g.gemm(a16, b16, **small)
 results["hints"] = g._gemm_kernel.flags
 g._gemm_kernel = kernel
 g._GEMM_ALIGN_MIN = 1 << 30
+# matrix-vector products (one column): the GEMV kernel, exact fp32 products
+gemv = Recorded(g._gemv_kernel)
+g._gemv_kernel, kernel_before = gemv, g._gemm_kernel
+g._gemm_kernel = Recorded(kernel_before)
+av, xv, bv = torch.randn(37, 1000), torch.randn(1000, 1), torch.randn(37, 1)
+results["gemv"] = rel_err(g.gemm(av, xv, **small), av.double() @ xv.double())
+results["gemv_addmm"] = rel_err(
+    g.gemm(av, xv, bias=bv, alpha=0.5, beta=2.0), 0.5 * (av.double() @ xv.double()) + 2.0 * bv.double()
+)
+results["gemv_row_bias"] = rel_err(  # a Linear to one output: bias (1,) broadcast over rows
+    g.gemm(av, xv, bias=torch.as_strided(bv[0], (37, 1), (0, 1))), av.double() @ xv.double() + bv[0].double()
+)
+at = torch.randn(1000, 37)
+results["gemv_transposed_a"] = rel_err(g.gemm(at.t(), xv), at.double().t() @ xv.double())
+a3v, x3v = torch.randn(3, 20, 300), torch.randn(3, 300, 1)
+results["gemv_bmm"] = rel_err(g.gemm(a3v, x3v), a3v.double() @ x3v.double())
+outv = torch.empty(37, 1)
+results["gemv_out"] = float(g.gemm(av, xv, out=outv) is outv and torch.allclose(outv, av @ xv, atol=1e-4))
+results["gemv_launches"] = [len(gemv.flags), len(g._gemm_kernel.flags)]  # GEMV only
+g._gemv_kernel, g._gemm_kernel = gemv.kernel, kernel_before
 a3, b3 = torch.randn(3, 20, 30), torch.randn(3, 30, 10)
 results["bmm"] = rel_err(g.gemm(a3, b3, BLOCK_M=16, BLOCK_N=16, BLOCK_K=16), a3.double() @ b3.double())
 out = torch.empty(129, 97)
@@ -171,7 +191,7 @@ def interpreted(tmp_path_factory):
     "case",
     ["mm_tf32x3", "mm_ieee", "addmm_tf32x3", "addmm_ieee", "split0", "split1", "split3",
      "split7", "split4_bias", "bias_addmm_rows", "transposed", "bmm", "unaligned",
-     "unaligned_t"],
+     "unaligned_t", "gemv", "gemv_addmm", "gemv_row_bias", "gemv_transposed_a", "gemv_bmm"],
 )  # fmt: skip
 def test_template_matches_float64_at_fp32_tolerance(interpreted, case):
     assert interpreted[case] < 1e-5, f"{case}: relative error {interpreted[case]:.2e}"
@@ -272,3 +292,9 @@ def test_verification_keeps_tf32x3_and_refuses_plain_tf32(tmp_path):
     assert verifier.verify(problem, CANDIDATE, "tf32x3.py").correct
     tf32 = verifier.verify(problem, variants["gemm#0: precision=tf32"], "tf32.py")
     assert not tf32.correct and tf32.status == "mismatch", tf32.message
+
+
+def test_matrix_vector_products_take_the_gemv_kernel(interpreted):
+    # five products with one column (plus the out= one): every launch was the GEMV kernel's
+    assert interpreted["gemv_launches"] == [6, 0]
+    assert interpreted["gemv_out"] == 1.0

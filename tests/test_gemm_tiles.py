@@ -131,3 +131,40 @@ def test_a_draft_without_gemm_calls_is_left_alone():
 
     source = "import torch\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
     assert pick_tiles(source, [], [], "cpu", timer=lambda fn: 1 / 0) == (source, [])
+
+
+VECTOR_SCRIPT = r"""
+import json, sys, torch
+from tools.draft.gemm_tiles import pick_tiles
+
+def timer(run):
+    raise AssertionError("a matrix-vector product has no tile to time")
+
+source = open(sys.argv[1]).read()
+picked, notes = pick_tiles(source, [], [torch.randn(70, 24)], "cpu", timer=timer)
+json.dump({"same": picked == source, "notes": notes}, open(sys.argv[2], "w"))
+"""
+
+
+def test_a_matrix_vector_product_is_not_timed_for_tiles(tmp_path):
+    """A gemm(...) site with one output column runs the template's GEMV kernel: the draft-time
+    tile choice leaves it alone and says so."""
+    draft = (
+        "import torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n\n"
+        + GEMM_SOURCE
+        + "\n\nclass ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.w = nn.Parameter(torch.randn(24, 1))\n\n    def forward(self, x):\n"
+        "        return " + call_for("mm", ["x", "self.w"], {}) + "\n"
+    )
+    src = tmp_path / "draft.py"
+    src.write_text(draft)
+    out = tmp_path / "out.json"
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-c", VECTOR_SCRIPT, str(src), str(out)],
+        env=env, capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["same"]
+    assert len(result["notes"]) == 1 and "GEMV kernel (no tile to pick)" in result["notes"][0]

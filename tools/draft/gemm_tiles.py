@@ -77,6 +77,7 @@ def pick_tiles(
     timings: dict[int, list[tuple[float, dict[str, Any]]]] = {}
     shapes: dict[int, str] = {}
     failures: dict[int, int] = {}
+    vectors: set[int] = set()
     with tempfile.TemporaryDirectory(prefix="gemm_tiles_") as workdir:
         module = load_module(source, workdir, "draft_candidate_tiles")
         real = module.gemm
@@ -90,6 +91,10 @@ def pick_tiles(
                 return real(*args, **kwargs)
             a, b = args[0], args[1]
             shapes[site] = f"{'x'.join(map(str, a.shape))} @ {'x'.join(map(str, b.shape))}"
+            if b.shape[-1] == 1:  # a matrix-vector product runs the GEMV kernel: no tile
+                vectors.add(site)
+                timings[site] = []
+                return real(*args, **kwargs)
             trial = dict(kwargs)
             out = kwargs.get("out")
             if out is not None and any(
@@ -135,6 +140,12 @@ def pick_tiles(
     changes: dict[Any, Any] = {}
     notes = []
     for site, results in sorted(timings.items()):
+        if site in vectors:
+            notes.append(
+                f"gemm#{site} ({shapes[site]}): a matrix-vector product, run by the template's "
+                "GEMV kernel (no tile to pick)"
+            )
+            continue
         if not results:
             notes.append(f"gemm#{site}: no tile ran at draft time; kept as written")
             continue
