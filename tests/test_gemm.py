@@ -114,10 +114,20 @@ class Recorded:
 
 kernel = g._gemm_kernel
 g._gemm_kernel = Recorded(kernel)
-results["hints_unaligned_sizes"] = rel_err(g.gemm(au, bu, **small), au.double() @ bu.double())
+bias41 = torch.randn(41)  # with a bias: the aligned copy, no padding, no hints on 50 x 41
+results["hints_unaligned_sizes"] = rel_err(
+    g.gemm(au, bu, bias=bias41, **small), au.double() @ bu.double() + bias41.double()
+)
 a16, b16 = torch.randn(32, 37), torch.randn(37, 48)
-g.gemm(a16, b16, **small)
+g.gemm(a16, b16, bias=torch.randn(48), **small)
 results["hints"] = g._gemm_kernel.flags
+# without a bias, K and N are zero-padded to multiples of 16 (37 -> 48, 41 -> 48): N's hint
+# holds then, and the output is copied back at its own width
+g._gemm_kernel = Recorded(kernel)
+outp = torch.full((50, 41), float("nan"))
+results["padded"] = rel_err(g.gemm(au, bu, out=outp, alpha=0.5, **small), 0.5 * (au.double() @ bu.double()))
+results["padded_out_kept"] = float(g.gemm(au, bu, out=outp, **small) is outp)
+results["padded_hints"] = g._gemm_kernel.flags
 g._gemm_kernel = kernel
 g._GEMM_ALIGN_MIN = 1 << 30
 # matrix-vector products (one column): the GEMV kernel, exact fp32 products
@@ -211,6 +221,13 @@ def test_contiguity_hints_only_for_sizes_that_are_multiples_of_16(interpreted):
     # 50x41 output: neither hint (an aligned copy with hints faulted on the H200); 32x48: both
     assert interpreted["hints"] == [[False, False], [True, True]]
     assert interpreted["hints_unaligned_sizes"] < 1e-5
+
+
+def test_unaligned_sizes_without_bias_are_zero_padded(interpreted):
+    # 50x37 @ 37x41: computed as 50x48 @ 48x48 (N's hint on), written back at 50x41
+    assert interpreted["padded"] < 1e-5
+    assert interpreted["padded_out_kept"] == 1.0
+    assert interpreted["padded_hints"] == [[False, True], [False, True]]
 
 
 def test_every_tuner_variant_stays_correct(interpreted):
