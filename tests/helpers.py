@@ -7,6 +7,9 @@ Import them as `from tests.helpers import ...`, like tests/fakes (pyproject's py
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from types import MappingProxyType
 
@@ -47,3 +50,25 @@ def sigint_as_default() -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def run_json_script(
+    script: str,
+    out: Path,
+    *args: object,
+    interpret: bool = True,
+    env: dict | None = None,
+    timeout: int = 300,
+) -> dict:
+    """Run `script` with `python -c SCRIPT *args` from the repository root (on PYTHONPATH), under
+    the Triton interpreter unless `interpret=False`, with `env` added; fail the test with the
+    tail of its stderr when it exits non-zero; return the JSON it wrote to `out`."""
+    full = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    if interpret:
+        full["TRITON_INTERPRET"] = "1"
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *map(str, args)],
+        env=full, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(Path(out).read_text())

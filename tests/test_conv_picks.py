@@ -11,14 +11,9 @@ with outputs of fp32, TF32-like and bf16x3-like accuracy.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 
-from tests.helpers import ROOT
+from tests.helpers import run_json_script
 from tools import tune
 from tools.triton_conv import candidate_source
 
@@ -99,13 +94,7 @@ def result(tmp_path_factory):
     src = tmp / "draft.py"
     src.write_text(DRAFT)
     out = tmp / "out.json"
-    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(src), str(out), str(tmp)],
-        env=env, capture_output=True, text=True, timeout=300, cwd=ROOT,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(out.read_text())
+    return run_json_script(SCRIPT, out, src, out, tmp)
 
 
 def _keywords(source: str) -> dict[int, dict]:
@@ -178,13 +167,7 @@ json.dump(out, open(sys.argv[1], "w"))
 
 def test_accuracy_check_takes_fp32_like_and_refuses_tf32_like_outputs(tmp_path):
     out = tmp_path / "acc.json"
-    proc = subprocess.run(
-        [sys.executable, "-c", CHECK, str(out)],
-        env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
-        timeout=300, cwd=ROOT,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    got = json.loads(out.read_text())
+    got = run_json_script(CHECK, out, out, interpret=False)
     assert got["exact"][0] is True
     assert got["bf16x3"][0] is True, got["bf16x3"][1]
     from tools.draft.conv_picks import BF16X3_MAX_RATIO
@@ -218,13 +201,7 @@ def test_no_variant_is_compiled_once_the_drafts_budget_is_spent(tmp_path):
     src = tmp_path / "draft.py"
     src.write_text(DRAFT)
     out = tmp_path / "out.json"
-    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run(
-        [sys.executable, "-c", BUDGET_SCRIPT, str(src), str(out)],
-        env=env, capture_output=True, text=True, timeout=300, cwd=ROOT,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    got = json.loads(out.read_text())
+    got = run_json_script(BUDGET_SCRIPT, out, str(src), str(out))
     assert got["same"] and all(label.endswith("as written") for label in got["labels"])
     notes = "\n".join(got["notes"])
     assert "conv#0" in notes and "3 variant(s) not timed" in notes

@@ -7,12 +7,7 @@ rewritten draft still computes the same result."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
-from tests.helpers import ROOT
+from tests.helpers import run_json_script
 from tools import tune
 from tools.gemm_template import GEMM_SOURCE, call_for
 
@@ -93,13 +88,7 @@ def test_fastest_tile_is_written_at_its_own_site(tmp_path):
     src = tmp_path / "draft.py"
     src.write_text(TWO_GEMMS)
     out = tmp_path / "out.json"
-    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(src), str(out), str(tmp_path)],
-        env=env, capture_output=True, text=True, timeout=300, cwd=ROOT,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    result = json.loads(out.read_text())
+    result = run_json_script(SCRIPT, out, str(src), str(out), str(tmp_path))
 
     # every tile that fits the 70x72 outputs was tried at both sites (the default once), none
     # 256 rows or columns wide; the 16-row one failed and was skipped; then two more rounds of
@@ -159,12 +148,6 @@ def test_a_matrix_vector_product_is_not_timed_for_tiles(tmp_path):
     src = tmp_path / "draft.py"
     src.write_text(draft)
     out = tmp_path / "out.json"
-    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run(
-        [sys.executable, "-c", VECTOR_SCRIPT, str(src), str(out)],
-        env=env, capture_output=True, text=True, timeout=300, cwd=ROOT,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    result = json.loads(out.read_text())
+    result = run_json_script(VECTOR_SCRIPT, out, str(src), str(out))
     assert result["same"]
     assert len(result["notes"]) == 1 and "GEMV kernel (no tile to pick)" in result["notes"][0]

@@ -7,12 +7,7 @@ the rewritten draft still computes the same result."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
-from tests.helpers import ROOT
+from tests.helpers import run_json_script
 
 DRAFT = """
 import torch
@@ -77,13 +72,7 @@ def test_a_faster_config_is_picked_after_a_second_round(tmp_path):
     src = tmp_path / "draft.py"
     src.write_text(DRAFT)
     out = tmp_path / "out.json"
-    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(src), str(out), str(tmp_path)],
-        env=env, capture_output=True, text=True, timeout=300, cwd=ROOT,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    r = json.loads(out.read_text())
+    r = run_json_script(SCRIPT, out, str(src), str(out), str(tmp_path))
     assert "XBLOCK=128, num_warps=4, num_stages=1)" in r["picked"]
     assert "XBLOCK=64" not in r["picked"]
     # 128 looked slower than the draft in its first turn (2.2 > 2.0): picked only on the second

@@ -8,10 +8,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 
-from tests.helpers import ROOT
+from tests.helpers import run_json_script
 
 FAKE = """#!/bin/sh
 if [ "$1" = "--version" ]; then
@@ -42,14 +41,8 @@ def test_triton_runs_ptxas_through_a_wrapper_with_a_time_limit(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     out = tmp_path / "out.json"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.update(TRITON_PTXAS_PATH=str(fake), TRITON_PTXAS_BLACKWELL_PATH=str(fake))
-    proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(work), str(out)],
-        env=env, capture_output=True, text=True, timeout=120, cwd=ROOT,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    got = json.loads(out.read_text())
+    ptxas = {"TRITON_PTXAS_PATH": str(fake), "TRITON_PTXAS_BLACKWELL_PATH": str(fake)}
+    got = run_json_script(SCRIPT, out, work, out, interpret=False, env=ptxas, timeout=120)
     assert got["wrapped"] == {
         "TRITON_PTXAS_PATH": str(fake),
         "TRITON_PTXAS_BLACKWELL_PATH": str(fake),

@@ -55,6 +55,7 @@ import triton
 import triton.language as tl
 
 DIRECT_MAX_COUT_G = 4  # output channels a group below which the direct kernel is used
+TAP_LOOP_MIN_CIN_G = 16  # input channels a group from which the GEMM loops tap by tap
 CONV_PRECISIONS = ("tf32x3", "bf16x3", "ieee", "tf32")
 """tl.dot input precisions for fp32 inputs: tf32x3 (three TF32 products, ~fp32 accuracy, the
 default), bf16x3 (three bf16 products, ~2**-16 relative: half tf32x3's tensor-core time),
@@ -562,7 +563,7 @@ def triton_convolution(
         return y
 
     K = C_in_g * KD * KH * KW
-    tap_outer = C_in_g >= 16
+    tap_outer = C_in_g >= TAP_LOOP_MIN_CIN_G
     # strided transposed: one program per output phase, skipping the taps that miss it
     phased = bool(transposed) and tap_outer and sd * sh * sw > 1
     phases = sd * sh * sw if phased else 1

@@ -35,7 +35,8 @@ import time
 from typing import Any
 
 from tools.draft.gemm_tiles import call_lines
-from tools.draft.launch_configs import Run, Timer, gpu_timer, load_module
+from tools.draft.launch_configs import Run, Timer, gpu_timer, load_module, run_forward
+from tools.triton_conv import DIRECT_MAX_COUT_G, TAP_LOOP_MIN_CIN_G
 from tools.tune import CONV_TILE_KEYS, CONV_TILES, _conv_variant, conv_sites
 
 VARIANTS: tuple[dict[str, Any], ...] = (
@@ -58,8 +59,6 @@ or less); the judge refuses at 64x."""
 TOLERANCE_SHARE = 0.25
 TOLERANCE = 1e-4
 CHUNK_BYTES = 1 << 30
-DIRECT_MAX_COUT_G = 4  # tools.triton_conv.DIRECT_MAX_COUT_G: below it, no tl.dot at all
-TAP_LOOP_MIN_CIN_G = 16  # tools.triton_conv: the channel-by-channel loop (where X_LAST applies)
 
 
 def conv_geometry(args: tuple, kwargs: dict) -> dict[str, Any]:
@@ -174,8 +173,6 @@ def pick_conv_variants(
     `init_inputs` on `device`). `timer` takes a `Run` (`info` has the site and the variant's
     keywords) and returns milliseconds; `accuracy(out, args, kwargs)` says whether a bf16x3
     output may be used (tests pass scripted ones)."""
-    import torch
-
     sites = conv_sites(source)
     if not sites:
         return source, []
@@ -195,12 +192,7 @@ def pick_conv_variants(
             return real(*args, **kwargs)
 
         module.triton_convolution = timed_conv
-        torch.manual_seed(0)
-        model = module.ModelNew(*init_inputs).to(device)
-        with torch.no_grad():
-            model(*inputs)
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
+        run_forward(module, init_inputs, inputs, device)
 
     out = source
     notes = []

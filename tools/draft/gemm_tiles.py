@@ -35,7 +35,7 @@ import sys
 import tempfile
 from typing import Any
 
-from tools.draft.launch_configs import Run, Timer, gpu_timer, load_module
+from tools.draft.launch_configs import Run, Timer, gpu_timer, load_module, run_forward
 from tools.tune import GEMM_TILE_KEYS, GEMM_TILES, conv_sites, gemm_sites, rewrite, template_calls
 
 PICK_TILES = GEMM_TILES
@@ -130,12 +130,7 @@ def pick_tiles(
             return real(*args, **kwargs)
 
         module.gemm = timed_gemm
-        torch.manual_seed(0)
-        model = module.ModelNew(*init_inputs).to(device)
-        with torch.no_grad():
-            model(*inputs)
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
+        run_forward(module, init_inputs, inputs, device)
 
     changes: dict[Any, Any] = {}
     notes = []

@@ -209,40 +209,33 @@ def _draft(
     )
 
 
+def _draft_time_choice(
+    pick, what: str, source: str, problem: LoadedProblem, notes: list[str]
+) -> str:
+    """`pick(source, init_inputs, inputs, "cuda")` -> (source, notes): a choice timed on the GPU
+    at draft time (convolution variants, GEMM tiles, launch configs). It is a speed choice, not a
+    correctness one: when it fails, the draft stays as it was and a note says why."""
+    try:
+        picked, more = pick(source, list(problem.module.get_init_inputs()), problem.inputs, "cuda")
+    except Exception as exc:
+        notes.append(f"{what} not timed at draft time ({type(exc).__name__}: {first_line(exc)})")
+        return source
+    notes.extend(more)
+    return picked
+
+
 def _with_picked_convs(source: str, problem: LoadedProblem, notes: list[str]) -> str:
-    """The draft with each convolution call's input layout and tl.dot precision timed on the
-    GPU (tools.draft.conv_picks); as it was, with a note, when that fails."""
+    """Each convolution call's input layout and tl.dot precision (tools.draft.conv_picks)."""
     from tools.draft.conv_picks import pick_conv_variants
 
-    try:
-        picked, conv_notes = pick_conv_variants(
-            source, list(problem.module.get_init_inputs()), problem.inputs, "cuda"
-        )
-    except Exception as exc:
-        notes.append(
-            f"convolution variants not timed at draft time ({type(exc).__name__}: {first_line(exc)})"
-        )
-        return source
-    notes.extend(conv_notes)
-    return picked
+    return _draft_time_choice(pick_conv_variants, "convolution variants", source, problem, notes)
 
 
 def _with_picked_tiles(source: str, problem: LoadedProblem, notes: list[str]) -> str:
-    """The draft with each GEMM call's tile timed on the GPU (tools.draft.gemm_tiles); the
-    draft as it was, with a note, when that fails: the tile is a speed choice, not a correctness one."""
+    """Each GEMM call's tile (tools.draft.gemm_tiles)."""
     from tools.draft.gemm_tiles import pick_tiles
 
-    try:
-        picked, tile_notes = pick_tiles(
-            source, list(problem.module.get_init_inputs()), problem.inputs, "cuda"
-        )
-    except Exception as exc:
-        notes.append(
-            f"GEMM tiles not timed at draft time ({type(exc).__name__}: {first_line(exc)})"
-        )
-        return source
-    notes.extend(tile_notes)
-    return picked
+    return _draft_time_choice(pick_tiles, "GEMM tiles", source, problem, notes)
 
 
 POINTWISE_BLOCKS = ((1024, 4), (2048, 8), (512, 8))
@@ -256,13 +249,13 @@ no other config of Inductor's to time (no launch-config note at all)."""
 def _with_picked_configs(
     source: str, problem: LoadedProblem, kernels: dict, launched: list[str], notes: list[str]
 ) -> str:
-    """The draft with each Inductor kernel's launch config chosen again among Inductor's own,
-    by timing the forward in repeated rounds (tools.draft.launch_configs); as it was, with a
-    note, when that fails: the config is a speed choice, not a correctness one."""
+    """Each Inductor kernel's launch config chosen again among Inductor's own (and, for 1-D
+    pointwise kernels, `POINTWISE_BLOCKS`) by timing the forward in repeated rounds
+    (tools.draft.launch_configs)."""
     from tools.draft.kernels import kernel_params
     from tools.draft.launch_configs import config_values, pick_configs
 
-    try:
+    def pick(src: str, init_inputs: list, inputs: list, device: str) -> tuple[str, list[str]]:
         candidates, current = {}, {}
         for name in dict.fromkeys(launched):
             kernel = kernels.get(name)
@@ -279,17 +272,9 @@ def _with_picked_configs(
                 ]
             candidates[name] = [v for i, v in enumerate(values) if v not in values[:i]]
             current[name] = now
-        picked, config_notes = pick_configs(
-            source, candidates, current, list(problem.module.get_init_inputs()), problem.inputs,
-            "cuda",
-        )  # fmt: skip
-    except Exception as exc:
-        notes.append(
-            f"launch configs not timed at draft time ({type(exc).__name__}: {first_line(exc)})"
-        )
-        return source
-    notes.extend(config_notes)
-    return picked
+        return pick_configs(src, candidates, current, init_inputs, inputs, device)
+
+    return _draft_time_choice(pick, "launch configs", source, problem, notes)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -172,6 +172,19 @@ def pick_configs(
     return source, notes
 
 
+def run_forward(module: types.ModuleType, init_inputs: list, inputs: list, device: str) -> None:
+    """Build the module's `ModelNew` (seed 0) on `device` and run its forward once on `inputs`:
+    how the draft-time pickers reach each call site with its real operands."""
+    import torch
+
+    torch.manual_seed(0)
+    model = module.ModelNew(*init_inputs).to(device)
+    with torch.no_grad():
+        model(*inputs)
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
 def load_module(source: str, workdir: str, name: str) -> types.ModuleType:
     """`source` imported as module `name` from a file in `workdir` (@triton.jit reads it back)."""
     path = os.path.join(workdir, f"{name}.py")  # a real file: @triton.jit reads it back
