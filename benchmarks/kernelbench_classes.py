@@ -10,7 +10,8 @@ better of eager and torch.compile, over eager, over compile, how many are at lea
 the better, and over eager at full fp32 where it was timed. With `--before`, the same problems'
 geomean in the older directories (same order of levels) and the ratio. Then the conv picks: per
 level, how many convolution calls took bf16x3, X_LAST, both, or kept the call as written, and
-how many were refused bf16x3 by the accuracy check.
+how many were refused bf16x3 by the accuracy check. Exit 2 when a directory is not a bench
+output or `--before` does not give one directory for each.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import argparse
 import json
 import math
 import re
+import sys
 from pathlib import Path
 
 GEMM_WORDS = ("gemm", "matmul", "matrix", "bmm", "attention")
@@ -105,6 +107,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("dirs", nargs="+")
     ap.add_argument("--before", nargs="*", default=None)
     args = ap.parse_args(argv)
+    for d in [*args.dirs, *(args.before or [])]:
+        if not (Path(d) / "bench.json").exists():
+            print(f"{d} is not a bench output (no bench.json)", file=sys.stderr)
+            return 2
+    if args.before is not None and len(args.before) != len(args.dirs):
+        print("--before takes one directory for each directory", file=sys.stderr)
+        return 2
     head = "| level | class | problems | correct | vs better | vs eager | vs compile | >= 0.97x of better | vs eager fp32 |"
     sep = "|---" * 9 + "|"
     if args.before is not None:

@@ -7,7 +7,9 @@ OUT gets a copy of BASE (its bench.json, so the problem list and settings are th
 each NEWER directory in the order given replaces every problem for which it has a verdict (a
 `sample.json`); a problem it only started keeps the older verdict. `OUT/source.json` names, per
 problem, the directory (or `--label`) its verdict came from. The report (`report.md`,
-`report.json`) is rebuilt from the files (`agent.bench.report.rebuild_report`). The runs should
+`report.json`) is rebuilt from the files (`agent.bench.report.rebuild_report`). OUT is built
+beside it (`OUT.merging`) and takes its name only when complete; an OUT that is one of the
+inputs, or inside one, is refused. The runs should
 share their verification settings; this script does not compare them. Exit 2 when a directory
 is not a bench output.
 """
@@ -35,8 +37,10 @@ def merge(out: Path, base: Path, newer: list[Path], labels: dict[str, str]) -> d
     for d in (base, *newer):
         if not (d / "bench.json").exists():
             raise SystemExit(f"{d} is not a bench output (no bench.json)")
-    if out.exists():
-        shutil.rmtree(out)
+        if out.resolve() == d.resolve() or d.resolve() in out.resolve().parents:
+            raise SystemExit(f"{out} would overwrite its input {d}: choose another OUT")
+    final, out = out, out.with_name(out.name + ".merging")  # OUT appears only when complete
+    shutil.rmtree(out, ignore_errors=True)
     shutil.copytree(base, out)
     label = {str(d): labels.get(str(d), str(d)) for d in (base, *newer)}
     source = {p: label[str(base)] for p in finished(base)}
@@ -49,6 +53,9 @@ def merge(out: Path, base: Path, newer: list[Path], labels: dict[str, str]) -> d
     from agent.bench.report import rebuild_report
 
     rebuild_report(out, elapsed_s=None, interrupted=False)
+    if final.exists():
+        shutil.rmtree(final)
+    out.rename(final)
     return source
 
 

@@ -850,3 +850,8 @@ def test_merged_benches_take_each_problems_newest_verdict(tmp_path):
     best = {p["problem"]: p["best_speedup"]["eager"] for p in report["problems"]}
     assert best == {"a": 2.0, "b": 0.8, "c": 1.2}
     assert mb.main([str(out), str(tmp_path / "nowhere"), str(newer)]) == 2
+    # OUT as one of its inputs (or inside one) would delete what it merges: refused, untouched
+    assert mb.main([str(base), str(base), str(newer)]) == 2
+    assert mb.main([str(newer / "merged"), str(base), str(newer)]) == 2
+    assert (base / "a" / "00" / "sample.json").exists() and not (newer / "merged").exists()
+    assert not out.with_name("level1.merging").exists()  # built aside, then renamed

@@ -16,6 +16,7 @@ import kernelbench_classes as kc  # noqa: E402
 def _problem(root: Path, name: str, speedups: dict | None, response: str = "", correct=True):
     d = root / name / "00"
     d.mkdir(parents=True)
+    (root / "bench.json").write_text("{}")
     status = "ok" if speedups and speedups.get("best", 0) >= 1 else "slower"
     sample = {"problem": name, "status": status, "correct": correct, "speedups": speedups}
     (d / "sample.json").write_text(json.dumps(sample))
@@ -57,3 +58,11 @@ def test_classes_geomeans_and_conv_choices(tmp_path, capsys):
     assert rows["other"].split(" | ")[7] == "0"  # 0.9 is below 0.97 of the better
     choices = [line for line in out.splitlines() if line.startswith("| level1 | 1 |")]
     assert choices == ["| level1 | 1 | 0 | 1 | 1 | 1 |"], out
+
+
+def test_a_directory_that_is_not_a_bench_output_is_refused(tmp_path, capsys):
+    now = tmp_path / "now"
+    _problem(now, "1_x", {"best": 1.0})
+    assert kc.main([str(tmp_path / "nowhere")]) == 2
+    assert "not a bench output" in capsys.readouterr().err
+    assert kc.main([str(now), "--before"]) == 2  # no older directory for it
