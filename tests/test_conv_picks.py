@@ -47,12 +47,15 @@ calls, checked = [], []
 
 def timer(run):
     info = run.info
-    key = [info["site"], bool(info.get("X_LAST")), info.get("precision", "as written")]
+    key = [info["site"], bool(info.get("X_LAST")), info.get("precision", "as written"),
+           bool(info.get("X_SPLIT"))]
     calls.append(key)
     if calls.count(key) == 1:
         run()  # each variant really runs (interpreter) once
-    site, x_last, precision = key
+    site, x_last, precision, x_split = key
     if site == 0:
+        if x_split:
+            return 1.2
         if x_last and precision == "bf16x3":
             # another job's burst during its first turn: 3.0 then, 1.0 when timed again
             return 3.0 if calls.count(key) == 1 else 1.0
@@ -60,11 +63,11 @@ def timer(run):
                 (False, "bf16x3"): 1.4}[(x_last, precision)]
     return 2.0 if precision == "as written" else 1.0  # site 1: bf16x3 would be faster
 
-def accuracy(out, args, kwargs):
-    checked.append(list(args[0].shape))
+def accuracy(outs, args, kwargs):
+    checked.append([list(args[0].shape), sorted(outs)])
     if args[0].shape[1] == 3:
-        return False, "scripted: bf16x3 too far from fp64 here"
-    return True, "scripted: bf16x3 close enough"
+        return {name: (False, "scripted: bf16x3 too far from fp64 here") for name in outs}
+    return {name: (True, f"scripted: {name} close enough") for name in outs}
 
 source = open(sys.argv[1]).read()
 torch.manual_seed(0)
@@ -114,10 +117,17 @@ def test_the_fastest_variant_over_the_rounds_is_written_at_its_own_site(result):
     # X_LAST does not apply (no channel loop); site 2 (depthwise, no tl.dot): nothing applies
     assert kw[1] == {} and kw[2] == {}
     site0 = [c for c in result["calls"] if c[0] == 0]
-    assert len(site0) == 4 * ROUNDS  # as written, X_LAST, bf16x3, both: every round
-    assert all(c == [1, False, "as written"] for c in result["calls"] if c[0] == 1)
+    # as written, X_SPLIT, bf16x3, bf16x3 + X_LAST, X_LAST: every round
+    assert len(site0) == 5 * ROUNDS
+    assert sum(c[3] for c in site0) == ROUNDS
+    assert all(c == [1, False, "as written", False] for c in result["calls"] if c[0] == 1)
     assert not any(c[0] == 2 for c in result["calls"])
-    assert result["checked"] == [[1, 16, 5, 6], [2, 3, 6, 5]]  # the depthwise call: no check
+    # both bf16x3 kernels checked in one call where the channel loop runs; the 3-channel stem
+    # has no X_SPLIT (no channel loop); the depthwise call no check at all
+    assert result["checked"] == [
+        [[1, 16, 5, 6], ["bf16x3", "bf16x3 X_SPLIT"]],
+        [[2, 3, 6, 5], ["bf16x3"]],
+    ]
 
 
 def test_notes_say_what_was_picked_and_why_not(result):
@@ -155,12 +165,13 @@ xh, wh = rounded(x, 8), rounded(w, 8)
 bf16x3 = torch.convolution(xh.double(), wh.double(), None, *args[3:]) + torch.convolution(
     (x - xh).double(), wh.double(), None, *args[3:]) + torch.convolution(
     xh.double(), (w - wh).double(), b.double(), *args[3:])
-out = {name: bf16x3_accuracy(t, args, {}) for name, t in
-       (("exact", exact), ("tf32", tf32), ("bf16x3", bf16x3.float()))}
+outs = {"exact": exact, "tf32": tf32, "bf16x3": bf16x3.float()}
+out = {name: bf16x3_accuracy({name: t}, args, {})[name] for name, t in outs.items()}
+out["together"] = bf16x3_accuracy(outs, args, {})  # one reference for several outputs
 # a batch chunked into single samples gives the same answer
 import tools.draft.conv_picks as cp
 cp.CHUNK_BYTES = 1
-out["chunked_tf32"] = bf16x3_accuracy(tf32, args, {})
+out["chunked_tf32"] = bf16x3_accuracy({"tf32": tf32}, args, {})["tf32"]
 json.dump(out, open(sys.argv[1], "w"))
 """
 
@@ -176,6 +187,8 @@ def test_accuracy_check_takes_fp32_like_and_refuses_tf32_like_outputs(tmp_path):
     # the same verdict and largest error (cuDNN's own fp32 error may differ by chunk)
     assert got["chunked_tf32"][0] is False
     assert got["chunked_tf32"][1].split(",")[0] == got["tf32"][1].split(",")[0]
+    for name in ("exact", "tf32", "bf16x3"):  # one reference for all: the same verdicts
+        assert got["together"][name] == got[name]
 
 
 BUDGET_SCRIPT = r"""
@@ -192,7 +205,7 @@ source = open(sys.argv[1]).read()
 torch.manual_seed(0)
 x, img = torch.randn(1, 16, 5, 6), torch.randn(2, 3, 6, 5)
 picked, notes = cp.pick_conv_variants(
-    source, [], [x, img], "cpu", timer=timer, accuracy=lambda o, a, k: (True, "ok"))
+    source, [], [x, img], "cpu", timer=timer, accuracy=lambda outs, a, k: {name: (True, "ok") for name in outs})
 json.dump({"labels": labels, "notes": notes, "same": picked == source}, open(sys.argv[2], "w"))
 """
 
@@ -204,4 +217,4 @@ def test_no_variant_is_compiled_once_the_drafts_budget_is_spent(tmp_path):
     got = run_json_script(BUDGET_SCRIPT, out, str(src), str(out))
     assert got["same"] and all(label.endswith("as written") for label in got["labels"])
     notes = "\n".join(got["notes"])
-    assert "conv#0" in notes and "3 variant(s) not timed" in notes
+    assert "conv#0" in notes and "4 variant(s) not timed" in notes

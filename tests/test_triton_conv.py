@@ -103,6 +103,37 @@ CASES = {
     "2d_x_last_channels_last_input": (
         1, 16, 17, (5, 4), (3, 3), 1, 1, 1, 1, False, 0, True, True, {"X_LAST": True},
     ),
+    # bf16x3 on operands split in memory, channels-last and zero-padded (X_SPLIT): forward
+    # strided/dilated/grouped/channels-last, transposed stride 1 and phased (some phases with
+    # no tap), channels padded to 16 or 32, a fixed tile and the interpreter's default one
+    "1d_x_split_strided": (
+        2, 16, 20, (13,), (3,), 2, 1, 1, 1, False, 0, True, False,
+        {"precision": "bf16x3", "X_SPLIT": True},
+    ),
+    "2d_x_split_24ch_dilated": (
+        2, 24, 20, (6, 7), (3, 2), (1, 2), 1, (2, 1), 1, False, 0, True, False,
+        {"precision": "bf16x3", "X_SPLIT": True},
+    ),
+    "2d_x_split_channels_last_tile": (
+        1, 32, 40, (5, 4), (3, 3), 1, 1, 1, 1, False, 0, True, True,
+        {"precision": "bf16x3", "X_SPLIT": True, "BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 32},
+    ),
+    "3d_x_split_grouped": (
+        1, 32, 36, (3, 4, 5), (2, 3, 3), 1, 1, 1, 2, False, 0, True, False,
+        {"precision": "bf16x3", "X_SPLIT": True},
+    ),
+    "t2d_x_split_phased_gcd": (
+        1, 16, 17, (3, 4), (5, 4), (4, 3), (1, 2), (2, 3), 1, True, (1, 2), False, False,
+        {"precision": "bf16x3", "X_SPLIT": True},
+    ),
+    "t3d_x_split_grouped_phased": (
+        1, 32, 34, (2, 3, 3), (2, 3, 3), 2, 1, 1, 2, True, 1, True, False,
+        {"precision": "bf16x3", "X_SPLIT": True},
+    ),
+    "t3d_x_split_stride1": (
+        1, 32, 34, (2, 3, 3), (2, 3, 3), 1, 1, 1, 2, True, 0, False, False,
+        {"precision": "bf16x3", "X_SPLIT": True},
+    ),
     "2d_depthwise_block_32": (
         1, 3, 3, (5, 9), (3, 3), 1, 1, 1, 3, False, 0, False, False, {"BLOCK_M": 32},
     ),
@@ -129,6 +160,7 @@ class Counted:  # counts launches of the channels-last copy (X_LAST)
 
 
 staging = scope["_conv_channels_last_kernel"] = Counted(scope["_conv_channels_last_kernel"])
+splitting = scope["_conv_split_input_kernel"] = Counted(scope["_conv_split_input_kernel"])
 results = {}
 for name, case in cases.items():
     n, cin, cout, sp, k, s, p, d, g, tr, op, bias, cl, *knobs = case
@@ -142,7 +174,7 @@ for name, case in cases.items():
         x, w = x.to(memory_format=torch.channels_last), w.to(memory_format=torch.channels_last)
     args = (tup(s), tup(p), tup(d), tr, tup(op), g)
     ref = torch.convolution(x.double(), w.double(), None if b is None else b.double(), *args)
-    before = staging.launches
+    before, split_before = staging.launches, splitting.launches
     got = conv(x, w, b, *args, **(knobs[0] if knobs else {}))
     results[name] = {
         "shape": list(got.shape), "ref_shape": list(ref.shape),
@@ -150,6 +182,7 @@ for name, case in cases.items():
         "max_err": (got.double() - ref).abs().max().item() if got.shape == ref.shape else None,
         "scale": ref.abs().max().item(),
         "staged": staging.launches - before,
+        "split": splitting.launches - split_before,
     }
 json.dump(results, open(out, "w"))
 """
@@ -196,6 +229,9 @@ def test_matches_torch_convolution(results, name):
     knobs = CASES[name][13] if len(CASES[name]) > 13 else {}
     copies = knobs.get("X_LAST") and not CASES[name][12] and CASES[name][1] // CASES[name][8] >= 16
     assert r["staged"] == (1 if copies else 0), f"{name}: {r['staged']} channels-last copies"
+    # X_SPLIT with bf16x3 splits the input once (every X_SPLIT case here has a channel loop)
+    split = knobs.get("X_SPLIT") and knobs.get("precision") == "bf16x3"
+    assert r["split"] == (1 if split else 0), f"{name}: {r['split']} split copies"
 
 
 def test_candidate_source_is_standalone():

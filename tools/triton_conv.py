@@ -351,6 +351,217 @@ def _conv_gemm_kernel(
     )
 
 
+@triton.jit
+def _bf16_round(v):
+    """v (fp32) rounded to the nearest bf16 value (ties to even), held in fp32: exact when
+    stored to a bf16 tensor, and the same numbers under the interpreter (no bf16 there)."""
+    bits = v.to(tl.int32, bitcast=True)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & -65536  # 0xFFFF0000
+    return bits.to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _conv_split_input_kernel(
+    x_ptr, hi_ptr, lo_ptr, C_in_g, D, H, W, PD, PH, PW, lo_d, lo_h, lo_w, CGP, GC, S,
+    xs_n, xs_c, xs_d, xs_h, xs_w,
+    IDX64: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_S: tl.constexpr,
+):  # fmt: skip
+    """x (N, C, D, H, W), any strides, as two zero-padded channels-last copies
+    (N, PD, PH, PW, groups, CGP): hi = x rounded to bf16, lo = x - hi rounded to bf16. The
+    padding (lo_* before each spatial dimension, the rest after; channels up to CGP) is zeros,
+    so the split GEMM's loads need no masks. A [BLOCK_S, BLOCK_C] tile is read along the
+    positions and written along the channels."""
+    pid_s = tl.program_id(0)
+    pid_c = tl.program_id(1)
+    nb = tl.program_id(2)
+    if IDX64:
+        nb = nb.to(tl.int64)
+    s = pid_s * BLOCK_S + tl.arange(0, BLOCK_S)  # padded positions
+    cc = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)  # (group, padded channel)
+    g = cc // CGP
+    c = cc % CGP
+    pw = s % PW
+    t = s // PW
+    ph = t % PH
+    pd = t // PH
+    i_d = pd - lo_d
+    i_h = ph - lo_h
+    i_w = pw - lo_w
+    s_ok = (s < S) & (i_d >= 0) & (i_d < D) & (i_h >= 0) & (i_h < H) & (i_w >= 0) & (i_w < W)
+    c_ok = (c < C_in_g) & (cc < GC)
+    src = nb * xs_n + (g * C_in_g + c)[None, :] * xs_c
+    src = src + (i_d * xs_d + i_h * xs_h + i_w * xs_w)[:, None]
+    v = tl.load(x_ptr + src, mask=s_ok[:, None] & c_ok[None, :], other=0.0).to(tl.float32)
+    hi = _bf16_round(v)
+    lo = _bf16_round(v - hi)
+    dst = nb * S * GC + s[:, None] * GC + cc[None, :]
+    ok = (s < S)[:, None] & (cc < GC)[None, :]
+    tl.store(hi_ptr + dst, hi, mask=ok)
+    tl.store(lo_ptr + dst, lo, mask=ok)
+
+
+@triton.jit
+def _conv_split_weight_kernel(
+    w_ptr, hi_ptr, lo_ptr, n, C_in_g, C_out_g, CGP, COP, KH, KW, TAPS,
+    ws_g, ws_co, ws_ci, ws_d, ws_h, ws_w,
+    BLOCK: tl.constexpr,
+):  # fmt: skip
+    """The weights as [group, tap, CGP, COP] bf16 high and low parts, zero-padded in both
+    channel dimensions, output channels contiguous (the split GEMM's weight tile)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    ok = offs < n
+    co = offs % COP
+    t = offs // COP
+    ci = t % CGP
+    t = t // CGP
+    tap = t % TAPS
+    g = t // TAPS
+    kd = tap // (KH * KW)
+    kh = (tap // KW) % KH
+    kw = tap % KW
+    src = g * ws_g + co * ws_co + ci * ws_ci + kd * ws_d + kh * ws_h + kw * ws_w
+    real = ok & (co < C_out_g) & (ci < C_in_g)
+    w = tl.load(w_ptr + src, mask=real, other=0.0).to(tl.float32)
+    hi = _bf16_round(w)
+    tl.store(hi_ptr + offs, hi, mask=ok)
+    tl.store(lo_ptr + offs, _bf16_round(w - hi), mask=ok)
+
+
+@triton.jit
+def _conv_split_kernel(
+    xh_ptr, xl_ptr, wh_ptr, wl_ptr, b_ptr, y_ptr,
+    M, CGP, COP, C_out_g, OD, OH, OW, JD, JH, JW, KD, KH, KW,
+    sd, sh, sw, pd, ph, pw, dd, dh, dw, lo_d, lo_h, lo_w, step_d, step_h, step_w,
+    xs_n, xs_d, xs_h, xs_w,
+    ys_n, ys_c, ys_d, ys_h, ys_w,
+    HAS_BIAS: tl.constexpr, TRANSPOSED: tl.constexpr, IDX64: tl.constexpr,
+    CARRIER_FP32: tl.constexpr, Y_CONTIG: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):  # fmt: skip
+    """Implicit GEMM in bf16x3 on operands split in memory beforehand
+    (`_conv_split_input_kernel`, `_conv_split_weight_kernel`): acc += a_hi b_hi + a_hi b_lo +
+    a_lo b_hi, three bf16 products with fp32 accumulation (a_lo b_lo, ~2**-16 relative, left
+    out, as tl.dot's bf16x3 does). The input is channels-last and zero-padded, the weights
+    padded to CGP x COP, so every load is unmasked and 16-byte wide (a row's BLOCK_K channels
+    are contiguous) and nothing is split or converted in the loop. Rows past M are clamped to
+    the last (their stores are masked). Transposed: one output phase (o mod stride, per
+    dimension) a program, visiting only the taps that hit it, as `_conv_gemm_kernel` does.
+    CARRIER_FP32: the parts are held in fp32 tensors (the interpreter has no bf16), the same
+    values, multiplied exactly."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    g = tl.program_id(2)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    m_ok = offs_m < M
+    rows = tl.minimum(offs_m, M - 1)
+    if TRANSPOSED:
+        phase = g % (sd * sh * sw)
+        g = g // (sd * sh * sw)
+        ph_w = phase % sw
+        ph_h = (phase // sw) % sh
+        ph_d = phase // (sw * sh)
+        jw = rows % JW
+        t = rows // JW
+        jh = t % JH
+        t = t // JH
+        jd = t % JD
+        nb = t // JD
+        ow = ph_w + sw * (offs_m % JW)
+        oh = ph_h + sh * ((offs_m // JW) % JH)
+        od = ph_d + sd * ((offs_m // (JW * JH)) % JD)
+        m_ok = m_ok & (od < OD) & (oh < OH) & (ow < OW)
+        base_d = jd
+        base_h = jh
+        base_w = jw
+        kd0 = _conv_tap_start(ph_d, pd, dd, sd, KD)
+        kh0 = _conv_tap_start(ph_h, ph, dh, sh, KH)
+        kw0 = _conv_tap_start(ph_w, pw, dw, sw, KW)
+        nt_d = (KD - kd0 + step_d - 1) // step_d
+        nt_h = (KH - kh0 + step_h - 1) // step_h
+        nt_w = (KW - kw0 + step_w - 1) // step_w
+    else:
+        ph_d = 0
+        ph_h = 0
+        ph_w = 0
+        jw = rows % OW
+        t = rows // OW
+        jh = t % OH
+        t = t // OH
+        jd = t % OD
+        nb = t // OD
+        ow = offs_m % OW
+        oh = (offs_m // OW) % OH
+        od = (offs_m // (OW * OH)) % OD
+        base_d = jd * sd
+        base_h = jh * sh
+        base_w = jw * sw
+        kd0 = 0
+        kh0 = 0
+        kw0 = 0
+        nt_d = KD
+        nt_h = KH
+        nt_w = KW
+    if IDX64:
+        nb = nb.to(tl.int64)
+    ob = offs_m // (OW * OH * OD)  # the output row's sample (rows past M: masked)
+    if TRANSPOSED:
+        ob = offs_m // (JW * JH * JD)
+    if IDX64:
+        ob = ob.to(tl.int64)
+    x_row = nb * xs_n + base_d * xs_d + base_h * xs_h + base_w * xs_w + g * CGP  # [BLOCK_M]
+    ck = tl.arange(0, BLOCK_K)
+    w_cols = wh_ptr + offs_n[None, :]
+    wl_cols = wl_ptr + offs_n[None, :]
+    taps = KD * KH * KW
+    n_cb = CGP // BLOCK_K
+    n_iter = nt_d * nt_h * nt_w * n_cb
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for it in range(0, n_iter):
+        tap = it // n_cb
+        c0 = (it - tap * n_cb) * BLOCK_K
+        kw = kw0 + (tap % nt_w) * step_w
+        kh = kh0 + ((tap // nt_w) % nt_h) * step_h
+        kd = kd0 + (tap // (nt_w * nt_h)) * step_d
+        if TRANSPOSED:  # exact divisions: C's and numpy's // agree
+            off_d = (ph_d + pd - kd * dd) // sd + lo_d
+            off_h = (ph_h + ph - kh * dh) // sh + lo_h
+            off_w = (ph_w + pw - kw * dw) // sw + lo_w
+        else:  # padded index o*s + k*d: lo_* = the padding
+            off_d = kd * dd
+            off_h = kh * dh
+            off_w = kw * dw
+        x_off = x_row + (off_d * xs_d + off_h * xs_h + off_w * xs_w + c0)
+        x_off = tl.multiple_of(x_off, 16)  # every stride and CGP are multiples of 16
+        a_off = x_off[:, None] + ck[None, :]
+        a_hi = tl.load(xh_ptr + a_off)
+        a_lo = tl.load(xl_ptr + a_off)
+        k_row = ((g * taps + (kd * KH + kh) * KW + kw) * CGP + c0 + ck) * COP
+        b_hi = tl.load(w_cols + k_row[:, None])
+        b_lo = tl.load(wl_cols + k_row[:, None])
+        if CARRIER_FP32:
+            acc = tl.dot(a_hi, b_lo, acc, input_precision="ieee")
+            acc = tl.dot(a_lo, b_hi, acc, input_precision="ieee")
+            acc = tl.dot(a_hi, b_hi, acc, input_precision="ieee")
+        else:
+            acc = tl.dot(a_hi, b_lo, acc)
+            acc = tl.dot(a_lo, b_hi, acc)
+            acc = tl.dot(a_hi, b_hi, acc)
+    n_ok = offs_n < C_out_g
+    if HAS_BIAS:
+        bias = tl.load(b_ptr + g * C_out_g + offs_n, mask=n_ok, other=0.0)
+        acc += bias.to(tl.float32)[None, :]
+    y_row = ob * ys_n + od * ys_d + oh * ys_h + ow * ys_w
+    if Y_CONTIG:  # as in _conv_gemm_kernel
+        y_row = tl.max_contiguous(y_row, BLOCK_M)
+    y_col = (g * C_out_g + offs_n) * ys_c
+    tl.store(
+        y_ptr + y_row[:, None] + y_col[None, :],
+        acc.to(y_ptr.dtype.element_ty),
+        mask=m_ok[:, None] & n_ok[None, :],
+    )
+
+
 def _gemm_configs() -> list:
     """A few tile shapes for the GPU autotuner: (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages).
     Compiled for sm_90 with tf32x3 (ptxas -v) on KernelBench's conv classes (1D, transposed
@@ -378,6 +589,35 @@ _conv_gemm_kernel_tuned = triton.autotune(
     key=["M", "K", "C_in_g", "C_out_g", "KD", "KH", "KW", "sd", "sh", "sw"],
     prune_configs_by={"early_config_prune": _prune_gemm_configs},
 )(_conv_gemm_kernel)
+
+
+def _split_configs() -> list:
+    """Tiles for the split (bf16x3) GEMM: (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages). Its
+    operands are bf16, a stage of a 128x128x32 tile is 32 KB of shared memory (A and B, high
+    and low parts). BLOCK_K 16 ones for groups whose padded channels are not a multiple of 32."""
+    shapes = [(128, 128, 32, 8, 3), (128, 64, 32, 4, 4), (128, 64, 32, 8, 4), (64, 128, 32, 4, 4)]
+    shapes += [(128, 32, 32, 4, 4), (64, 64, 32, 4, 4)]
+    shapes += [(128, 128, 16, 8, 4), (128, 64, 16, 4, 4), (64, 64, 16, 4, 4)]
+    return [
+        triton.Config({"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k}, num_warps=w, num_stages=s)
+        for m, n, k, w, s in shapes
+    ]
+
+
+def _prune_split_configs(configs, named_args, **kwargs):
+    """Tiles whose BLOCK_K divides the padded channels, at most twice as wide as a group's
+    output channels (BLOCK_K 32 where it divides them)."""
+    width = max(16, triton.next_power_of_2(named_args["C_out_g"]))
+    bk = 32 if named_args["CGP"] % 32 == 0 else 16
+    kept = [c for c in configs if c.kwargs["BLOCK_K"] == bk and c.kwargs["BLOCK_N"] <= 2 * width]
+    return kept or [c for c in configs if c.kwargs["BLOCK_K"] == 16][:1]
+
+
+_conv_split_kernel_tuned = triton.autotune(
+    configs=_split_configs(),
+    key=["M", "CGP", "C_out_g", "KD", "KH", "KW", "sd", "sh", "sw"],
+    prune_configs_by={"early_config_prune": _prune_split_configs},
+)(_conv_split_kernel)
 
 
 @triton.jit
@@ -475,6 +715,7 @@ def triton_convolution(
     SPLIT_W=None,
     PACK_W=None,
     X_LAST=None,
+    X_SPLIT=None,
 ):
     """`torch.convolution` in Triton: 1D/2D/3D, forward or transposed, any strides.
 
@@ -487,7 +728,12 @@ def triton_convolution(
     channel-by-channel loop runs (16 input channels a group or more), so the GEMM reads its
     input tile channel-fastest: 16-byte loads where the channels are a multiple of 4, against
     4-byte gathers along an NCHW row (sm_90 PTX of a 64-channel 3x3 conv: 12 16-byte
-    `cp.async` a thread and step against 48 4-byte ones). Costs a copy of the input."""
+    `cp.async` a thread and step against 48 4-byte ones). Costs a copy of the input.
+    `X_SPLIT` (with `precision="bf16x3"`, fp32 input and weights, where the channel-by-channel
+    loop runs): the input and the weights are first split into bf16 high and low parts in
+    memory, the input channels-last and zero-padded (`_conv_split_input_kernel`), and the GEMM
+    multiplies those (`_conv_split_kernel`): unmasked 16-byte loads of half the bytes, no
+    splitting in the loop. Costs two bf16 copies of the input (its bytes once)."""
     x = input
     nd = x.dim() - 2
     if nd not in (1, 2, 3) or weight.dim() != x.dim():
@@ -571,6 +817,17 @@ def triton_convolution(
     # taps that hit one output phase are stride / gcd(stride, dilation) apart
     steps = [s // math.gcd(s, d) if phased else 1 for s, d in ((sd, dd), (sh, dh), (sw, dw))]
     M = N * JD * JH * JW if phased else N * OD * OH * OW
+    if (
+        X_SPLIT
+        and precision == "bf16x3"
+        and tap_outer
+        and x.dtype == torch.float32
+        and weight.dtype == torch.float32
+    ):
+        shapes = dict(groups=groups, C_in_g=C_in_g, C_out_g=C_out_g, out=(OD, OH, OW))
+        tile = (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages)
+        _conv_split_launch(x, xs, weight, ws, bias, y, ys, shapes, conv, transposed, tile)
+        return y
     if X_LAST and tap_outer and xs[1] != 1:  # the input copied channels-last first
         S = D * H * W
         x_last = torch.empty((N, D, H, W, C_in), dtype=x.dtype, device=x.device)
@@ -640,6 +897,98 @@ def triton_convolution(
 
     _conv_gemm_kernel_tuned[grid](*args, **flags)
     return y
+
+
+def _conv_split_pads(size, out, k, s, p, d, transposed):
+    """(zeros before, padded size) of one spatial dimension for the split GEMM, whose padded
+    input index is o*s + k*d (forward; the padding is p) or j + (r + p - k*d) / s + before
+    (transposed, output o = r + s*j, the taps that hit phase r), always in range."""
+    if not transposed:
+        return p, max(p + size, (out - 1) * s + (k - 1) * d + 1)
+    offs = [(r + p - t * d) // s for r in range(s) for t in range(k) if (r + p - t * d) % s == 0]
+    lo = max(0, -min(offs)) if offs else 0
+    top = triton.cdiv(out, s) - 1 + (max(offs) if offs else 0) + lo
+    return lo, max(lo + size, top + 1)
+
+
+def _conv_split_launch(x, xs, weight, ws, bias, y, ys, shapes, conv, transposed, tile):
+    """`triton_convolution`'s X_SPLIT path: split copies of the input and weights, then the
+    split GEMM (see `_conv_split_kernel`)."""
+    sd, sh, sw, pd, ph, pw, dd, dh, dw = conv
+    groups, C_in_g, C_out_g = shapes["groups"], shapes["C_in_g"], shapes["C_out_g"]
+    OD, OH, OW = shapes["out"]
+    N = x.shape[0]
+    nd = x.dim() - 2
+    D, H, W = [1] * (3 - nd) + list(x.shape[2:])
+    KD, KH, KW = [1] * (3 - nd) + list(weight.shape[2:])
+    interpret = os.environ.get("TRITON_INTERPRET", "0") == "1"
+    dtype = torch.float32 if interpret else torch.bfloat16  # the interpreter has no bf16
+    pads = [
+        _conv_split_pads(i, o, k, s, p, d, transposed)
+        for i, o, k, s, p, d in zip(
+            (D, H, W), (OD, OH, OW), (KD, KH, KW), (sd, sh, sw), (pd, ph, pw), (dd, dh, dw)
+        )
+    ]
+    (lo_d, PD), (lo_h, PH), (lo_w, PW) = pads
+    CGP = triton.cdiv(C_in_g, 16) * 16
+    bm, bn, bk, warps, stages = tile
+    COP = triton.cdiv(C_out_g, max(128, bn or 0)) * max(128, bn or 0)
+    GC = groups * CGP
+    S = PD * PH * PW
+    xh = torch.empty((N, PD, PH, PW, GC), dtype=dtype, device=x.device)
+    xl = torch.empty_like(xh)
+    idx64 = max(_conv_span(x), xh.numel(), _conv_span(y)) >= 2**31
+    grid_x = (triton.cdiv(S, 64), triton.cdiv(GC, 32), N)
+    _conv_split_input_kernel[grid_x](
+        x, xh, xl, C_in_g, D, H, W, PD, PH, PW, lo_d, lo_h, lo_w, CGP, GC, S, *xs,
+        IDX64=idx64, BLOCK_C=32, BLOCK_S=64, num_warps=4,
+    )  # fmt: skip
+    taps = KD * KH * KW
+    n = groups * taps * CGP * COP
+    wh = torch.empty(n, dtype=dtype, device=weight.device)
+    wl = torch.empty_like(wh)
+    _conv_split_weight_kernel[(triton.cdiv(n, 1024),)](
+        weight, wh, wl, n, C_in_g, C_out_g, CGP, COP, KH, KW, taps, *ws, BLOCK=1024
+    )
+    phases = sd * sh * sw if transposed else 1
+    if transposed:
+        JD, JH, JW = triton.cdiv(OD, sd), triton.cdiv(OH, sh), triton.cdiv(OW, sw)
+        steps = [s // math.gcd(s, d) for s, d in ((sd, dd), (sh, dh), (sw, dw))]
+    else:
+        JD, JH, JW = OD, OH, OW
+        steps = [1, 1, 1]
+    M = N * JD * JH * JW
+    has_bias = bias is not None
+    args = [xh, xl, wh, wl, bias if has_bias else y, y, M, CGP, COP, C_out_g, OD, OH, OW]
+    args += [JD, JH, JW, KD, KH, KW, *conv, lo_d, lo_h, lo_w, *steps]
+    args += [S * GC, PH * PW * GC, PW * GC, GC, *ys]
+    flags = dict(
+        HAS_BIAS=has_bias,
+        TRANSPOSED=bool(transposed),
+        IDX64=idx64,
+        CARRIER_FP32=interpret,
+        Y_CONTIG=ys[4] == 1 and ys[1] != 1 and not transposed,
+    )
+    if interpret or tile != (None,) * 5:
+        if interpret and tile == (None,) * 5:
+            bm, bn, bk = 32, 16 if C_out_g <= 16 else 32, 16
+        bm, bn = bm or 128, bn or 64
+        bk = bk if bk and CGP % bk == 0 else 16
+        grid = (triton.cdiv(M, bm), triton.cdiv(C_out_g, bn), groups * phases)
+        _conv_split_kernel[grid](
+            *args, **flags, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+            num_warps=warps or 8, num_stages=stages or 3,
+        )  # fmt: skip
+        return
+
+    def grid(meta):
+        return (
+            triton.cdiv(M, meta["BLOCK_M"]),
+            triton.cdiv(C_out_g, meta["BLOCK_N"]),
+            groups * phases,
+        )
+
+    _conv_split_kernel_tuned[grid](*args, **flags)
 
 
 # --- candidate source end ---

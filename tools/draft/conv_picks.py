@@ -40,11 +40,15 @@ from tools.triton_conv import DIRECT_MAX_COUT_G, TAP_LOOP_MIN_CIN_G
 from tools.tune import CONV_TILE_KEYS, CONV_TILES, _conv_variant, conv_sites
 
 VARIANTS: tuple[dict[str, Any], ...] = (
-    {"X_LAST": True},
+    {"precision": "bf16x3", "X_SPLIT": True},
     {"precision": "bf16x3"},
     {"precision": "bf16x3", "X_LAST": True},
+    {"X_LAST": True},
 )
-"""Keywords tried against the call as written, in this order (those that apply)."""
+"""Keywords tried against the call as written, in this order (those that apply; the draft's
+`BUDGET_S` may cut the last). `X_SPLIT` (session 10): the operands split into bf16 high and
+low parts in memory first, channels-last and zero-padded (tools/triton_conv.py
+`_conv_split_kernel`). X_LAST alone won 1 of 87 calls in session 9: last."""
 TILE = CONV_TILES[0]
 """The fixed tile every variant is timed at (the autotuner's first config)."""
 MIN_GAIN = 0.03
@@ -84,6 +88,8 @@ def applicable(variant: dict[str, Any], geometry: dict[str, Any], current: dict[
         return False
     if variant.get("X_LAST") and not (geometry["tap_loop"] and geometry["nchw"]):
         return False
+    if variant.get("X_SPLIT") and not (geometry["tap_loop"] and geometry["fp32"]):
+        return False
     if variant.get("precision") == "bf16x3" and not (geometry["gemm"] and geometry["fp32"]):
         return False
     if current.get("SPLIT_W") or current.get("precision") not in (None, "tf32x3"):
@@ -91,8 +97,10 @@ def applicable(variant: dict[str, Any], geometry: dict[str, Any], current: dict[
     return True
 
 
-def bf16x3_accuracy(out: Any, args: tuple, kwargs: dict) -> tuple[bool, str]:
-    """Whether a bf16x3 output of this call is accurate enough (module docstring), and why."""
+def bf16x3_accuracy(outs: dict[str, Any], args: tuple, kwargs: dict) -> dict[str, tuple[bool, str]]:
+    """Whether each bf16x3 output of this call (`outs`: name -> output, e.g. tl.dot's bf16x3
+    and the split-operand kernel's) is accurate enough (module docstring), and why. One fp64
+    reference serves them all."""
     import torch
 
     from tools.precision import full_fp32
@@ -109,10 +117,12 @@ def bf16x3_accuracy(out: Any, args: tuple, kwargs: dict) -> tuple[bool, str]:
     )  # fmt: skip
     # A few samples of the batch at a time (each is its own convolution): the fp64 copies stay
     # near CHUNK_BYTES however large the problem, next to other jobs on the same GPU.
-    per_sample = 8 * (x[0].numel() + 2 * out[0].numel()) or 1
+    first = next(iter(outs.values()))
+    per_sample = 8 * (x[0].numel() + 2 * first[0].numel()) or 1
     step = max(1, min(x.shape[0], CHUNK_BYTES // per_sample))
-    err = err_fp32 = scale = 0.0
-    over = False
+    err = dict.fromkeys(outs, 0.0)
+    over = dict.fromkeys(outs, False)
+    err_fp32 = scale = 0.0
     w64 = weight.double()
     b64 = None if bias is None else bias.double()
     with torch.no_grad():
@@ -123,19 +133,32 @@ def bf16x3_accuracy(out: Any, args: tuple, kwargs: dict) -> tuple[bool, str]:
                 fp32 = torch.convolution(xs, weight, bias, *conv_args)
             err_fp32 = max(err_fp32, float((fp32.double() - ref).abs().max()))
             del fp32
-            diff = (out[i : i + step].double() - ref).abs()
-            err = max(err, float(diff.max()))
             scale = max(scale, float(ref.abs().max()))
-            over = over or bool((diff > TOLERANCE_SHARE * TOLERANCE * (1 + ref.abs())).any())
-            del ref, diff
+            for name, out in outs.items():
+                diff = (out[i : i + step].double() - ref).abs()
+                err[name] = max(err[name], float(diff.max()))
+                bad = diff > TOLERANCE_SHARE * TOLERANCE * (1 + ref.abs())
+                over[name] = over[name] or bool(bad.any())
+                del diff, bad
+            del ref
     eps = float(torch.finfo(torch.float32).eps)
-    ratio = err / max(err_fp32, eps * scale, 1e-30)
-    said = f"bf16x3 max error against fp64 {err:.2e}, {ratio:.1f}x cuDNN fp32's ({err_fp32:.2e})"
-    if ratio > BF16X3_MAX_RATIO:
-        return False, f"{said}: over {BF16X3_MAX_RATIO:g}x"
-    if over:
-        return False, f"{said}: elements past {TOLERANCE_SHARE:g} of the fp32 tolerance"
-    return True, said
+    verdicts = {}
+    for name in outs:
+        ratio = err[name] / max(err_fp32, eps * scale, 1e-30)
+        said = (
+            f"{name} max error against fp64 {err[name]:.2e}, "
+            f"{ratio:.1f}x cuDNN fp32's ({err_fp32:.2e})"
+        )
+        if ratio > BF16X3_MAX_RATIO:
+            verdicts[name] = (False, f"{said}: over {BF16X3_MAX_RATIO:g}x")
+        elif over[name]:
+            verdicts[name] = (
+                False,
+                f"{said}: elements past {TOLERANCE_SHARE:g} of the fp32 tolerance",
+            )
+        else:
+            verdicts[name] = (True, said)
+    return verdicts
 
 
 _CONV_ARGS = (
@@ -232,16 +255,33 @@ def _pick_one(
             f"{label}: nothing to choose at draft time (layout and precision fixed by its shape)",
         )
     said = []
-    if any(v.get("precision") == "bf16x3" for v in variants):
+    # bf16x3's accuracy, per kernel that computes it (tl.dot's own split, or X_SPLIT's)
+    outs: dict[str, Any] = {}
+    for v in variants:
+        name = _bf16x3_kernel(v)
+        if name is None or name in outs:
+            continue
+        keys = {"precision": "bf16x3", **({"X_SPLIT": True} if v.get("X_SPLIT") else {})}
         try:
-            ok, why = accuracy(
-                real(*args, **{**kwargs, **tile, "precision": "bf16x3"}), args, kwargs
-            )
+            outs[name] = real(*args, **{**kwargs, **tile, **keys})
+        except Exception as exc:  # does not compile or run: not a choice
+            said.append(f"{name} did not run ({type(exc).__name__})")
+            outs[name] = None
+    refused = {name for name, out in outs.items() if out is None}
+    checked = {name: out for name, out in outs.items() if out is not None}
+    if checked:
+        try:
+            verdicts = accuracy(checked, args, kwargs)
         except Exception as exc:  # out of memory for the fp64 reference, say
-            ok, why = False, f"bf16x3 accuracy not checked ({type(exc).__name__})"
-        said.append(why)
-        if not ok:
-            variants = [v for v in variants if v.get("precision") != "bf16x3"]
+            why = f"bf16x3 accuracy not checked ({type(exc).__name__})"
+            verdicts = {name: (False, why) for name in checked}
+        for name, (ok, why) in verdicts.items():
+            if why not in said:
+                said.append(why)
+            if not ok:
+                refused.add(name)
+    del outs, checked
+    variants = [v for v in variants if _bf16x3_kernel(v) not in refused]
     trials = [{}, *variants]
     times: list[float | None] = [None] * len(trials)
     skipped: set[int] = set()
@@ -280,6 +320,13 @@ def _pick_one(
             f"{times[best]:.3f} ms against {times[0]:.3f} ms as written {detail}"
         )
     return {}, f"{label}: kept as written at draft time, the fastest within {MIN_GAIN:.0%} {detail}"
+
+
+def _bf16x3_kernel(values: dict[str, Any]) -> str | None:
+    """Which kernel computes a variant's bf16x3 products (the name its accuracy goes by)."""
+    if values.get("precision") != "bf16x3":
+        return None
+    return "bf16x3 X_SPLIT" if values.get("X_SPLIT") else "bf16x3"
 
 
 def _describe(values: dict[str, Any]) -> str:
