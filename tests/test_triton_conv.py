@@ -134,6 +134,19 @@ CASES = {
         1, 32, 34, (2, 3, 3), (2, 3, 3), 1, 1, 1, 2, True, 0, False, False,
         {"precision": "bf16x3", "X_SPLIT": True},
     ),
+    # fewer than 16 input channels a group, padded to 16 (the flat loop's case otherwise)
+    "3d_x_split_3ch": (
+        1, 3, 17, (3, 4, 5), (2, 3, 3), 1, 1, 1, 1, False, 0, True, False,
+        {"precision": "bf16x3", "X_SPLIT": True},
+    ),
+    "t3d_x_split_3ch_strided": (
+        2, 3, 16, (3, 3, 4), (3, 3, 3), 2, 1, 1, 1, True, (1, 0, 1), True, False,
+        {"precision": "bf16x3", "X_SPLIT": True},
+    ),
+    "2d_x_split_8ch_grouped_strided": (
+        1, 16, 12, (6, 7), (3, 3), 2, 1, 1, 2, False, 0, False, False,
+        {"precision": "bf16x3", "X_SPLIT": True},
+    ),
     "2d_depthwise_block_32": (
         1, 3, 3, (5, 9), (3, 3), 1, 1, 1, 3, False, 0, False, False, {"BLOCK_M": 32},
     ),
@@ -229,7 +242,7 @@ def test_matches_torch_convolution(results, name):
     knobs = CASES[name][13] if len(CASES[name]) > 13 else {}
     copies = knobs.get("X_LAST") and not CASES[name][12] and CASES[name][1] // CASES[name][8] >= 16
     assert r["staged"] == (1 if copies else 0), f"{name}: {r['staged']} channels-last copies"
-    # X_SPLIT with bf16x3 splits the input once (every X_SPLIT case here has a channel loop)
+    # X_SPLIT with bf16x3 splits the input once (every X_SPLIT case here has a tl.dot)
     split = knobs.get("X_SPLIT") and knobs.get("precision") == "bf16x3"
     assert r["split"] == (1 if split else 0), f"{name}: {r['split']} split copies"
 

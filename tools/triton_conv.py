@@ -594,10 +594,12 @@ _conv_gemm_kernel_tuned = triton.autotune(
 def _split_configs() -> list:
     """Tiles for the split (bf16x3) GEMM: (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages). Its
     operands are bf16, a stage of a 128x128x32 tile is 32 KB of shared memory (A and B, high
-    and low parts). BLOCK_K 16 ones for groups whose padded channels are not a multiple of 32."""
+    and low parts). BLOCK_K 16 ones for groups whose padded channels are not a multiple of 32
+    (16 input channels, or fewer padded to 16); narrow ones for few output channels."""
     shapes = [(128, 128, 32, 8, 3), (128, 64, 32, 4, 4), (128, 64, 32, 8, 4), (64, 128, 32, 4, 4)]
-    shapes += [(128, 32, 32, 4, 4), (64, 64, 32, 4, 4)]
-    shapes += [(128, 128, 16, 8, 4), (128, 64, 16, 4, 4), (64, 64, 16, 4, 4)]
+    shapes += [(128, 32, 32, 4, 4), (64, 64, 32, 4, 4), (256, 32, 32, 8, 3), (128, 16, 32, 4, 4)]
+    shapes += [(128, 128, 16, 8, 4), (128, 64, 16, 4, 4), (128, 32, 16, 4, 4)]
+    shapes += [(256, 32, 16, 8, 4), (128, 16, 16, 4, 4), (256, 16, 16, 8, 4)]
     return [
         triton.Config({"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k}, num_warps=w, num_stages=s)
         for m, n, k, w, s in shapes
@@ -729,11 +731,13 @@ def triton_convolution(
     input tile channel-fastest: 16-byte loads where the channels are a multiple of 4, against
     4-byte gathers along an NCHW row (sm_90 PTX of a 64-channel 3x3 conv: 12 16-byte
     `cp.async` a thread and step against 48 4-byte ones). Costs a copy of the input.
-    `X_SPLIT` (with `precision="bf16x3"`, fp32 input and weights, where the channel-by-channel
-    loop runs): the input and the weights are first split into bf16 high and low parts in
-    memory, the input channels-last and zero-padded (`_conv_split_input_kernel`), and the GEMM
-    multiplies those (`_conv_split_kernel`): unmasked 16-byte loads of half the bytes, no
-    splitting in the loop. Costs two bf16 copies of the input (its bytes once)."""
+    `X_SPLIT` (with `precision="bf16x3"`, fp32 input and weights, 4 output channels a group
+    or more): the input and the weights are first split into bf16 high and low parts in
+    memory, the input channels-last and zero-padded (`_conv_split_input_kernel`; channels to a
+    multiple of 16), and the GEMM multiplies those (`_conv_split_kernel`), tap by tap:
+    unmasked 16-byte loads of half the bytes, no gathers or splitting in the loop. Costs two
+    bf16 copies of the input (its bytes once; a 3-channel input's padded to 16 channels, and
+    16/3 the products, where the flat (channel, tap) loop gathers every element)."""
     x = input
     nd = x.dim() - 2
     if nd not in (1, 2, 3) or weight.dim() != x.dim():
@@ -820,7 +824,6 @@ def triton_convolution(
     if (
         X_SPLIT
         and precision == "bf16x3"
-        and tap_outer
         and x.dtype == torch.float32
         and weight.dtype == torch.float32
     ):

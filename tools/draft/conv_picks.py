@@ -88,7 +88,7 @@ def applicable(variant: dict[str, Any], geometry: dict[str, Any], current: dict[
         return False
     if variant.get("X_LAST") and not (geometry["tap_loop"] and geometry["nchw"]):
         return False
-    if variant.get("X_SPLIT") and not (geometry["tap_loop"] and geometry["fp32"]):
+    if variant.get("X_SPLIT") and not (geometry["gemm"] and geometry["fp32"]):
         return False
     if variant.get("precision") == "bf16x3" and not (geometry["gemm"] and geometry["fp32"]):
         return False
