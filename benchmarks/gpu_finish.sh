@@ -20,7 +20,10 @@
 # ONLY1, ONLY2 [] (comma-separated problem names: this call runs only these of level 1 / 2, to
 # put some first; a later call without them, resumed, runs the rest), ADV_FIRST [0] (1: the
 # adversarial corpus runs on GPU 1 before the level-2 bench, so all of it runs (about 70 s on an
-# H200, session 8); by default it gets what the bench leaves, and session 9's runs left 50 s).
+# H200, session 8); by default it gets what the bench leaves, and session 9's runs left 50 s),
+# AFTER1 [] (comma-separated level-2 problem names GPU 0 runs, in a bench directory of its own
+# (`after1`), once level 1 is done: split a level-2 list over both GPUs with ONLY2; merge the
+# two directories afterwards with benchmarks/merge_benches.py).
 set -u
 START=$SECONDS
 DEADLINE_S=${DEADLINE_S:-540}
@@ -48,7 +51,12 @@ bench() { # bench NAME GPU LEVEL [RESUME] [extra env...]: gpu_kernelbench.sh unt
   log "GPU $gpu: $name exit $rc after $((SECONDS - t0)) s: $(grep -h 'candidates done' "$W/$name/log.txt" | tail -1)"
 }
 
-lane0() { bench level1 0 level1 "${RESUME1:-}" X=1 ${ONLY1:+BENCH_ARGS=--only=$ONLY1}; }
+lane0() {
+  bench level1 0 level1 "${RESUME1:-}" X=1 ${ONLY1:+BENCH_ARGS=--only=$ONLY1}
+  if [ -n "${AFTER1:-}" ] && [ "$(left)" -gt 90 ]; then # GPU 0's spare time: level-2 problems
+    bench after1 0 level2 "" BENCH_ARGS="--only $AFTER1"
+  fi
+}
 
 adversarial() { # the corpus on CUDA on GPU 1, up to 135 s (or what is left)
   local t=$(($(left) < 135 ? $(left) : 135)) t0=$SECONDS
