@@ -9,8 +9,9 @@ Classes by problem name: convolution ("conv"), GEMM/attention ("gemm", "matmul",
 better of eager and torch.compile, over eager, over compile, how many are at least 0.97x of
 the better, and over eager at full fp32 where it was timed. With `--before`, the same problems'
 geomean in the older directories (same order of levels) and the ratio. Then the conv picks: per
-level, how many convolution calls took bf16x3, X_LAST, both, or kept the call as written, and
-how many were refused bf16x3 by the accuracy check. Exit 2 when a directory is not a bench
+level, how many convolution calls took X_SPLIT (bf16x3 on operands split in memory), bf16x3,
+X_LAST, both, or kept the call as written, and how many bf16x3 kernels the accuracy check
+refused. Exit 2 when a directory is not a bench
 output or `--before` does not give one directory for each.
 """
 
@@ -81,13 +82,16 @@ PICKED = re.compile(r"conv#\d+ \([^)]*\): (.*?) picked on the GPU")
 
 
 def conv_picks(directory: str) -> dict[str, int]:
-    counts = {"bf16x3": 0, "X_LAST": 0, "bf16x3 and X_LAST": 0, "kept": 0, "refused bf16x3": 0}
+    counts = {"X_SPLIT": 0, "bf16x3": 0, "X_LAST": 0, "bf16x3 and X_LAST": 0, "kept": 0}
+    counts["refused bf16x3"] = 0
     for f in sorted(Path(directory).glob("*/00/response.txt")):
         for line in f.read_text().splitlines():
             if not line.startswith("conv#"):
                 continue
             m = PICKED.match(line)
-            if m:
+            if m and "X_SPLIT" in m.group(1):
+                counts["X_SPLIT"] += 1
+            elif m:
                 both = "bf16x3" in m.group(1) and "X_LAST" in m.group(1)
                 key = (
                     "bf16x3 and X_LAST"
@@ -97,8 +101,8 @@ def conv_picks(directory: str) -> dict[str, int]:
                 counts[key] += 1
             elif "kept as written" in line or "nothing to choose" in line:
                 counts["kept"] += 1
-            if re.search(r"bf16x3 max error against fp64 [^;]*?: (over|elements past)", line):
-                counts["refused bf16x3"] += 1
+            refused = r"bf16x3(?: X_SPLIT)? max error against fp64 [^;]*?: (?:over|elements past)"
+            counts["refused bf16x3"] += len(re.findall(refused, line))
     return counts
 
 
@@ -127,13 +131,14 @@ def main(argv: list[str] | None = None) -> int:
             print(row)
     print()
     print(
-        "| level | convolution calls: bf16x3 | X_LAST | both | kept as written | refused bf16x3 (accuracy) |"
+        "| level | convolution calls: X_SPLIT | bf16x3 | X_LAST | both | kept as written "
+        "| bf16x3 kernels refused (accuracy) |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for d in args.dirs:
         c = conv_picks(d)
         print(
-            f"| {Path(d).name} | {c['bf16x3']} | {c['X_LAST']} | {c['bf16x3 and X_LAST']} | "
+            f"| {Path(d).name} | {c['X_SPLIT']} | {c['bf16x3']} | {c['X_LAST']} | {c['bf16x3 and X_LAST']} | "
             f"{c['kept']} | {c['refused bf16x3']} |"
         )
     return 0

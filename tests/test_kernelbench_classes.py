@@ -40,6 +40,10 @@ def test_classes_geomeans_and_conv_choices(tmp_path, capsys):
              PICK.format("precision='bf16x3', X_LAST=True"))  # fmt: skip
     _problem(now, "52_conv_stem", {"best": 1.0, "eager": 1.0, "compile": 1.0}, REFUSED)
     _problem(now, "20_LeakyReLU", {"best": 0.9, "eager": 1.5, "compile": 0.9})
+    _problem(now, "53_conv_split", {"best": 1.0, "eager": 1.0, "compile": 1.0},
+             PICK.format("precision='bf16x3', X_SPLIT=True") + "\n" + REFUSED.replace(
+                 "bf16x3 max error", "bf16x3 X_SPLIT max error"))  # fmt: skip
+    _problem(old, "53_conv_split", {"best": 1.0})
     _problem(old, "50_conv_standard_2D", {"best": 0.25})
     _problem(old, "51_conv_other", {"best": 1.0})
     _problem(old, "52_conv_stem", {"best": 1.0})
@@ -50,14 +54,16 @@ def test_classes_geomeans_and_conv_choices(tmp_path, capsys):
     rows = {
         line.split(" | ")[1]: line for line in out.splitlines() if line.startswith("| level1 |")
     }
-    # convolutions: geomean of 0.5, 2.0, 1.0 = 1.0; before 0.25, 1.0, 1.0 -> 0.63; 2 at >= 0.97
+    # convolutions: geomean of 0.5, 2.0, 1.0, 1.0 = 1.0; before 0.25, 1.0, 1.0, 1.0 -> 0.71;
+    # 3 at >= 0.97
     conv = rows["convolution"].split(" | ")
-    assert conv[2:5] == ["3", "3", "1.00x"] and conv[7] == "2" and conv[8] == "2.00x"
-    assert conv[9] == "0.63x" and conv[10].startswith("1.59x")
+    assert conv[2:5] == ["4", "4", "1.00x"] and conv[7] == "3" and conv[8] == "2.00x"
+    assert conv[9] == "0.71x" and conv[10].startswith("1.41x")
     assert rows["GEMM / attention"].split(" | ")[4] == "1.20x"
     assert rows["other"].split(" | ")[7] == "0"  # 0.9 is below 0.97 of the better
+    # X_SPLIT 1, bf16x3 1, X_LAST 0, both 1, kept 2 (one site of 53 refused X_SPLIT), refused 2
     choices = [line for line in out.splitlines() if line.startswith("| level1 | 1 |")]
-    assert choices == ["| level1 | 1 | 0 | 1 | 1 | 1 |"], out
+    assert choices == ["| level1 | 1 | 1 | 0 | 1 | 2 | 2 |"], out
 
 
 def test_a_directory_that_is_not_a_bench_output_is_refused(tmp_path, capsys):
