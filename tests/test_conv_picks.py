@@ -53,14 +53,12 @@ def timer(run):
     if calls.count(key) == 1:
         run()  # each variant really runs (interpreter) once
     site, x_last, precision, x_split = key
+    assert not x_last  # X_LAST is no longer a draft-time variant
     if site == 0:
         if x_split:
-            return 1.2
-        if x_last and precision == "bf16x3":
             # another job's burst during its first turn: 3.0 then, 1.0 when timed again
             return 3.0 if calls.count(key) == 1 else 1.0
-        return {(False, "as written"): 2.0, (True, "as written"): 1.5,
-                (False, "bf16x3"): 1.4}[(x_last, precision)]
+        return {"as written": 2.0, "bf16x3": 1.4}[precision]
     return 2.0 if precision == "as written" else 1.0  # site 1: bf16x3 would be faster
 
 def accuracy(outs, args, kwargs):
@@ -111,14 +109,18 @@ def test_the_fastest_variant_over_the_rounds_is_written_at_its_own_site(result):
     from tools.draft.conv_picks import ROUNDS
 
     kw = _keywords(result["picked"])
-    # site 0 (16 channels, NCHW): both knobs, though its first turn was the slowest of all
-    assert kw[0] == {"precision": "bf16x3", "X_LAST": True}
+    # site 0 (16 channels, NCHW): X_SPLIT, though its first turn was the slowest of all, written
+    # with the tile it was timed at (128 rows, 20 output channels -> 32 wide)
+    assert kw[0] == {
+        "precision": "bf16x3", "X_SPLIT": True, "BLOCK_M": 128, "BLOCK_N": 32, "BLOCK_K": 32,
+        "num_warps": 8, "num_stages": 3,
+    }
     # site 1 (3 channels): bf16x3 failed the accuracy check, so it was never timed or written;
     # X_LAST does not apply (no channel loop); site 2 (depthwise, no tl.dot): nothing applies
     assert kw[1] == {} and kw[2] == {}
     site0 = [c for c in result["calls"] if c[0] == 0]
-    # as written, X_SPLIT, bf16x3, bf16x3 + X_LAST, X_LAST: every round
-    assert len(site0) == 5 * ROUNDS
+    # as written, X_SPLIT, bf16x3 (not X_SPLIT 128 wide: 20 output channels): every round
+    assert len(site0) == 3 * ROUNDS
     assert sum(c[3] for c in site0) == ROUNDS
     assert all(c == [1, False, "as written", False] for c in result["calls"] if c[0] == 1)
     assert not any(c[0] == 2 for c in result["calls"])
@@ -217,4 +219,16 @@ def test_no_variant_is_compiled_once_the_drafts_budget_is_spent(tmp_path):
     got = run_json_script(BUDGET_SCRIPT, out, str(src), str(out))
     assert got["same"] and all(label.endswith("as written") for label in got["labels"])
     notes = "\n".join(got["notes"])
-    assert "conv#0" in notes and "4 variant(s) not timed" in notes
+    assert "conv#0" in notes and "2 variant(s) not timed" in notes
+
+
+def test_x_split_is_timed_128_wide_only_for_wide_groups():
+    from tools.draft.conv_picks import VARIANTS, applicable
+
+    wide = next(v for v in VARIANTS if v.get("BLOCK_N") == 128)
+    geometry = {"gemm": True, "tap_loop": True, "nchw": True, "fp32": True, "c_out_g": 64}
+    assert not applicable(wide, geometry, {})
+    assert applicable(wide, {**geometry, "c_out_g": 128}, {})
+    assert not applicable(wide, {**geometry, "c_out_g": 128, "fp32": False}, {})
+    # the call already set to another precision by the tuner is left alone
+    assert not applicable(wide, {**geometry, "c_out_g": 128}, {"precision": "ieee"})

@@ -5,18 +5,22 @@ A draft's `triton_convolution(...)` calls (tools/triton_conv.py) start as tf32x3
 it is. On the H200 (session 6, `benchmarks/results/gpu/2026-11-30-s6/run3_finish/conv_tune.md`)
 plain TF32 ran those kernels barely faster than tf32x3 (level1/67: 4.88 against 4.97 ms): the
 tensor cores are not the limit, the input tile's loads are. For an NCHW input they are 4-byte
-gathers along a row. Two knobs change that, and neither is right everywhere:
+gathers along a row. Knobs that change that, none right everywhere:
 
-- `X_LAST=True`: the input copied channels-last first (one pass over it), then 16-byte loads.
 - `precision="bf16x3"`: three bf16 products a multiply: half the operand bytes in shared memory
   and registers of tf32x3 (level1/57: 10.1 against 13.9 ms), about 2^-16 relative error a
   product against tf32x3's 2^-22.
+- `X_SPLIT=True` with it (session 10): the operands split into bf16 parts in memory first,
+  channels-last and zero-padded, so the loop's loads are unmasked 16-byte ones and nothing is
+  split in it (level1/55: 10.4 against 22.5 ms for bf16x3, 47.1 as written).
+- `X_LAST=True` (session 9; no longer tried here): the input copied channels-last first.
 
 The drafter runs on the GPU with the problem's inputs at their real sizes, so at each call site
 the forward reaches it times the variants (`VARIANTS`, those that apply) at one fixed tile
 (`TILE`) in `ROUNDS` rounds, each keeping its fastest (other jobs may share the GPU), and writes
 the fastest's keywords into the call when it is at least `MIN_GAIN` faster than the call as
-written. The tile itself stays the candidate's autotuner's choice at run time.
+written. The tile itself stays the candidate's autotuner's choice at run time, except for an
+X_SPLIT pick, written with the tile it was timed at (`VARIANTS`).
 
 bf16x3 is a lower precision than fp32, so it is taken only where this call's own output, on
 the problem's inputs, shows it is accurate enough, against an fp64 convolution of the same
@@ -41,14 +45,20 @@ from tools.tune import CONV_TILE_KEYS, CONV_TILES, _conv_variant, conv_sites
 
 VARIANTS: tuple[dict[str, Any], ...] = (
     {"precision": "bf16x3", "X_SPLIT": True},
+    {"precision": "bf16x3", "X_SPLIT": True, "BLOCK_N": 128},
     {"precision": "bf16x3"},
-    {"precision": "bf16x3", "X_LAST": True},
-    {"X_LAST": True},
 )
 """Keywords tried against the call as written, in this order (those that apply; the draft's
 `BUDGET_S` may cut the last). `X_SPLIT` (session 10): the operands split into bf16 high and
 low parts in memory first, channels-last and zero-padded (tools/triton_conv.py
-`_conv_split_kernel`). X_LAST alone won 1 of 87 calls in session 9: last."""
+`_conv_split_kernel`), at `TILE` and, for 128 output channels a group or more, 128 wide. An
+X_SPLIT pick is written with the tile it was timed at: its candidate compiles one kernel, not
+the autotuner's configs in every verification and timing process (session 10's level-2 run:
+about 210 s a convolution problem with 8 jobs a GPU). X_LAST (alone or with bf16x3) is no
+longer tried: it won 1 call of 87 in session 9 and none of 30 once X_SPLIT was there (session
+10); the knob stays for the tuner."""
+WIDE_MIN_COUT_G = 128
+"""Output channels a group from which X_SPLIT is also timed 128 wide."""
 TILE = CONV_TILES[0]
 """The fixed tile every variant is timed at (the autotuner's first config)."""
 MIN_GAIN = 0.03
@@ -89,6 +99,8 @@ def applicable(variant: dict[str, Any], geometry: dict[str, Any], current: dict[
     if variant.get("X_LAST") and not (geometry["tap_loop"] and geometry["nchw"]):
         return False
     if variant.get("X_SPLIT") and not (geometry["gemm"] and geometry["fp32"]):
+        return False
+    if variant.get("BLOCK_N", 0) > 64 and geometry["c_out_g"] < WIDE_MIN_COUT_G:
         return False
     if variant.get("precision") == "bf16x3" and not (geometry["gemm"] and geometry["fp32"]):
         return False
@@ -315,7 +327,8 @@ def _pick_one(
         f"(tile {_tile(tile)}, {ROUNDS} rounds: {timed}" + "".join(f"; {s}" for s in said) + ")"
     )
     if best and times[best] <= times[0] * (1 - MIN_GAIN):
-        return trials[best], (
+        written = {**tile, **trials[best]} if trials[best].get("X_SPLIT") else trials[best]
+        return written, (
             f"{label}: {_describe(trials[best])} picked on the GPU at draft time, "
             f"{times[best]:.3f} ms against {times[0]:.3f} ms as written {detail}"
         )
