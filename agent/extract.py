@@ -21,11 +21,12 @@ missing class instead of "no code".
 
 from __future__ import annotations
 
-import ast
 import keyword
 import re
 import textwrap
 from dataclasses import dataclass
+
+from tools import pyast
 
 PYTHON_LABELS = {"", "python", "python3", "py", "triton"}
 SPECIAL_TOKENS = re.compile(r"<\|(?:begin_of_text|end_of_text|eot_id|im_end|endoftext)\|>")
@@ -214,7 +215,7 @@ def _looks_like_code(text: str) -> bool:
 
 def _parses(code: str) -> bool:
     try:
-        ast.parse(textwrap.dedent(code))
+        pyast.parse(textwrap.dedent(code))
     except (SyntaxError, ValueError):
         return False
     return True

@@ -25,6 +25,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.syntax import Syntax
 
+from tools import pyast
 from tools.errors import TritonAgentError
 
 BANNER = (
@@ -57,7 +58,7 @@ def read_module(stream: TextIO = sys.stdin, prompt: str = ">>> ") -> str | None:
 def as_problem(text: str) -> tuple[str | None, str]:
     """(problem source, note) for pasted code; source None with the reason when it cannot be one."""
     try:
-        tree = ast.parse(text)
+        tree = pyast.parse(text)
     except SyntaxError as exc:
         return None, f"the pasted code does not parse: {exc.msg} (line {exc.lineno})"
     names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}

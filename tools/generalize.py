@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from tools import pyast
 from tools.errors import ProblemError
 from tools.problem import Problem, _arithmetic
 from tools.results import Verdict
@@ -95,7 +96,7 @@ def shape_tuples(problem: Problem) -> dict[str, tuple[int, ...]]:
     """Module-level tuples of integer literals that `get_inputs` reads (KernelBench's
     `input_shape = (32768,)` in `torch.rand(batch_size, *input_shape)`): sizes too. Tuples built
     from other constants (`(num_classes,)`) are not here: those constants vary, the tuple follows."""
-    tree = ast.parse(problem.source)
+    tree = pyast.parse(problem.source)
     reads: set[str] = set()
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == "get_inputs":

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from tools import pyast
 from tools.errors import BadInputError, ProblemError
 
 REQUIRED = ("Model", "get_inputs", "get_init_inputs")
@@ -33,14 +34,14 @@ class Problem:
     def size_uses(self) -> dict[str, str]:
         """Where each size constant is used: `input` (shapes of `get_inputs`, maybe also the
         constructor), `init` (only the constructor's arguments), `unused` (neither)."""
-        return _size_uses(ast.parse(self.source), self.size_constants)
+        return _size_uses(pyast.parse(self.source), self.size_constants)
 
     @property
     def derived_sizes(self) -> set[str]:
         """Size constants computed from other constants (`K = N * 2`): they follow those."""
         return {
             node.targets[0].id
-            for node in ast.parse(self.source).body
+            for node in pyast.parse(self.source).body
             if isinstance(node, ast.Assign)
             and len(node.targets) == 1
             and isinstance(node.targets[0], ast.Name)
@@ -54,7 +55,7 @@ class Problem:
 
     def with_sizes(self, **sizes: Any) -> Problem:
         """The same problem with some size constants replaced (generalisation checks)."""
-        tree = ast.parse(self.source)
+        tree = pyast.parse(self.source)
         lines = self.source.splitlines(keepends=True)
         for node in tree.body:
             if (
@@ -70,7 +71,7 @@ class Problem:
                 lines[start + 1 : start + 1] = ["\n"] * (end - start - 1)
         src = "".join(lines)
         return Problem(
-            path=self.path, name=self.name, source=src, size_constants=_constants(ast.parse(src))
+            path=self.path, name=self.name, source=src, size_constants=_constants(pyast.parse(src))
         )
 
 
@@ -92,7 +93,7 @@ def read_problem(path: str | os.PathLike[str]) -> Problem:
 def problem_from_source(source: str, path: str = "problem.py") -> Problem:
     name = os.path.splitext(os.path.basename(path))[0]
     try:
-        tree = ast.parse(source, filename=path)
+        tree = pyast.parse(source, filename=path)
     except SyntaxError as exc:
         raise ProblemError(
             f"{path}: syntax error at line {exc.lineno}: {exc.msg}"
@@ -241,7 +242,7 @@ def check_candidate_source(source: str, path: str = "candidate.py") -> Candidate
     if not source.strip():
         return CandidateCheck(ok=False, status="bad_input", message="the candidate is empty")
     try:
-        tree = ast.parse(source, filename=path)
+        tree = pyast.parse(source, filename=path)
     except SyntaxError as exc:
         lines = source.splitlines()
         code = lines[exc.lineno - 1] if exc.lineno and 0 < exc.lineno <= len(lines) else exc.text

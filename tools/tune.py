@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from tools import pyast
 from tools.gemm_template import GEMM_FUNCTIONS, PRECISIONS
 from tools.triton_conv import CONV_FUNCTIONS, CONV_PRECISIONS
 
@@ -117,7 +118,7 @@ def _is_block_name(name: str) -> bool:
 
 def find_knobs(source: str) -> list[Knob]:
     """Integer literals that set launch parameters, in source order."""
-    tree = ast.parse(source)
+    tree = pyast.parse(source)
     knobs: list[Knob] = []
     for stmt in tree.body:  # module-level constants such as `BLOCK_SIZE = 1024`
         if (
@@ -197,7 +198,7 @@ def conv_sites(source: str) -> dict[int, ast.Call]:
     """The `triton_convolution` calls in the source: site -> call (sites numbered with the GEMM
     calls', `template_calls`). Drafts call it without keywords: every knob of a site is then a
     keyword to add (`conv_variants`)."""
-    calls = template_calls(ast.parse(source))
+    calls = template_calls(pyast.parse(source))
     return {site: call for site, call in enumerate(calls) if _is_conv_call(call)}
 
 

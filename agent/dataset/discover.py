@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.dataset.records import pair_key
+from tools import pyast
 from tools.errors import BadInputError, TritonAgentError
 from tools.problem import Problem, problem_from_source
 
@@ -120,7 +121,7 @@ def _file_items(
         found.skipped.append(f"{path}: unreadable")
         return
     try:
-        names, modules = _defined(ast.parse(text))
+        names, modules = _defined(pyast.parse(text))
     except SyntaxError as e:
         if "ModelNew" not in text and "@triton.jit" not in text:
             found.skipped.append(f"{path}: syntax error at line {e.lineno}")
@@ -199,7 +200,7 @@ def _problem_file(path: Path, found: Discovery, text: str | None = None) -> Prob
         found.skipped.append(f"{path}: unreadable problem")
         return None
     try:
-        names, _ = _defined(ast.parse(text))
+        names, _ = _defined(pyast.parse(text))
     except SyntaxError as e:
         found.skipped.append(f"{path}: syntax error at line {e.lineno}")
         return None
@@ -317,7 +318,7 @@ def module_to_problem(text: str, path: Path) -> tuple[str, str]:
     "low", "high"}` object, or a number. Without a sidecar the file must define `get_inputs()`
     (and may define `get_init_inputs()`; default no arguments). The entry point defaults to the
     file's only `nn.Module` subclass."""
-    tree = ast.parse(text)
+    tree = pyast.parse(text)
     names, modules = _defined(tree)
     sidecar = path.with_suffix(".json")
     recipe: dict[str, Any] = {}

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from tools import pyast
 from tools.errors import BadInputError
 from tools.results import strict_json
 
@@ -99,7 +100,7 @@ def normalize_code(code: str) -> str:
     `ast.unparse` of the parsed module with docstrings dropped; code that does not parse falls
     back to its lines stripped of `#` comments and whitespace."""
     try:
-        tree = ast.parse(code)
+        tree = pyast.parse(code)
     except SyntaxError:
         lines = (re.sub(r"#.*$", "", ln).strip() for ln in code.splitlines())
         return "\n".join(re.sub(r"\s+", " ", ln) for ln in lines if ln)
@@ -179,7 +180,7 @@ _FAMILY_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 def classify_op(python_code: str) -> str:
     """The op family of a PyTorch program (keyword heuristics): one of `OP_FAMILIES`."""
     try:
-        tree = ast.parse(python_code)
+        tree = pyast.parse(python_code)
     except SyntaxError:
         text, arith = python_code, False
     else:

@@ -3,13 +3,13 @@ what a dynamic draft needs: where each graph input comes from, the traced shapes
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import dataclasses
 import re
 import unittest.mock
 from typing import Any
 
+from tools import pyast
 from tools.draft.inductor_patches import (
     attention_as_math,
     avg_pool_in_triton,
@@ -212,7 +212,7 @@ def source_expr(source: str) -> str:
     # self._modules['linear']._parameters['weight'] -> self.linear.weight (identifiers only)
     expr = re.sub(r"\._(?:modules|parameters|buffers)\['([A-Za-z_]\w*)'\]", r".\1", expr)
     try:
-        ast.parse(expr, mode="eval")
+        pyast.parse(expr, mode="eval")
     except SyntaxError:
         raise DraftUnsupportedError(f"cannot spell graph input {source!r} in forward") from None
     if "G[" in expr or "L[" in expr:

@@ -30,11 +30,11 @@ is still correct, not necessarily the fastest (the tuner can search again).
 
 from __future__ import annotations
 
-import ast
 import sys
 import tempfile
 from typing import Any
 
+from tools import pyast
 from tools.draft.launch_configs import Run, Timer, gpu_timer, load_module, run_forward
 from tools.tune import GEMM_TILE_KEYS, GEMM_TILES, conv_sites, gemm_sites, rewrite, template_calls
 
@@ -48,7 +48,7 @@ ROUNDS = 3
 
 def call_lines(source: str) -> dict[int, tuple[int, int]]:
     """Site number (`tools.tune.template_calls`) -> the call's first and last line."""
-    calls = template_calls(ast.parse(source))
+    calls = template_calls(pyast.parse(source))
     return {site: (c.lineno, c.end_lineno or c.lineno) for site, c in enumerate(calls)}
 
 

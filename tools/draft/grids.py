@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from tools import pyast
 from tools.draft.kernels import Kernel, kernel_params
 from tools.draft.result import DraftUnsupportedError
 
@@ -65,7 +66,7 @@ class _Substitute(ast.NodeTransformer):
 
     def visit_Name(self, n: ast.Name) -> ast.AST:
         if n.id in self.values:
-            return ast.parse(ast.unparse(self.values[n.id]), mode="eval").body
+            return pyast.parse(ast.unparse(self.values[n.id]), mode="eval").body
         return n
 
 
@@ -73,7 +74,7 @@ def _prefix_assignments(name: str, prefix: list[str]) -> dict[str, ast.expr]:
     """A grid's prefix lines (`tmp = expr`), each with the earlier ones substituted."""
     temps: dict[str, ast.expr] = {}
     for line in prefix:
-        statement = ast.parse(str(line).strip()).body
+        statement = pyast.parse(str(line).strip()).body
         if (
             len(statement) != 1
             or not isinstance(statement[0], ast.Assign)
@@ -126,7 +127,7 @@ def launch_grid(kernel: Kernel, node: ast.Call, static: bool) -> ast.expr:
         # is inlined into the dimensions, so the grid stays one expression.
         temps = _prefix_assignments(kernel.name, grid.prefix)
         dims = [
-            _Substitute(temps).visit(ast.parse(str(g), mode="eval").body)
+            _Substitute(temps).visit(pyast.parse(str(g), mode="eval").body)
             for g in (grid.x_grid, grid.y_grid, grid.z_grid)
         ]
     except DraftUnsupportedError:
@@ -139,7 +140,7 @@ def launch_grid(kernel: Kernel, node: ast.Call, static: bool) -> ast.expr:
     class _Args(ast.NodeTransformer):
         def visit_Name(self, n: ast.Name) -> ast.AST:
             if n.id in launch_args:
-                return ast.parse(ast.unparse(launch_args[n.id]), mode="eval").body
+                return pyast.parse(ast.unparse(launch_args[n.id]), mode="eval").body
             return n
 
     dims = [_Args().visit(d) for d in dims]

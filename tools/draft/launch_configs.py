@@ -26,6 +26,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from tools import pyast
 from tools.tune import Knob, rewrite
 
 MIN_GAIN = 0.03
@@ -72,7 +73,7 @@ def config_values(config: Any, constexprs: list[str]) -> dict[str, Any]:
 def with_config(source: str, kernel: str, values: dict[str, Any]) -> str:
     """`source` with every `kernel[grid](...)` launch's literal keywords set to `values`."""
     changes: dict[Knob, Any] = {}
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(pyast.parse(source)):
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Subscript)

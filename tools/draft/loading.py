@@ -13,6 +13,7 @@ import linecache
 import types
 from typing import Any
 
+from tools import pyast
 from tools.draft.result import DraftUnsupportedError
 from tools.errors import ProblemError
 
@@ -30,7 +31,7 @@ def load_problem(source: str, device: str) -> LoadedProblem:
     import torch
 
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except SyntaxError as exc:
         raise ProblemError(f"problem source does not parse: {exc}") from exc
     filename = f"<kernelbench-problem-{abs(hash(source)):x}>"

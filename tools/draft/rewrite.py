@@ -8,6 +8,7 @@ import ast
 import re
 from typing import Any
 
+from tools import pyast
 from tools.draft.grids import launch_grid
 from tools.draft.kernels import Kernel, kernel_params
 from tools.draft.result import DraftUnsupportedError
@@ -103,19 +104,19 @@ class HostRewriter(ast.NodeTransformer):
             self.gemms.append(op)
             args = [ast.unparse(a) for a in node.args]
             kwargs = {k.arg: ast.unparse(k.value) for k in node.keywords if k.arg}
-            return ast.parse(gemm_call_for(op, args, kwargs), mode="eval").body
+            return pyast.parse(gemm_call_for(op, args, kwargs), mode="eval").body
         if name.startswith("extern_kernels."):
             op = name.split(".", 1)[1]
             self.library_calls.append(op)
             import torch
 
             target = f"torch.{op}" if hasattr(torch, op) else f"torch.ops.aten.{op}"
-            node.func = ast.parse(target, mode="eval").body
+            node.func = pyast.parse(target, mode="eval").body
             return node
         if name.startswith(("aten.", "torch.ops.aten.")):
             op = name.split("aten.", 1)[1]
             self.library_calls.append(f"aten.{op}")
-            node.func = ast.parse(f"torch.ops.aten.{op}", mode="eval").body
+            node.func = pyast.parse(f"torch.ops.aten.{op}", mode="eval").body
             return node
         return node
 
@@ -164,7 +165,7 @@ def rewrite_host(
     """`call` as plain torch + Triton launches. `scalars`: positions in `args` of Python numbers
     Inductor took as 0-d tensors (a float attribute such as `self.eps`, read with `.item()`);
     `first_tensor`: the position of the first tensor (a dynamic draft's first are sizes)."""
-    tree = ast.parse(wrapper)
+    tree = pyast.parse(wrapper)
     call = _find_call(tree)
     # Parameters: `call(args)` (older) or `Runner.call(self, args)`.
     call.args.args = [a for a in call.args.args if a.arg != "self"]
@@ -196,7 +197,7 @@ def rewrite_host(
     if first_arg is not None:
         # Buffers go on the device of the inputs (Inductor wrote `empty_strided_cpu/cuda`).
         unpack_index = next(i for i, s in enumerate(call.body) if _is_args_unpack(s))
-        device_stmt = ast.parse(f"device = {first_arg}.device").body[0]
+        device_stmt = pyast.parse(f"device = {first_arg}.device").body[0]
         call.body.insert(unpack_index + 1, device_stmt)
     ast.fix_missing_locations(call)
     return call, rewriter, n_args
@@ -286,7 +287,7 @@ def _groups_from_shapes(node: ast.Call) -> None:
         and transposed.value is False
     ):
         return
-    per_group = ast.parse(f"{x.id}.shape[1] // {w.id}.shape[1]", mode="eval").body
+    per_group = pyast.parse(f"{x.id}.shape[1] // {w.id}.shape[1]", mode="eval").body
     for i, arg in enumerate(node.args):
         if arg is groups:
             node.args[i] = per_group
