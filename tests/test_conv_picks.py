@@ -109,12 +109,9 @@ def test_the_fastest_variant_over_the_rounds_is_written_at_its_own_site(result):
     from tools.draft.conv_picks import ROUNDS
 
     kw = _keywords(result["picked"])
-    # site 0 (16 channels, NCHW): X_SPLIT, though its first turn was the slowest of all, written
-    # with the tile it was timed at (128 rows, 20 output channels -> 32 wide)
-    assert kw[0] == {
-        "precision": "bf16x3", "X_SPLIT": True, "BLOCK_M": 128, "BLOCK_N": 32, "BLOCK_K": 32,
-        "num_warps": 8, "num_stages": 3,
-    }
+    # site 0 (16 channels, NCHW): X_SPLIT, though its first turn was the slowest of all; its tile
+    # is left to the candidate's autotuner
+    assert kw[0] == {"precision": "bf16x3", "X_SPLIT": True}
     # site 1 (3 channels): bf16x3 failed the accuracy check, so it was never timed or written;
     # X_LAST does not apply (no channel loop); site 2 (depthwise, no tl.dot): nothing applies
     assert kw[1] == {} and kw[2] == {}
@@ -232,3 +229,32 @@ def test_x_split_is_timed_128_wide_only_for_wide_groups():
     assert not applicable(wide, {**geometry, "c_out_g": 128, "fp32": False}, {})
     # the call already set to another precision by the tuner is left alone
     assert not applicable(wide, {**geometry, "c_out_g": 128}, {"precision": "ieee"})
+
+
+def test_a_128_wide_x_split_pick_is_written_with_its_tile():
+    """The 128-wide variant is bound to the tile it was timed at; the others are not."""
+    import torch
+
+    from tools.draft.conv_picks import TILE, _pick_one
+
+    x, w = torch.zeros(1, 16, 4, 4), torch.zeros(128, 16, 3, 3)
+
+    def real(*args, **kwargs):
+        return torch.zeros(1, 128, 2, 2)
+
+    def timer(run, fastest):
+        v = run.info
+        key = ("wide" if v.get("BLOCK_N") else "split") if v.get("X_SPLIT") else v.get("precision")
+        return 0.5 if key == fastest else {"wide": 1.0, "split": 1.5, "bf16x3": 1.8, None: 2.0}[key]
+
+    def accuracy(outs, args, kwargs):
+        return {name: (True, "scripted") for name in outs}
+
+    values, note = _pick_one(0, real, (x, w), {}, lambda run: timer(run, "wide"), accuracy)
+    assert values == {
+        "BLOCK_M": TILE[0], "BLOCK_N": 128, "BLOCK_K": TILE[2], "num_warps": TILE[3],
+        "num_stages": TILE[4], "precision": "bf16x3", "X_SPLIT": True,
+    }  # fmt: skip
+    assert "BLOCK_N=128 picked" in note
+    values, _ = _pick_one(0, real, (x, w), {}, lambda run: timer(run, "split"), accuracy)
+    assert values == {"precision": "bf16x3", "X_SPLIT": True}

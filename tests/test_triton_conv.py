@@ -137,11 +137,24 @@ CASES = {
     # fewer than 16 input channels a group, padded to 16 (the flat loop's case otherwise)
     "3d_x_split_3ch": (
         1, 3, 17, (3, 4, 5), (2, 3, 3), 1, 1, 1, 1, False, 0, True, False,
-        {"precision": "bf16x3", "X_SPLIT": True},
+        {"precision": "bf16x3", "X_SPLIT": True}, 3,
     ),
     "t3d_x_split_3ch_strided": (
         2, 3, 16, (3, 3, 4), (3, 3, 3), 2, 1, 1, 1, True, (1, 0, 1), True, False,
         {"precision": "bf16x3", "X_SPLIT": True},
+    ),
+    # few channels: the W-taps folded into the channels (FOLD, the 15th item: expected fold)
+    "2d_x_split_3ch_fold_strided_dilated": (
+        2, 3, 20, (9, 11), (3, 5), (2, 3), (1, 2), (1, 2), 1, False, 0, True, False,
+        {"precision": "bf16x3", "X_SPLIT": True}, 5,
+    ),
+    "1d_x_split_4ch_fold_grouped": (
+        2, 8, 12, (17,), (3,), 1, 1, 2, 2, False, 0, False, False,
+        {"precision": "bf16x3", "X_SPLIT": True}, 3,
+    ),
+    "2d_x_split_3ch_fold_channels_last": (
+        1, 3, 17, (6, 5), (3, 3), 1, 1, 1, 1, False, 0, True, True,
+        {"precision": "bf16x3", "X_SPLIT": True, "BLOCK_M": 16, "BLOCK_N": 32}, 3,
     ),
     "2d_x_split_8ch_grouped_strided": (
         1, 16, 12, (6, 7), (3, 3), 2, 1, 1, 2, False, 0, False, False,
@@ -163,13 +176,18 @@ exec(compile(candidate_source(), "<candidate conv>", "exec"), scope)
 conv = scope["triton_convolution"]
 
 
-class Counted:  # counts launches of the channels-last copy (X_LAST)
+class Counted:  # counts launches (X_LAST's channels-last copy, X_SPLIT's split copy)
     def __init__(self, kernel):
-        self.kernel, self.launches = kernel, 0
+        self.kernel, self.launches, self.args = kernel, 0, []
 
     def __getitem__(self, grid):
         self.launches += 1
-        return self.kernel[grid]
+
+        def launch(*args, **kwargs):
+            self.args.append(args)
+            return self.kernel[grid](*args, **kwargs)
+
+        return launch
 
 
 staging = scope["_conv_channels_last_kernel"] = Counted(scope["_conv_channels_last_kernel"])
@@ -196,6 +214,8 @@ for name, case in cases.items():
         "scale": ref.abs().max().item(),
         "staged": staging.launches - before,
         "split": splitting.launches - split_before,
+        # the split copy's FOLD: W-taps folded into the channels (1: none)
+        "fold": splitting.args[-1][21] if splitting.launches > split_before else None,
     }
 json.dump(results, open(out, "w"))
 """
@@ -245,6 +265,9 @@ def test_matches_torch_convolution(results, name):
     # X_SPLIT with bf16x3 splits the input once (every X_SPLIT case here has a tl.dot)
     split = knobs.get("X_SPLIT") and knobs.get("precision") == "bf16x3"
     assert r["split"] == (1 if split else 0), f"{name}: {r['split']} split copies"
+    if split:  # W-taps folded where a case says so (transposed, 16+ channels: never)
+        fold = CASES[name][14] if len(CASES[name]) > 14 else 1
+        assert r["fold"] == fold, f"{name}: fold {r['fold']}, expected {fold}"
 
 
 def test_candidate_source_is_standalone():

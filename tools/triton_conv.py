@@ -363,14 +363,16 @@ def _bf16_round(v):
 @triton.jit
 def _conv_split_input_kernel(
     x_ptr, hi_ptr, lo_ptr, C_in_g, D, H, W, PD, PH, PW, lo_d, lo_h, lo_w, CGP, GC, S,
-    xs_n, xs_c, xs_d, xs_h, xs_w,
+    xs_n, xs_c, xs_d, xs_h, xs_w, FOLD, fold_dw,
     IDX64: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_S: tl.constexpr,
 ):  # fmt: skip
     """x (N, C, D, H, W), any strides, as two zero-padded channels-last copies
     (N, PD, PH, PW, groups, CGP): hi = x rounded to bf16, lo = x - hi rounded to bf16. The
     padding (lo_* before each spatial dimension, the rest after; channels up to CGP) is zeros,
-    so the split GEMM's loads need no masks. A [BLOCK_S, BLOCK_C] tile is read along the
-    positions and written along the channels."""
+    so the split GEMM's loads need no masks. FOLD > 1 (few input channels): a position's
+    channels are the FOLD W-taps' channels, (kw, c) at kw * C_in_g + c, read fold_dw * kw
+    further along W, so the GEMM visits one tap where there were FOLD (im2col along W). A
+    [BLOCK_S, BLOCK_C] tile is read along the positions and written along the channels."""
     pid_s = tl.program_id(0)
     pid_c = tl.program_id(1)
     nb = tl.program_id(2)
@@ -384,14 +386,17 @@ def _conv_split_input_kernel(
     t = s // PW
     ph = t % PH
     pd = t // PH
+    kw = c // C_in_g  # the folded W-tap (0 without a fold)
+    c = c % C_in_g
     i_d = pd - lo_d
     i_h = ph - lo_h
-    i_w = pw - lo_w
-    s_ok = (s < S) & (i_d >= 0) & (i_d < D) & (i_h >= 0) & (i_h < H) & (i_w >= 0) & (i_w < W)
-    c_ok = (c < C_in_g) & (cc < GC)
+    i_w = (pw - lo_w)[:, None] + (kw * fold_dw)[None, :]
+    s_ok = (s < S) & (i_d >= 0) & (i_d < D) & (i_h >= 0) & (i_h < H)
+    ok_in = s_ok[:, None] & (i_w >= 0) & (i_w < W)
+    c_ok = (kw < FOLD) & (cc < GC)
     src = nb * xs_n + (g * C_in_g + c)[None, :] * xs_c
-    src = src + (i_d * xs_d + i_h * xs_h + i_w * xs_w)[:, None]
-    v = tl.load(x_ptr + src, mask=s_ok[:, None] & c_ok[None, :], other=0.0).to(tl.float32)
+    src = src + (i_d * xs_d + i_h * xs_h)[:, None] + i_w * xs_w
+    v = tl.load(x_ptr + src, mask=ok_in & c_ok[None, :], other=0.0).to(tl.float32)
     hi = _bf16_round(v)
     lo = _bf16_round(v - hi)
     dst = nb * S * GC + s[:, None] * GC + cc[None, :]
@@ -403,11 +408,13 @@ def _conv_split_input_kernel(
 @triton.jit
 def _conv_split_weight_kernel(
     w_ptr, hi_ptr, lo_ptr, n, C_in_g, C_out_g, CGP, COP, KH, KW, TAPS,
-    ws_g, ws_co, ws_ci, ws_d, ws_h, ws_w,
+    ws_g, ws_co, ws_ci, ws_d, ws_h, ws_w, FOLD,
     BLOCK: tl.constexpr,
 ):  # fmt: skip
     """The weights as [group, tap, CGP, COP] bf16 high and low parts, zero-padded in both
-    channel dimensions, output channels contiguous (the split GEMM's weight tile)."""
+    channel dimensions, output channels contiguous (the split GEMM's weight tile). FOLD > 1:
+    the taps are (kd, kh) only (KW is 1 here) and input channel kw * C_in_g + c holds W-tap kw's
+    channel c, as `_conv_split_input_kernel` folds them."""
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     ok = offs < n
     co = offs % COP
@@ -418,9 +425,10 @@ def _conv_split_weight_kernel(
     g = t // TAPS
     kd = tap // (KH * KW)
     kh = (tap // KW) % KH
-    kw = tap % KW
-    src = g * ws_g + co * ws_co + ci * ws_ci + kd * ws_d + kh * ws_h + kw * ws_w
-    real = ok & (co < C_out_g) & (ci < C_in_g)
+    kw = tap % KW + ci // C_in_g  # a folded W-tap (FOLD > 1, KW 1) or the tap's
+    c = ci % C_in_g
+    src = g * ws_g + co * ws_co + c * ws_ci + kd * ws_d + kh * ws_h + kw * ws_w
+    real = ok & (co < C_out_g) & (ci < C_in_g * FOLD)
     w = tl.load(w_ptr + src, mask=real, other=0.0).to(tl.float32)
     hi = _bf16_round(w)
     tl.store(hi_ptr + offs, hi, mask=ok)
@@ -607,12 +615,21 @@ def _split_configs() -> list:
 
 
 def _prune_split_configs(configs, named_args, **kwargs):
-    """Tiles whose BLOCK_K divides the padded channels, at most twice as wide as a group's
-    output channels (BLOCK_K 32 where it divides them)."""
+    """At most `SPLIT_AUTOTUNE_MAX` tiles whose BLOCK_K divides the padded channels (32 where it
+    does), from a quarter to twice as wide as a group's output channels: every verification and
+    timing process compiles each (session 10's level-2 run: about 210 s a convolution problem
+    with 8 jobs a GPU and all of them)."""
     width = max(16, triton.next_power_of_2(named_args["C_out_g"]))
     bk = 32 if named_args["CGP"] % 32 == 0 else 16
-    kept = [c for c in configs if c.kwargs["BLOCK_K"] == bk and c.kwargs["BLOCK_N"] <= 2 * width]
-    return kept or [c for c in configs if c.kwargs["BLOCK_K"] == 16][:1]
+    kept = [
+        c
+        for c in configs
+        if c.kwargs["BLOCK_K"] == bk and width // 4 <= c.kwargs["BLOCK_N"] <= 2 * width
+    ]
+    return kept[:SPLIT_AUTOTUNE_MAX] or [c for c in configs if c.kwargs["BLOCK_K"] == 16][:1]
+
+
+SPLIT_AUTOTUNE_MAX = 5
 
 
 _conv_split_kernel_tuned = triton.autotune(
@@ -932,8 +949,21 @@ def _conv_split_launch(x, xs, weight, ws, bias, y, ys, shapes, conv, transposed,
             (D, H, W), (OD, OH, OW), (KD, KH, KW), (sd, sh, sw), (pd, ph, pw), (dd, dh, dw)
         )
     ]
+    # Few input channels: fold the W-taps into the channels (im2col along W) where that at
+    # least halves the padded channels a (kd, kh) step multiplies (3 channels, 3 taps: 16
+    # against 3 x 16). Forward convolutions only (a transposed one's taps depend on the phase).
+    fold = 1
+    if not transposed and KW > 1:
+        plain, folded = KW * triton.cdiv(C_in_g, 16) * 16, triton.cdiv(KW * C_in_g, 16) * 16
+        fold = KW if 2 * folded <= plain else 1
+    if fold > 1:  # the GEMM sees one W-tap; the copy reads the others
+        pads[2] = _conv_split_pads(W, OW, 1, sw, pw, dw, transposed)
+        KW, dw_real, dw = 1, dw, 1
+        conv = (sd, sh, sw, pd, ph, pw, dd, dh, dw)
+    else:
+        dw_real = dw
     (lo_d, PD), (lo_h, PH), (lo_w, PW) = pads
-    CGP = triton.cdiv(C_in_g, 16) * 16
+    CGP = triton.cdiv(fold * C_in_g, 16) * 16
     bm, bn, bk, warps, stages = tile
     COP = triton.cdiv(C_out_g, max(128, bn or 0)) * max(128, bn or 0)
     GC = groups * CGP
@@ -943,7 +973,7 @@ def _conv_split_launch(x, xs, weight, ws, bias, y, ys, shapes, conv, transposed,
     idx64 = max(_conv_span(x), xh.numel(), _conv_span(y)) >= 2**31
     grid_x = (triton.cdiv(S, 64), triton.cdiv(GC, 32), N)
     _conv_split_input_kernel[grid_x](
-        x, xh, xl, C_in_g, D, H, W, PD, PH, PW, lo_d, lo_h, lo_w, CGP, GC, S, *xs,
+        x, xh, xl, C_in_g, D, H, W, PD, PH, PW, lo_d, lo_h, lo_w, CGP, GC, S, *xs, fold, dw_real,
         IDX64=idx64, BLOCK_C=32, BLOCK_S=64, num_warps=4,
     )  # fmt: skip
     taps = KD * KH * KW
@@ -951,7 +981,7 @@ def _conv_split_launch(x, xs, weight, ws, bias, y, ys, shapes, conv, transposed,
     wh = torch.empty(n, dtype=dtype, device=weight.device)
     wl = torch.empty_like(wh)
     _conv_split_weight_kernel[(triton.cdiv(n, 1024),)](
-        weight, wh, wl, n, C_in_g, C_out_g, CGP, COP, KH, KW, taps, *ws, BLOCK=1024
+        weight, wh, wl, n, C_in_g, C_out_g, CGP, COP, KH, KW, taps, *ws, fold, BLOCK=1024
     )
     phases = sd * sh * sw if transposed else 1
     if transposed:

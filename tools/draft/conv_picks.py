@@ -19,8 +19,8 @@ The drafter runs on the GPU with the problem's inputs at their real sizes, so at
 the forward reaches it times the variants (`VARIANTS`, those that apply) at one fixed tile
 (`TILE`) in `ROUNDS` rounds, each keeping its fastest (other jobs may share the GPU), and writes
 the fastest's keywords into the call when it is at least `MIN_GAIN` faster than the call as
-written. The tile itself stays the candidate's autotuner's choice at run time, except for an
-X_SPLIT pick, written with the tile it was timed at (`VARIANTS`).
+written. The tile itself stays the candidate's autotuner's choice at run time, except for the
+128-wide X_SPLIT variant, written with the tile it was timed at (`VARIANTS`).
 
 bf16x3 is a lower precision than fp32, so it is taken only where this call's own output, on
 the problem's inputs, shows it is accurate enough, against an fp64 convolution of the same
@@ -51,12 +51,13 @@ VARIANTS: tuple[dict[str, Any], ...] = (
 """Keywords tried against the call as written, in this order (those that apply; the draft's
 `BUDGET_S` may cut the last). `X_SPLIT` (session 10): the operands split into bf16 high and
 low parts in memory first, channels-last and zero-padded (tools/triton_conv.py
-`_conv_split_kernel`), at `TILE` and, for 128 output channels a group or more, 128 wide. An
-X_SPLIT pick is written with the tile it was timed at: its candidate compiles one kernel, not
-the autotuner's configs in every verification and timing process (session 10's level-2 run:
-about 210 s a convolution problem with 8 jobs a GPU). X_LAST (alone or with bf16x3) is no
-longer tried: it won 1 call of 87 in session 9 and none of 30 once X_SPLIT was there (session
-10); the knob stays for the tuner."""
+`_conv_split_kernel`), at `TILE` and, for 128 output channels a group or more, 128 wide. A pick
+of the 128-wide one is written with its tile; plain X_SPLIT is left to the candidate's
+autotuner (at most 5 tiles): session 10 wrote every X_SPLIT pick with `TILE` in two runs, and
+level1/87 (pointwise) fell from 0.65x to 0.48x, level1/79 from 1.00x to 0.95x, where the
+autotuned run before had been faster. X_LAST (alone or with bf16x3) is no longer tried: it won
+1 call of 87 in session 9 and none of 30 once X_SPLIT was there (session 10); the knob stays for
+the tuner."""
 WIDE_MIN_COUT_G = 128
 """Output channels a group from which X_SPLIT is also timed 128 wide."""
 TILE = CONV_TILES[0]
@@ -327,7 +328,8 @@ def _pick_one(
         f"(tile {_tile(tile)}, {ROUNDS} rounds: {timed}" + "".join(f"; {s}" for s in said) + ")"
     )
     if best and times[best] <= times[0] * (1 - MIN_GAIN):
-        written = {**tile, **trials[best]} if trials[best].get("X_SPLIT") else trials[best]
+        # a tile-bound variant (X_SPLIT 128 wide) is written with the tile it was timed at
+        written = {**tile, **trials[best]} if trials[best].get("BLOCK_N") else trials[best]
         return written, (
             f"{label}: {_describe(trials[best])} picked on the GPU at draft time, "
             f"{times[best]:.3f} ms against {times[0]:.3f} ms as written {detail}"
