@@ -563,11 +563,13 @@ def _conv_split_kernel(
     if Y_CONTIG:  # as in _conv_gemm_kernel
         y_row = tl.max_contiguous(y_row, BLOCK_M)
     y_col = (g * C_out_g + offs_n) * ys_c
+    # --- epilogue begin (tools/draft/conv_epilogue.py replaces this store in a fused copy) ---
     tl.store(
         y_ptr + y_row[:, None] + y_col[None, :],
         acc.to(y_ptr.dtype.element_ty),
         mask=m_ok[:, None] & n_ok[None, :],
     )
+    # --- epilogue end ---
 
 
 def _gemm_configs() -> list:
@@ -735,6 +737,7 @@ def triton_convolution(
     PACK_W=None,
     X_LAST=None,
     X_SPLIT=None,
+    EPILOGUE=None,
 ):
     """`torch.convolution` in Triton: 1D/2D/3D, forward or transposed, any strides.
 
@@ -754,7 +757,10 @@ def triton_convolution(
     multiple of 16), and the GEMM multiplies those (`_conv_split_kernel`), tap by tap:
     unmasked 16-byte loads of half the bytes, no gathers or splitting in the loop. Costs two
     bf16 copies of the input (its bytes once; a 3-channel input's padded to 16 channels, and
-    16/3 the products, where the flat (channel, tap) loop gathers every element)."""
+    16/3 the products, where the flat (channel, tap) loop gathers every element).
+    `EPILOGUE` (X_SPLIT only): `(kernel, tuned kernel, args, constexprs)`, a copy of the split
+    GEMM with a pointwise epilogue in its store (tools/draft/conv_epilogue.py writes them into a
+    draft), launched with the epilogue's arguments after the GEMM's."""
     x = input
     nd = x.dim() - 2
     if nd not in (1, 2, 3) or weight.dim() != x.dim():
@@ -846,8 +852,10 @@ def triton_convolution(
     ):
         shapes = dict(groups=groups, C_in_g=C_in_g, C_out_g=C_out_g, out=(OD, OH, OW))
         tile = (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages)
-        _conv_split_launch(x, xs, weight, ws, bias, y, ys, shapes, conv, transposed, tile)
+        _conv_split_launch(x, xs, weight, ws, bias, y, ys, shapes, conv, transposed, tile, EPILOGUE)
         return y
+    if EPILOGUE is not None:  # its kernel is a copy of the split GEMM: nothing else runs it
+        raise ValueError("EPILOGUE needs the X_SPLIT path: precision='bf16x3', fp32 operands")
     if X_LAST and tap_outer and xs[1] != 1:  # the input copied channels-last first
         S = D * H * W
         x_last = torch.empty((N, D, H, W, C_in), dtype=x.dtype, device=x.device)
@@ -931,7 +939,9 @@ def _conv_split_pads(size, out, k, s, p, d, transposed):
     return lo, max(lo + size, top + 1)
 
 
-def _conv_split_launch(x, xs, weight, ws, bias, y, ys, shapes, conv, transposed, tile):
+def _conv_split_launch(
+    x, xs, weight, ws, bias, y, ys, shapes, conv, transposed, tile, epilogue=None
+):
     """`triton_convolution`'s X_SPLIT path: split copies of the input and weights, then the
     split GEMM (see `_conv_split_kernel`)."""
     sd, sh, sw, pd, ph, pw, dd, dh, dw = conv
@@ -1002,13 +1012,18 @@ def _conv_split_launch(x, xs, weight, ws, bias, y, ys, shapes, conv, transposed,
         CARRIER_FP32=interpret,
         Y_CONTIG=ys[4] == 1 and ys[1] != 1 and not transposed,
     )
+    kernel, tuned = _conv_split_kernel, _conv_split_kernel_tuned
+    if epilogue is not None:  # a fused copy: the epilogue's arguments after the GEMM's
+        kernel, tuned, extra, consts = epilogue
+        args += list(extra)
+        flags.update(consts)
     if interpret or tile != (None,) * 5:
         if interpret and tile == (None,) * 5:
             bm, bn, bk = 32, 16 if C_out_g <= 16 else 32, 16
         bm, bn = bm or 128, bn or 64
         bk = bk if bk and CGP % bk == 0 else 16
         grid = (triton.cdiv(M, bm), triton.cdiv(C_out_g, bn), groups * phases)
-        _conv_split_kernel[grid](
+        kernel[grid](
             *args, **flags, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
             num_warps=warps or 8, num_stages=stages or 3,
         )  # fmt: skip
@@ -1021,7 +1036,7 @@ def _conv_split_launch(x, xs, weight, ws, bias, y, ys, shapes, conv, transposed,
             groups * phases,
         )
 
-    _conv_split_kernel_tuned[grid](*args, **flags)
+    tuned[grid](*args, **flags)
 
 
 # --- candidate source end ---

@@ -360,6 +360,8 @@ def full_precision_variant(source: str) -> str | None:
     problem sums thousands of GEMM outputs that nearly cancel (KernelBench level2/14, a sum over
     8192 outputs of a GEMM on positive inputs), the error adds up past fp32's tolerance. The
     loop tries this variant when a reduced-precision draft is a mismatch (agent.nodes).
+    A convolution call with a fused epilogue (`EPILOGUE=`, tools/draft/conv_epilogue.py) keeps
+    its bf16x3: its kernel is the split GEMM's copy, which has no other precision.
     """
     if "ieee" not in PRECISIONS or "ieee" not in CONV_PRECISIONS:
         return None
@@ -374,6 +376,8 @@ def full_precision_variant(source: str) -> str | None:
     # Conv calls: the keyword added or replaced, the last call first (earlier text stays put).
     calls = sorted(conv_sites(out).items(), key=lambda sc: (sc[1].lineno, sc[1].col_offset))
     for site, call in reversed(calls):
+        if any(k.arg == "EPILOGUE" for k in call.keywords):
+            continue
         now = next(
             (k.value.value for k in call.keywords
              if k.arg == "precision" and isinstance(k.value, ast.Constant)),

@@ -196,6 +196,8 @@ def _draft(
         source = _with_picked_tiles(source, problem, notes)
     if device == "cuda":
         source = _with_picked_configs(source, problem, kernels, host.launched, notes)
+    if conv_source and device == "cuda":
+        source = _with_fused_epilogues(source, problem, notes)
     return DraftResult(
         source=source,
         mixed=bool(library_calls),
@@ -229,6 +231,14 @@ def _with_picked_convs(source: str, problem: LoadedProblem, notes: list[str]) ->
     from tools.draft.conv_picks import pick_conv_variants
 
     return _draft_time_choice(pick_conv_variants, "convolution variants", source, problem, notes)
+
+
+def _with_fused_epilogues(source: str, problem: LoadedProblem, notes: list[str]) -> str:
+    """Each X_SPLIT convolution's pointwise epilogue fused into its store where that is as exact
+    and faster (tools.draft.conv_epilogue)."""
+    from tools.draft.conv_epilogue import pick_conv_epilogues
+
+    return _draft_time_choice(pick_conv_epilogues, "epilogue fusion", source, problem, notes)
 
 
 def _with_picked_tiles(source: str, problem: LoadedProblem, notes: list[str]) -> str:
