@@ -89,8 +89,7 @@ torch.manual_seed(0)
 ref_model = torch.nn.Conv2d(16, 20, 3, padding=1)  # ModelNew's conv, built under seed 0
 
 def timer_for(fused_ms):
-    def timer(run):
-        run()
+    def timer(run):  # the outputs were compared already: scripted times, no more forwards
         return fused_ms if run.info["fused"] else 2.0
     return timer
 
@@ -227,8 +226,7 @@ spec = importlib.util.spec_from_file_location("problem", sys.argv[1])
 p = importlib.util.module_from_spec(spec); spec.loader.exec_module(p)
 torch.manual_seed(1)
 inputs = p.get_inputs()
-def timer(run):
-    run()
+def timer(run):  # the outputs were compared already: scripted times, no more forwards
     return 1.0 if run.info["fused"] else 2.0
 picked, notes = pick_conv_epilogues(draft, p.get_init_inputs(), inputs, "cpu", timer=timer)
 json.dump({"notes": notes, "fused": "EPILOGUE=(" in picked}, open(sys.argv[3], "w"))

@@ -82,8 +82,7 @@ def fuse_conv_epilogues(source: str) -> tuple[str, list[str]]:
             continue
         kernels_added.append(kernel_text)
         notes.append(f"{target} = triton_convolution(...): {launched} fused into its store")
-        n += 1
-        i += 1
+        n += 1  # body[i] is now the statement after the convolution (its call moved down)
     if not kernels_added:
         return source, notes
     call_fn.body = body
