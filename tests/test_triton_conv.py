@@ -106,10 +106,6 @@ CASES = {
     # bf16x3 on operands split in memory, channels-last and zero-padded (X_SPLIT): forward
     # strided/dilated/grouped/channels-last, transposed stride 1 and phased (some phases with
     # no tap), channels padded to 16 or 32, a fixed tile and the interpreter's default one
-    "1d_x_split_strided": (
-        2, 16, 20, (13,), (3,), 2, 1, 1, 1, False, 0, True, False,
-        {"precision": "bf16x3", "X_SPLIT": True},
-    ),
     "2d_x_split_24ch_dilated": (
         2, 24, 20, (6, 7), (3, 2), (1, 2), 1, (2, 1), 1, False, 0, True, False,
         {"precision": "bf16x3", "X_SPLIT": True},
@@ -130,10 +126,6 @@ CASES = {
         1, 32, 34, (2, 3, 3), (2, 3, 3), 2, 1, 1, 2, True, 1, True, False,
         {"precision": "bf16x3", "X_SPLIT": True},
     ),
-    "t3d_x_split_stride1": (
-        1, 32, 34, (2, 3, 3), (2, 3, 3), 1, 1, 1, 2, True, 0, False, False,
-        {"precision": "bf16x3", "X_SPLIT": True},
-    ),
     # fewer than 16 input channels a group, padded to 16 (the flat loop's case otherwise)
     "3d_x_split_3ch": (
         1, 3, 17, (3, 4, 5), (2, 3, 3), 1, 1, 1, 1, False, 0, True, False,
@@ -151,10 +143,6 @@ CASES = {
     "1d_x_split_4ch_fold_grouped": (
         2, 8, 12, (17,), (3,), 1, 1, 2, 2, False, 0, False, False,
         {"precision": "bf16x3", "X_SPLIT": True}, 3,
-    ),
-    "2d_x_split_3ch_fold_channels_last": (
-        1, 3, 17, (6, 5), (3, 3), 1, 1, 1, 1, False, 0, True, True,
-        {"precision": "bf16x3", "X_SPLIT": True, "BLOCK_M": 16, "BLOCK_N": 32}, 3,
     ),
     "2d_x_split_8ch_grouped_strided": (
         1, 16, 12, (6, 7), (3, 3), 2, 1, 1, 2, False, 0, False, False,
