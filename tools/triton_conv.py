@@ -163,6 +163,50 @@ def _conv_tap_start(r, pad, dil, stride, KSIZE):
 
 
 @triton.jit
+def _conv_rows(m, JD, JH, JW):
+    """GEMM row m as (jd, jh, jw, sample) over a JD x JH x JW grid of output positions."""
+    jw = m % JW
+    t = m // JW
+    jh = t % JH
+    t = t // JH
+    return t % JD, jh, jw, t // JD
+
+
+@triton.jit
+def _conv_phase(g, sd, sh, sw):
+    """Program axis 2 of a phased transposed conv as (group, phase per dimension)."""
+    phase = g % (sd * sh * sw)
+    return g // (sd * sh * sw), phase // (sw * sh), (phase // sw) % sh, phase % sw
+
+
+@triton.jit
+def _conv_phase_taps(r, pad, dil, stride, KSIZE, step):
+    """(first tap, number of taps) that hit transposed output phase r in one dimension."""
+    k0 = _conv_tap_start(r, pad, dil, stride, KSIZE)
+    return k0, (KSIZE - k0 + step - 1) // step
+
+
+@triton.jit
+def _conv_tap(it, n_cb, kd0, kh0, kw0, nt_h, nt_w, step_d, step_h, step_w):
+    """Step `it` of the (tap, channel block) loop as (kd, kh, kw, channel block)."""
+    tap = it // n_cb
+    kw = kw0 + (tap % nt_w) * step_w
+    kh = kh0 + ((tap // nt_w) % nt_h) * step_h
+    kd = kd0 + (tap // (nt_w * nt_h)) * step_d
+    return kd, kh, kw, it - tap * n_cb
+
+
+@triton.jit
+def _conv_tap_offset(r, pad, k, dil, stride, TRANSPOSED: tl.constexpr):
+    """Input offset of tap k from a row's base: transposed (phase r) (r + p - k*d) / s, exact
+    (C's and numpy's // agree); forward k*d - p."""
+    if TRANSPOSED:
+        return (r + pad - k * dil) // stride
+    else:
+        return k * dil - pad
+
+
+@triton.jit
 def _conv_gemm_kernel(
     x_ptr, w_ptr, w2_ptr, b_ptr, y_ptr,
     C_in_g, D, H, W, C_out_g, OD, OH, OW, KD, KH, KW,
@@ -186,17 +230,8 @@ def _conv_gemm_kernel(
         # Strided transposed conv, one output phase (o mod stride, per dimension) a program:
         # rows are o = phase + stride * j, and a kernel tap either hits every row of the
         # phase or none, so only the taps that hit are visited.
-        phase = g % (sd * sh * sw)
-        g = g // (sd * sh * sw)
-        ph_w = phase % sw
-        ph_h = (phase // sw) % sh
-        ph_d = phase // (sw * sh)
-        jw = offs_m % JW
-        t = offs_m // JW
-        jh = t % JH
-        t = t // JH
-        jd = t % JD
-        nb = t // JD
+        g, ph_d, ph_h, ph_w = _conv_phase(g, sd, sh, sw)
+        jd, jh, jw, nb = _conv_rows(offs_m, JD, JH, JW)
         ow = ph_w + sw * jw
         oh = ph_h + sh * jh
         od = ph_d + sd * jd
@@ -205,12 +240,7 @@ def _conv_gemm_kernel(
         ph_d = 0
         ph_h = 0
         ph_w = 0
-        ow = offs_m % OW
-        t = offs_m // OW
-        oh = t % OH
-        t = t // OH
-        od = t % OD
-        nb = t // OD
+        od, oh, ow, nb = _conv_rows(offs_m, OD, OH, OW)
     if IDX64:  # a tensor spans 2**31 elements or more (int32 offsets: fewer registers)
         nb = nb.to(tl.int64)
         g_c = g.to(tl.int64)
@@ -235,12 +265,9 @@ def _conv_gemm_kernel(
                 base_d = od
                 base_h = oh
                 base_w = ow
-            kd0 = _conv_tap_start(ph_d, pd, dd, sd, KD)
-            kh0 = _conv_tap_start(ph_h, ph, dh, sh, KH)
-            kw0 = _conv_tap_start(ph_w, pw, dw, sw, KW)
-            nt_d = (KD - kd0 + step_d - 1) // step_d
-            nt_h = (KH - kh0 + step_h - 1) // step_h
-            nt_w = (KW - kw0 + step_w - 1) // step_w
+            kd0, nt_d = _conv_phase_taps(ph_d, pd, dd, sd, KD, step_d)
+            kh0, nt_h = _conv_phase_taps(ph_h, ph, dh, sh, KH, step_h)
+            kw0, nt_w = _conv_phase_taps(ph_w, pw, dw, sw, KW, step_w)
         else:
             base_d = od * sd
             base_h = oh * sh
@@ -255,19 +282,11 @@ def _conv_gemm_kernel(
         n_cb = tl.cdiv(C_in_g, BLOCK_K)
         n_iter = nt_d * nt_h * nt_w * n_cb
         for it in range(0, n_iter):
-            tap = it // n_cb
-            c0 = (it - tap * n_cb) * BLOCK_K
-            kw = kw0 + (tap % nt_w) * step_w
-            kh = kh0 + ((tap // nt_w) % nt_h) * step_h
-            kd = kd0 + (tap // (nt_w * nt_h)) * step_d
-            if TRANSPOSED:
-                off_d = (ph_d + pd - kd * dd) // sd  # exact: C's and numpy's // agree
-                off_h = (ph_h + ph - kh * dh) // sh
-                off_w = (ph_w + pw - kw * dw) // sw
-            else:
-                off_d = kd * dd - pd
-                off_h = kh * dh - ph
-                off_w = kw * dw - pw
+            kd, kh, kw, cb = _conv_tap(it, n_cb, kd0, kh0, kw0, nt_h, nt_w, step_d, step_h, step_w)
+            c0 = cb * BLOCK_K
+            off_d = _conv_tap_offset(ph_d, pd, kd, dd, sd, TRANSPOSED)
+            off_h = _conv_tap_offset(ph_h, ph, kh, dh, sh, TRANSPOSED)
+            off_w = _conv_tap_offset(ph_w, pw, kw, dw, sw, TRANSPOSED)
             i_d = base_d + off_d
             i_h = base_h + off_h
             i_w = base_w + off_w
@@ -462,45 +481,27 @@ def _conv_split_kernel(
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     m_ok = offs_m < M
-    rows = tl.minimum(offs_m, M - 1)
+    # rows past M decoded as the last one: in range for the loads, masked at the store
+    jd, jh, jw, nb = _conv_rows(tl.minimum(offs_m, M - 1), JD, JH, JW)  # forward: JD = OD...
     if TRANSPOSED:
-        phase = g % (sd * sh * sw)
-        g = g // (sd * sh * sw)
-        ph_w = phase % sw
-        ph_h = (phase // sw) % sh
-        ph_d = phase // (sw * sh)
-        jw = rows % JW
-        t = rows // JW
-        jh = t % JH
-        t = t // JH
-        jd = t % JD
-        nb = t // JD
-        ow = ph_w + sw * (offs_m % JW)
-        oh = ph_h + sh * ((offs_m // JW) % JH)
-        od = ph_d + sd * ((offs_m // (JW * JH)) % JD)
+        g, ph_d, ph_h, ph_w = _conv_phase(g, sd, sh, sw)
+        od = ph_d + sd * jd
+        oh = ph_h + sh * jh
+        ow = ph_w + sw * jw
         m_ok = m_ok & (od < OD) & (oh < OH) & (ow < OW)
         base_d = jd
         base_h = jh
         base_w = jw
-        kd0 = _conv_tap_start(ph_d, pd, dd, sd, KD)
-        kh0 = _conv_tap_start(ph_h, ph, dh, sh, KH)
-        kw0 = _conv_tap_start(ph_w, pw, dw, sw, KW)
-        nt_d = (KD - kd0 + step_d - 1) // step_d
-        nt_h = (KH - kh0 + step_h - 1) // step_h
-        nt_w = (KW - kw0 + step_w - 1) // step_w
+        kd0, nt_d = _conv_phase_taps(ph_d, pd, dd, sd, KD, step_d)
+        kh0, nt_h = _conv_phase_taps(ph_h, ph, dh, sh, KH, step_h)
+        kw0, nt_w = _conv_phase_taps(ph_w, pw, dw, sw, KW, step_w)
     else:
         ph_d = 0
         ph_h = 0
         ph_w = 0
-        jw = rows % OW
-        t = rows // OW
-        jh = t % OH
-        t = t // OH
-        jd = t % OD
-        nb = t // OD
-        ow = offs_m % OW
-        oh = (offs_m // OW) % OH
-        od = (offs_m // (OW * OH)) % OD
+        od = jd
+        oh = jh
+        ow = jw
         base_d = jd * sd
         base_h = jh * sh
         base_w = jw * sw
@@ -512,11 +513,6 @@ def _conv_split_kernel(
         nt_w = KW
     if IDX64:
         nb = nb.to(tl.int64)
-    ob = offs_m // (OW * OH * OD)  # the output row's sample (rows past M: masked)
-    if TRANSPOSED:
-        ob = offs_m // (JW * JH * JD)
-    if IDX64:
-        ob = ob.to(tl.int64)
     x_row = nb * xs_n + base_d * xs_d + base_h * xs_h + base_w * xs_w + g * CGP  # [BLOCK_M]
     ck = tl.arange(0, BLOCK_K)
     w_cols = wh_ptr + offs_n[None, :]
@@ -526,19 +522,13 @@ def _conv_split_kernel(
     n_iter = nt_d * nt_h * nt_w * n_cb
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     for it in range(0, n_iter):
-        tap = it // n_cb
-        c0 = (it - tap * n_cb) * BLOCK_K
-        kw = kw0 + (tap % nt_w) * step_w
-        kh = kh0 + ((tap // nt_w) % nt_h) * step_h
-        kd = kd0 + (tap // (nt_w * nt_h)) * step_d
-        if TRANSPOSED:  # exact divisions: C's and numpy's // agree
-            off_d = (ph_d + pd - kd * dd) // sd + lo_d
-            off_h = (ph_h + ph - kh * dh) // sh + lo_h
-            off_w = (ph_w + pw - kw * dw) // sw + lo_w
-        else:  # padded index o*s + k*d: lo_* = the padding
-            off_d = kd * dd
-            off_h = kh * dh
-            off_w = kw * dw
+        kd, kh, kw, cb = _conv_tap(it, n_cb, kd0, kh0, kw0, nt_h, nt_w, step_d, step_h, step_w)
+        c0 = cb * BLOCK_K
+        # in the padded input: the offset from the row's base, plus the zeros before (forward:
+        # the padding, so o*s + k*d)
+        off_d = _conv_tap_offset(ph_d, pd, kd, dd, sd, TRANSPOSED) + lo_d
+        off_h = _conv_tap_offset(ph_h, ph, kh, dh, sh, TRANSPOSED) + lo_h
+        off_w = _conv_tap_offset(ph_w, pw, kw, dw, sw, TRANSPOSED) + lo_w
         x_off = x_row + (off_d * xs_d + off_h * xs_h + off_w * xs_w + c0)
         x_off = tl.multiple_of(x_off, 16)  # every stride and CGP are multiples of 16
         a_off = x_off[:, None] + ck[None, :]
@@ -559,7 +549,7 @@ def _conv_split_kernel(
     if HAS_BIAS:
         bias = tl.load(b_ptr + g * C_out_g + offs_n, mask=n_ok, other=0.0)
         acc += bias.to(tl.float32)[None, :]
-    y_row = ob * ys_n + od * ys_d + oh * ys_h + ow * ys_w
+    y_row = nb * ys_n + od * ys_d + oh * ys_h + ow * ys_w
     if Y_CONTIG:  # as in _conv_gemm_kernel
         y_row = tl.max_contiguous(y_row, BLOCK_M)
     y_col = (g * C_out_g + offs_n) * ys_c
