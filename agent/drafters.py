@@ -147,7 +147,9 @@ class CompilerDrafter:
         like a verification job: a draft holding the GPU alone stopped every other job of that
         GPU for 10-76 s a problem (KernelBench on the H200, session 4), most of a bench's time.
         Its autotuner may then pick a config under interference; the candidate's timing is still
-        done alone. An out-of-memory in a shared draft is retried alone."""
+        done alone: a timing job stops (SIGSTOP) the shared drafts of its GPU for its run rather
+        than wait minutes for them (`tools.slots.Pausable`). An out-of-memory in a shared draft
+        is retried alone."""
         shared = self.device == "cuda" and gpu_mb is not None and self.sandbox.slots_per_gpu > 1
         out = self._run_job(
             problem_source, problem_path, exclusive=not shared, gpu_mb=gpu_mb, settings=settings
@@ -193,6 +195,8 @@ class CompilerDrafter:
             limits=Limits(timeout_s=self.timeout_s, memory_mb=None, guard=False),
             exclusive=exclusive and self.device == "cuda",
             gpu_mb=gpu_mb,
+            # a shared draft holds its slot for minutes: a timing job stops it rather than wait
+            pausable=not exclusive,
         )
 
 

@@ -1,7 +1,7 @@
 """tools/draft/ptxas_limit.py: a CUDA draft job points Triton at a ptxas wrapper with a time
-limit. Here with a stand-in ptxas (no GPU needed): the wrapper passes arguments and the exit
-status through, answers `--version` as Triton asks it, and stops a ptxas that hangs after the
-limit with a failing status, which Triton turns into a PTXASError."""
+limit (CPU time, and a wall-clock backstop). Here with a stand-in ptxas (no GPU needed): the wrapper passes arguments and the exit
+status through, answers `--version` as Triton asks it, and stops a ptxas that computes or
+waits past its limit with a failing status, which Triton turns into a PTXASError."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ if [ "$1" = "--version" ]; then
   exit 0
 fi
 if [ "$1" = "hang" ]; then sleep 60; fi
+if [ "$1" = "spin" ]; then while :; do :; done; fi
 echo "args: $*"
 exit 3
 """
@@ -55,9 +56,14 @@ def test_triton_runs_ptxas_through_a_wrapper_with_a_time_limit(tmp_path):
     wrapper = got["env"]["TRITON_PTXAS_PATH"]
     ran = subprocess.run([wrapper, "-v", "a b"], capture_output=True, text=True, timeout=30)
     assert ran.returncode == 3 and ran.stdout.strip() == "args: -v a b"
+    # a ptxas that computes: its CPU time runs out (SIGXCPU, or the SIGKILL at the hard limit)
+    start = time.monotonic()
+    spun = subprocess.run([wrapper, "spin"], capture_output=True, text=True, timeout=30)
+    assert spun.returncode != 0 and time.monotonic() - start < 4
+    # a ptxas that waits: the wall-clock backstop (4 x the limit)
     start = time.monotonic()
     hung = subprocess.run([wrapper, "hang"], capture_output=True, text=True, timeout=30)
-    assert hung.returncode == 124 and time.monotonic() - start < 10
+    assert hung.returncode == 124 and 3.5 < time.monotonic() - start < 15
 
 
 def test_a_missing_ptxas_is_left_alone(tmp_path, monkeypatch):

@@ -100,3 +100,148 @@ def test_jobs_per_gpu_must_be_positive():
 
     with pytest.raises(BadInputError, match="jobs-per-gpu"):
         VerifyOptions(jobs_per_gpu=0)
+
+
+class _FakePausable:
+    def __init__(self):
+        self.events: list[str] = []
+
+    def pause(self):
+        self.events.append("pause")
+
+    def resume(self):
+        self.events.append("resume")
+
+
+def test_an_exclusive_job_stops_pausable_drafts_instead_of_waiting_for_them():
+    pool = SlotPool(["cuda:0", "cuda:0", "cuda:0"], capacity_mb={"cuda:0": 100_000})
+    draft = _FakePausable()
+    held = pool.acquire(mem_mb=10_000, pausable=draft)  # a draft, for minutes
+    got: list = []
+    t = threading.Thread(target=lambda: got.append(pool.acquire(exclusive=True)))
+    t.start()
+    t.join(2)
+    assert got == [[0, 1, 2]], "the timing job waited for a pausable draft"
+    assert draft.events == ["pause"]
+    # nothing else starts meanwhile, and a second exclusive job waits
+    late: list = []
+    threading.Thread(target=lambda: late.append(pool.acquire()), daemon=True).start()
+    time.sleep(0.05)
+    assert late == []
+    pool.release(got[0])
+    assert draft.events == ["pause", "resume"]
+    time.sleep(0.05)
+    assert late == [[1]]  # the draft still holds slot 0
+    pool.release(late[0])
+    pool.release(held)
+    assert pool.acquire(exclusive=True) == [0, 1, 2] and draft.events == ["pause", "resume"]
+
+
+def test_an_exclusive_job_still_waits_for_verification_jobs_beside_a_draft():
+    pool = SlotPool(["cuda:0", "cuda:0"])
+    draft = _FakePausable()
+    d = pool.acquire(pausable=draft)
+    v = pool.acquire()  # a verification job: never stopped
+    got: list = []
+    t = threading.Thread(target=lambda: got.append(pool.acquire(exclusive=True)))
+    t.start()
+    time.sleep(0.05)
+    assert got == [] and draft.events == []
+    pool.release(v)
+    t.join(2)
+    assert got == [[0, 1]] and draft.events == ["pause"]
+    pool.release(got[0])
+    pool.release(d)
+
+
+def test_a_draft_too_large_to_stay_beside_the_timing_job_is_waited_for():
+    pool = SlotPool(["cuda:0", "cuda:0"], capacity_mb={"cuda:0": 100_000})
+    draft = _FakePausable()
+    d = pool.acquire(mem_mb=60_000, pausable=draft)  # more than PAUSED_SHARE of the device
+    got: list = []
+    t = threading.Thread(target=lambda: got.append(pool.acquire(exclusive=True)))
+    t.start()
+    time.sleep(0.05)
+    assert got == [] and draft.events == []
+    pool.release(d)
+    t.join(2)
+    assert got == [[0, 1]]
+    pool.release(got[0])
+
+
+def test_a_stopped_draft_that_ends_keeps_its_slot_until_the_timing_job_is_done():
+    pool = SlotPool(["cuda:0", "cuda:0"])
+    draft = _FakePausable()
+    d = pool.acquire(pausable=draft)
+    ex = pool.acquire(exclusive=True)
+    pool.release(d)  # killed while stopped (an interrupt)
+    late: list = []
+    threading.Thread(target=lambda: late.append(pool.acquire()), daemon=True).start()
+    time.sleep(0.05)
+    assert late == [], "a job started beside a timing job"
+    pool.release(ex)
+    time.sleep(0.05)
+    assert late == [[0]] and draft.events == ["pause"]  # nothing to continue
+
+
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as f:
+        data = f.read()
+    return data[data.rindex(")") + 2]
+
+
+def test_pausable_stops_and_continues_a_real_process_group():
+    import subprocess
+    import sys
+
+    from tools.slots import Pausable
+
+    code = "import subprocess, time; subprocess.Popen(['sleep', '30']); time.sleep(30)"
+    proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    try:
+        time.sleep(0.5)
+        p = Pausable()
+        p.attach(proc.pid)
+        p.pause()
+        time.sleep(0.2)
+        assert _state(proc.pid) == "T" and p.paused
+        kids = [int(c) for c in open(f"/proc/{proc.pid}/task/{proc.pid}/children").read().split()]
+        assert kids and all(_state(k) == "T" for k in kids)  # what it started, too
+        p.resume()
+        time.sleep(0.1)
+        assert _state(proc.pid) != "T" and all(_state(k) != "T" for k in kids)
+        assert 0.2 <= p.paused_s() < 5
+    finally:
+        import os
+        import signal
+
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def test_a_stopped_jobs_deadline_moves_by_the_time_it_was_stopped():
+    from tools.limits import Limits
+    from tools.sandbox import Sandbox
+    from tools.slots import Pausable
+
+    sb = Sandbox(device="cpu", max_workers=1)
+
+    def run(pause_s: float):
+        p = Pausable()
+        with sb.slot() as slot:
+            job = sb.start(
+                slot,
+                "time:sleep",
+                2.0,
+                limits=Limits(timeout_s=1.5),
+                _interactive=False,
+                _pausable=p,
+            )
+            if pause_s:
+                threading.Timer(0.3, p.pause).start()
+                threading.Timer(0.3 + pause_s, p.resume).start()
+            return job.end(job.wait_result())
+
+    assert run(0).kind == "timeout"  # the limit holds
+    out = run(1.5)  # stopped 1.5 s of its 2 s: the limit moved by that much
+    assert out.kind == "ok", out.error

@@ -41,7 +41,15 @@ from tools.errors import SandboxError
 from tools.job_files import copy_cache, stderr_tail
 from tools.job_process import agent_identity, child_main, load_reply
 from tools.limits import Limits, rss_mb
-from tools.slots import GPU_SHARE, Slot, SlotPool, count_gpus, gpu_memory_mb, visible_device_id
+from tools.slots import (
+    GPU_SHARE,
+    Pausable,
+    Slot,
+    SlotPool,
+    count_gpus,
+    gpu_memory_mb,
+    visible_device_id,
+)
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +58,10 @@ PRELOAD_MODULES = ["tools._preload"]
 
 
 OutcomeKind = Literal["ok", "error", "crash", "timeout"]
+
+PAUSED_ROOM = 3
+"""A pausable job's own watchdog allows this many times its limit (it cannot tell time stopped
+from time run); the parent still ends it at its limit plus the time it was stopped."""
 
 
 @dataclass(kw_only=True)
@@ -138,6 +150,7 @@ class Sandbox:
         triton_cache_in: str | None = None,
         triton_cache_out: str | None = None,
         gpu_mb: float | None = None,
+        pausable: bool = False,
         **kwargs: Any,
     ) -> JobOutcome:
         """Run `fn` ("module:function") with args in a fresh worker; never raises for job faults.
@@ -146,11 +159,15 @@ class Sandbox:
         `triton_cache_out`: after the job, copy its private Triton cache there;
         `triton_cache_in`: start the job's private cache as a copy of that directory. Only for
         jobs of the same candidate source (its verification, then its timing): the timing job
-        then does not compile again, and no candidate ever sees another candidate's cache."""
+        then does not compile again, and no candidate ever sees another candidate's cache.
+        `pausable` (a shared job on a GPU): an exclusive job stops it (SIGSTOP) for its own run
+        instead of waiting for it to end (`tools.slots.Pausable`); its deadline moves by the time
+        it was stopped. For the agent's own long jobs (drafts), never for a candidate's."""
         lim = limits or self.limits
         if timeout is not None:
             lim = Limits(**{**lim.__dict__, "timeout_s": timeout})
-        with self.slot(exclusive=exclusive, gpu_mb=gpu_mb) as slot:
+        pause = Pausable() if pausable and not exclusive and self.device == "cuda" else None
+        with self.slot(exclusive=exclusive, gpu_mb=gpu_mb, pausable=pause) as slot:
             job = self.start(
                 slot,
                 fn,
@@ -159,16 +176,25 @@ class Sandbox:
                 env=env,
                 triton_cache_in=triton_cache_in,
                 _interactive=False,
+                _pausable=pause,
                 **kwargs,
             )
             outcome = job.wait_result()
             return job.end(outcome, triton_cache_out=triton_cache_out)
 
     @contextmanager
-    def slot(self, *, exclusive: bool = False, gpu_mb: float | None = None) -> Iterator[Slot]:
+    def slot(
+        self,
+        *,
+        exclusive: bool = False,
+        gpu_mb: float | None = None,
+        pausable: Pausable | None = None,
+    ) -> Iterator[Slot]:
         """Hold one slot (all of a device's slots when `exclusive`) for the jobs started in it:
         jobs that must talk to each other on one GPU (a verification's judge and candidate)."""
-        taken = self._pool.acquire(exclusive, gpu_mb if self.device == "cuda" else None)
+        taken = self._pool.acquire(
+            exclusive, gpu_mb if self.device == "cuda" else None, pausable=pausable
+        )
         try:
             yield self._slots[taken[0]]
         finally:
@@ -183,6 +209,7 @@ class Sandbox:
         env: dict[str, str] | None = None,
         triton_cache_in: str | None = None,
         _interactive: bool = True,
+        _pausable: Pausable | None = None,
         **kwargs: Any,
     ) -> JobSession:
         """Start `fn` in a fresh worker on `slot` and return at once. An interactive job (the
@@ -201,9 +228,16 @@ class Sandbox:
             if self.interpret:
                 job_env["TRITON_INTERPRET"] = "1"
         parent_conn, child_conn = self._ctx.Pipe(duplex=True)
+        # A pausable job's own watchdog (`watch_agent`) counts wall time, stops included: it
+        # gets room for them; the parent's deadline moves by exactly the time it was stopped.
+        child_lim = (
+            Limits(**{**lim.__dict__, "timeout_s": lim.timeout_s * PAUSED_ROOM})
+            if _pausable is not None and lim.timeout_s is not None
+            else lim
+        )
         proc = self._ctx.Process(
             target=child_main,
-            args=(child_conn, workdir, job_env, lim, slot.device, agent_identity()),
+            args=(child_conn, workdir, job_env, child_lim, slot.device, agent_identity()),
             daemon=True,
         )
         start = time.monotonic()
@@ -213,8 +247,10 @@ class Sandbox:
             shutil.rmtree(workdir, ignore_errors=True)
             raise SandboxError(f"could not start a worker process: {exc}") from exc
         child_conn.close()
+        if _pausable is not None:
+            _pausable.attach(proc.pid)
         self.jobs_run += 1
-        job = JobSession(self, proc, parent_conn, workdir, lim, start)
+        job = JobSession(self, proc, parent_conn, workdir, lim, start, _pausable)
         try:
             parent_conn.send_bytes(
                 pickle.dumps((fn, args, kwargs, _interactive), protocol=pickle.HIGHEST_PROTOCOL)
@@ -247,13 +283,29 @@ class JobSession:
     """One running job process, as seen from the parent. Messages the job sends are read with
     the weights-only unpickler (`load_reply`): whatever it sends is untrusted data."""
 
-    def __init__(self, sandbox: Sandbox, proc, conn, workdir: str, lim: Limits, start: float):
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        proc,
+        conn,
+        workdir: str,
+        lim: Limits,
+        start: float,
+        pausable: Pausable | None = None,
+    ):
         self.sandbox, self.proc, self.conn = sandbox, proc, conn
         self.workdir, self.limits, self.start_time = workdir, lim, start
-        self.deadline = start + lim.timeout_s
+        self._deadline = start + lim.timeout_s
+        self.pausable = pausable
         self.peak_rss_mb = 0.0
         self.ended: JobOutcome | None = None
         self._closed = False
+
+    @property
+    def deadline(self) -> float:
+        """When the job is out of time: its limit after it started, plus any time it was
+        stopped for an exclusive job (`Pausable`)."""
+        return self._deadline + (self.pausable.paused_s() if self.pausable is not None else 0.0)
 
     def send(self, msg: Any) -> None:
         """Send plain data to the job (`Channel.recv` there). A dead job raises JobEnded."""
@@ -292,12 +344,12 @@ class JobSession:
 
     def _next(self, timeout: float | None) -> tuple[str, Any] | JobOutcome:
         lim = self.limits
-        deadline = (
-            self.deadline if timeout is None else min(self.deadline, time.monotonic() + timeout)
-        )
+        until = None if timeout is None else time.monotonic() + timeout
         poll_rss = self.sandbox.device == "cuda" and lim.memory_mb is not None
         proc, conn = self.proc, self.conn
         while True:
+            # read each time round: a stopped job's deadline moves while it is stopped
+            deadline = self.deadline if until is None else min(self.deadline, until)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 waited = lim.timeout_s if deadline == self.deadline else timeout

@@ -25,7 +25,7 @@ import shutil
 import stat
 
 PTXAS_LIMIT_S = 90
-"""Seconds one ptxas run may take in a draft job (a tf32x3 convolution kernel compiles in a few
+"""CPU seconds one ptxas run may take in a draft job (a tf32x3 convolution kernel compiles in a few
 seconds; the H200 run above had one past 340 s)."""
 KEYS = {"TRITON_PTXAS_PATH": "ptxas", "TRITON_PTXAS_BLACKWELL_PATH": "ptxas-blackwell"}
 
@@ -55,10 +55,17 @@ def real_ptxas(key: str, binary: str) -> str | None:
     return next((c for c in candidates if os.path.isfile(c) and os.access(c, os.X_OK)), None)
 
 
+WALL_FACTOR = 4
+"""The wall-clock backstop, in multiples of the limit (a ptxas that waits rather than works)."""
+
+
 def limit_ptxas(workdir: str, seconds: int = PTXAS_LIMIT_S) -> dict[str, str]:
     """Point this process's Triton at ptxas wrappers in `workdir` that stop ptxas after `seconds`
-    (`timeout`, then SIGKILL 5 s later). Returns {variable: real binary} for what was wrapped;
-    nothing where `timeout` or a real ptxas is missing."""
+    of CPU time (`ulimit -t`: SIGXCPU), or `WALL_FACTOR` times that on the wall clock (`timeout`,
+    then SIGKILL 5 s later). CPU time, because a timing job may stop the draft job, ptxas
+    included, for a while (`tools.slots.Pausable`): stopped time is not ptxas's. Returns
+    {variable: real binary} for what was wrapped; nothing where `timeout` or a real ptxas is
+    missing."""
     timeout = shutil.which("timeout")
     if timeout is None:
         return {}
@@ -72,7 +79,9 @@ def limit_ptxas(workdir: str, seconds: int = PTXAS_LIMIT_S) -> dict[str, str]:
             f.write(
                 "#!/bin/sh\n"
                 f"# {binary} with a time limit (tools/draft/ptxas_limit.py)\n"
-                f'exec {shlex.quote(timeout)} -k 5 {int(seconds)} {shlex.quote(real)} "$@"\n'
+                f"ulimit -t {int(seconds)}\n"
+                f"exec {shlex.quote(timeout)} -k 5 {int(seconds) * WALL_FACTOR} "
+                f'{shlex.quote(real)} "$@"\n'
             )
         os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
         os.environ[key] = path
