@@ -4,6 +4,7 @@ sandbox job `draft_job`, and the command line (`python -m tools.draft`)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sys
 import tempfile
 from typing import Any
@@ -63,7 +64,7 @@ def draft_candidate(
             sizes = "static"
     if sizes == "dynamic":
         try:
-            return _draft(problem, device, True, settings, notes)
+            result = _draft(problem, device, True, settings, notes)
         except ProblemError:
             raise
         except Exception as exc:  # a rewriter limit, or internals of an untested torch
@@ -71,7 +72,54 @@ def draft_candidate(
                 "sizes fixed at the problem's: the dynamic-shape draft failed "
                 f"({type(exc).__name__}: {first_line(exc)})"
             )
+        else:
+            if device == "cuda" and settings == "default" and _wants_sized_path(result):
+                result = _with_sized_path(result, problem)
+            return result
     return _draft(problem, device, False, settings, notes)
+
+
+def _wants_sized_path(result: DraftResult) -> bool:
+    """Whether to draft the problem's own sizes too (tools/draft/sized.py): not where a GEMM or
+    convolution of this project's carries the time (their kernels read sizes either way, and
+    their draft-time picks would run twice)."""
+    return (
+        "_gemm_kernel" not in result.kernels
+        and "triton_convolution(" not in result.source
+        and not result.mixed
+    )
+
+
+def _with_sized_path(result: DraftResult, problem: LoadedProblem) -> DraftResult:
+    """`result` with a first path through Inductor's kernels for the problem's own sizes, where
+    that is faster on the GPU (`tools.draft.sized.pick_sized_path`); as it was otherwise, with a
+    note either way."""
+    from tools.draft.sized import SUFFIX, pick_sized_path
+
+    try:
+        static = _draft(problem, "cuda", False, "default", [])
+    except Exception as exc:  # noqa: BLE001 - a speed choice: the dynamic draft stands
+        result.notes.append(f"sized path not built: the static draft failed ({first_line(exc)})")
+        return result
+    notes: list[str] = []
+    source = _draft_time_choice(
+        lambda src, init, inputs, dev: pick_sized_path(src, static.source, init, inputs, dev),
+        "sized path",
+        result.source,
+        problem,
+        notes,
+    )
+    if source == result.source:
+        result.notes.extend(notes)
+        return result
+    sized_kernels = [k + SUFFIX if k + SUFFIX in source else k for k in static.kernels]
+    picked = [n for n in static.notes if "picked on the GPU at draft time" in n]
+    return dataclasses.replace(
+        result,
+        source=source,
+        kernels=list(dict.fromkeys(result.kernels + sized_kernels)),
+        notes=result.notes + notes + [f"sized path: {n}" for n in picked],
+    )
 
 
 def _draft(

@@ -1,0 +1,97 @@
+"""tools/draft/sized.py: a dynamic draft with a first path through the static draft's kernels
+for the problem's own sizes. Drafts of examples/problems/layernorm.py (CPU Inductor, torch
+2.13, in tests/fixtures/sized/), run under the Triton interpreter: the sized path runs at the
+problem's sizes and only there, both paths match the reference, a static draft that computes
+something else is refused, and the timing decides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.helpers import run_json_script
+
+FIXTURES = Path(__file__).parent / "fixtures" / "sized"
+
+SCRIPT = r"""
+import json, sys
+import torch
+sys.path.insert(0, "examples/problems")
+import layernorm as problem
+from tools.draft import sized
+from tools.draft.launch_configs import load_module
+import tempfile
+
+dynamic = open(sys.argv[2]).read()
+static = open(sys.argv[3]).read()
+out = {}
+
+def timer_for(sized_ms, dynamic_ms):
+    return lambda run: sized_ms if run.info["sized"] else dynamic_ms
+
+torch.manual_seed(0)
+inputs = problem.get_inputs()
+init = problem.get_init_inputs()
+for name, (s_ms, d_ms) in {"faster": (1.0, 2.0), "slower": (1.99, 2.0)}.items():
+    src, notes = sized.pick_sized_path(dynamic, static, init, inputs, "cpu", timer=timer_for(s_ms, d_ms))
+    out[name] = {"combined": src != dynamic, "notes": notes}
+    if name == "faster":
+        combined = src
+
+broken = static.replace("tmp19 + tmp20", "tmp19 - tmp20")
+assert broken != static
+src, notes = sized.pick_sized_path(dynamic, broken, init, inputs, "cpu", timer=timer_for(1.0, 2.0))
+out["broken"] = {"combined": src != dynamic, "notes": notes}
+
+with tempfile.TemporaryDirectory() as d:
+    mod = load_module(combined, d, "combined")
+    used = []
+    real = mod.call_sized
+    mod.call_sized = lambda args: used.append("sized") or real(args)
+    torch.manual_seed(0)
+    ref = problem.Model(*init)
+    torch.manual_seed(0)
+    new = mod.ModelNew(*init)
+    new.load_state_dict(ref.state_dict())
+    def check(x):
+        used.clear()
+        with torch.no_grad():
+            ok = torch.allclose(new(x), ref(x), atol=1e-4, rtol=1e-4)
+        return {"ok": ok, "sized": used == ["sized"]}
+    out["published"] = check(inputs[0])
+    out["other_batch"] = check(torch.randn(7, problem.HIDDEN))
+    out["strided"] = check(torch.randn(problem.HIDDEN, problem.BATCH).t())
+    new.ln.eps = 1e-3  # a plain-value attribute the static kernel baked in
+    ref.ln.eps = 1e-3
+    out["other_eps"] = check(inputs[0])
+json.dump(out, open(sys.argv[1], "w"))
+"""
+
+
+def test_the_sized_path_runs_at_the_problems_sizes_and_only_there(tmp_path):
+    out = tmp_path / "out.json"
+    got = run_json_script(
+        SCRIPT, out, out, FIXTURES / "layernorm_dynamic.py", FIXTURES / "layernorm_static.py"
+    )
+    assert got["faster"]["combined"], got["faster"]["notes"]
+    assert "sized path taken" in got["faster"]["notes"][0]
+    assert not got["slower"]["combined"] and "not taken" in got["slower"]["notes"][0]
+    assert not got["broken"]["combined"] and "differ" in got["broken"]["notes"][0]
+    assert got["published"] == {"ok": True, "sized": True}
+    assert got["other_batch"] == {"ok": True, "sized": False}
+    # other strides or another eps: not the sized path (the dynamic draft itself assumes
+    # contiguous rows and this eps: its docstring says so)
+    assert got["strided"]["sized"] is False and got["other_eps"]["sized"] is False
+
+
+def test_drafts_of_another_shape_are_not_combined():
+    from tools.draft.sized import NotCombinable, with_sized_path
+
+    dynamic = (FIXTURES / "layernorm_dynamic.py").read_text()
+    static = (FIXTURES / "layernorm_static.py").read_text()
+    import pytest
+
+    with pytest.raises(NotCombinable, match="call"):
+        with_sized_path(dynamic, dynamic)  # nothing static to add
+    other = static.replace("def forward(self, x: torch.Tensor):", "def forward(self, y):")
+    with pytest.raises(NotCombinable, match="arguments"):
+        with_sized_path(dynamic, other)
