@@ -55,6 +55,8 @@ def timer(run):
     site, x_last, precision, x_split = key
     assert not x_last  # X_LAST is no longer a draft-time variant
     if site == 0:
+        if precision == "ieee":
+            return 2.5  # exact products: slower than bf16x3 here
         if x_split:
             # another job's burst during its first turn: 3.0 then, 1.0 when timed again
             return 3.0 if calls.count(key) == 1 else 1.0
@@ -112,14 +114,18 @@ def test_the_fastest_variant_over_the_rounds_is_written_at_its_own_site(result):
     # site 0 (16 channels, NCHW): X_SPLIT, though its first turn was the slowest of all; its tile
     # is left to the candidate's autotuner
     assert kw[0] == {"precision": "bf16x3", "X_SPLIT": True}
-    # site 1 (3 channels): bf16x3 failed the accuracy check, so it was never timed or written;
-    # X_LAST does not apply (no channel loop); site 2 (depthwise, no tl.dot): nothing applies
-    assert kw[1] == {} and kw[2] == {}
+    # site 1 (3 channels, 27 products an output): bf16x3 failed the accuracy check, so it was
+    # never timed or written; X_SPLIT's layout with exact products (no accuracy check: fp32
+    # products) was timed and is faster; X_LAST does not apply (no channel loop); site 2
+    # (depthwise, no tl.dot): nothing applies
+    assert kw[1] == {"precision": "ieee", "X_SPLIT": True} and kw[2] == {}
     site0 = [c for c in result["calls"] if c[0] == 0]
-    # as written, X_SPLIT, bf16x3 (not X_SPLIT 128 wide: 20 output channels): every round
-    assert len(site0) == 3 * ROUNDS
-    assert sum(c[3] for c in site0) == ROUNDS
-    assert all(c == [1, False, "as written", False] for c in result["calls"] if c[0] == 1)
+    # as written, X_SPLIT, bf16x3, exact X_SPLIT (144 products; not X_SPLIT 128 wide: 20
+    # output channels): every round
+    assert len(site0) == 4 * ROUNDS
+    assert sum(c[3] and c[2] == "bf16x3" for c in site0) == ROUNDS
+    site1 = [c for c in result["calls"] if c[0] == 1]
+    assert {tuple(c) for c in site1} == {(1, False, "as written", False), (1, False, "ieee", True)}
     assert not any(c[0] == 2 for c in result["calls"])
     # both bf16x3 kernels checked in one call (one fp64 reference); the depthwise call (no
     # tl.dot) no check at all
@@ -135,6 +141,7 @@ def test_notes_say_what_was_picked_and_why_not(result):
         "conv#0" in notes and "picked on the GPU at draft time, 1.000 ms against 2.000 ms" in notes
     )
     assert "conv#1" in notes and "scripted: bf16x3 too far from fp64 here" in notes
+    assert "conv#1 (2x3x6x5 * 16x3x3x3): precision='ieee', X_SPLIT=True picked" in notes
     assert "conv#2" in notes and "nothing to choose" in notes
 
 
@@ -143,7 +150,7 @@ def test_rewritten_draft_still_computes_the_convolutions(result):
 
 
 def test_report_precision_names_bf16x3(result):
-    assert tune.precisions(result["picked"]) == ["bf16x3", "tf32x3", "tf32x3"]
+    assert tune.precisions(result["picked"]) == ["bf16x3", "ieee", "tf32x3"]
 
 
 CHECK = r"""
@@ -216,7 +223,7 @@ def test_no_variant_is_compiled_once_the_drafts_budget_is_spent(tmp_path):
     got = run_json_script(BUDGET_SCRIPT, out, str(src), str(out))
     assert got["same"] and all(label.endswith("as written") for label in got["labels"])
     notes = "\n".join(got["notes"])
-    assert "conv#0" in notes and "2 variant(s) not timed" in notes
+    assert "conv#0" in notes and "3 variant(s) not timed" in notes
 
 
 def test_x_split_is_timed_128_wide_only_for_wide_groups():
@@ -229,6 +236,16 @@ def test_x_split_is_timed_128_wide_only_for_wide_groups():
     assert not applicable(wide, {**geometry, "c_out_g": 128, "fp32": False}, {})
     # the call already set to another precision by the tuner is left alone
     assert not applicable(wide, {**geometry, "c_out_g": 128}, {"precision": "ieee"})
+
+
+def test_exact_x_split_is_timed_only_for_small_reductions():
+    from tools.draft.conv_picks import EXACT_MAX_K, VARIANTS, applicable
+
+    exact = next(v for v in VARIANTS if v.get("precision") == "ieee")
+    geometry = {"gemm": True, "tap_loop": False, "nchw": True, "fp32": True, "c_out_g": 16}
+    assert applicable(exact, {**geometry, "k": 81}, {})  # 3 channels, 3x3x3 taps
+    assert not applicable(exact, {**geometry, "k": EXACT_MAX_K + 1}, {})
+    assert not applicable(exact, {**geometry, "k": 81, "fp32": False}, {})
 
 
 def test_a_128_wide_x_split_pick_is_written_with_its_tile():

@@ -144,6 +144,15 @@ CASES = {
         2, 8, 12, (17,), (3,), 1, 1, 2, 2, False, 0, False, False,
         {"precision": "bf16x3", "X_SPLIT": True}, 3,
     ),
+    # X_SPLIT's layout in fp32 without the split: one exact (ieee) product a step
+    "t3d_x_split_3ch_exact": (
+        2, 3, 16, (3, 3, 4), (3, 3, 3), 2, 1, 1, 1, True, (1, 0, 1), True, False,
+        {"precision": "ieee", "X_SPLIT": True},
+    ),
+    "2d_x_split_3ch_fold_exact": (
+        2, 3, 20, (9, 11), (3, 5), (2, 3), (1, 2), (1, 2), 1, False, 0, True, False,
+        {"precision": "ieee", "X_SPLIT": True}, 5,
+    ),
     "2d_x_split_8ch_grouped_strided": (
         1, 16, 12, (6, 7), (3, 3), 2, 1, 1, 2, False, 0, False, False,
         {"precision": "bf16x3", "X_SPLIT": True},
@@ -250,8 +259,11 @@ def test_matches_torch_convolution(results, name):
     knobs = CASES[name][13] if len(CASES[name]) > 13 else {}
     copies = knobs.get("X_LAST") and not CASES[name][12] and CASES[name][1] // CASES[name][8] >= 16
     assert r["staged"] == (1 if copies else 0), f"{name}: {r['staged']} channels-last copies"
-    # X_SPLIT with bf16x3 splits the input once (every X_SPLIT case here has a tl.dot)
-    split = knobs.get("X_SPLIT") and knobs.get("precision") == "bf16x3"
+    # X_SPLIT (bf16x3, or ieee: the layout unsplit) copies the input once (every X_SPLIT case
+    # here has a tl.dot)
+    split = knobs.get("X_SPLIT") and knobs.get("precision") in ("bf16x3", "ieee")
+    if split and knobs["precision"] == "ieee":  # exact products: fp32's error, not bf16x3's
+        assert r["max_err"] <= 2e-6 * max(1.0, r["scale"]), f"{name}: {r['max_err']}"
     assert r["split"] == (1 if split else 0), f"{name}: {r['split']} split copies"
     if split:  # W-taps folded where a case says so (transposed, 16+ channels: never)
         fold = CASES[name][14] if len(CASES[name]) > 14 else 1

@@ -383,7 +383,7 @@ def _bf16_round(v):
 def _conv_split_input_kernel(
     x_ptr, hi_ptr, lo_ptr, C_in_g, D, H, W, PD, PH, PW, lo_d, lo_h, lo_w, CGP, GC, S,
     xs_n, xs_c, xs_d, xs_h, xs_w, FOLD, fold_dw,
-    IDX64: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_S: tl.constexpr,
+    IDX64: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_S: tl.constexpr, EXACT: tl.constexpr,
 ):  # fmt: skip
     """x (N, C, D, H, W), any strides, as two zero-padded channels-last copies
     (N, PD, PH, PW, groups, CGP): hi = x rounded to bf16, lo = x - hi rounded to bf16. The
@@ -391,7 +391,8 @@ def _conv_split_input_kernel(
     so the split GEMM's loads need no masks. FOLD > 1 (few input channels): a position's
     channels are the FOLD W-taps' channels, (kw, c) at kw * C_in_g + c, read fold_dw * kw
     further along W, so the GEMM visits one tap where there were FOLD (im2col along W). A
-    [BLOCK_S, BLOCK_C] tile is read along the positions and written along the channels."""
+    [BLOCK_S, BLOCK_C] tile is read along the positions and written along the channels.
+    EXACT: x itself, in fp32, in `hi_ptr` (no low part): the layout without the split."""
     pid_s = tl.program_id(0)
     pid_c = tl.program_id(1)
     nb = tl.program_id(2)
@@ -416,19 +417,22 @@ def _conv_split_input_kernel(
     src = nb * xs_n + (g * C_in_g + c)[None, :] * xs_c
     src = src + (i_d * xs_d + i_h * xs_h)[:, None] + i_w * xs_w
     v = tl.load(x_ptr + src, mask=ok_in & c_ok[None, :], other=0.0).to(tl.float32)
-    hi = _bf16_round(v)
-    lo = _bf16_round(v - hi)
     dst = nb * S * GC + s[:, None] * GC + cc[None, :]
     ok = (s < S)[:, None] & (cc < GC)[None, :]
-    tl.store(hi_ptr + dst, hi, mask=ok)
-    tl.store(lo_ptr + dst, lo, mask=ok)
+    if EXACT:
+        tl.store(hi_ptr + dst, v, mask=ok)
+    else:
+        hi = _bf16_round(v)
+        lo = _bf16_round(v - hi)
+        tl.store(hi_ptr + dst, hi, mask=ok)
+        tl.store(lo_ptr + dst, lo, mask=ok)
 
 
 @triton.jit
 def _conv_split_weight_kernel(
     w_ptr, hi_ptr, lo_ptr, n, C_in_g, C_out_g, CGP, COP, KH, KW, TAPS,
     ws_g, ws_co, ws_ci, ws_d, ws_h, ws_w, FOLD,
-    BLOCK: tl.constexpr,
+    BLOCK: tl.constexpr, EXACT: tl.constexpr,
 ):  # fmt: skip
     """The weights as [group, tap, CGP, COP] bf16 high and low parts, zero-padded in both
     channel dimensions, output channels contiguous (the split GEMM's weight tile). FOLD > 1:
@@ -449,9 +453,12 @@ def _conv_split_weight_kernel(
     src = g * ws_g + co * ws_co + c * ws_ci + kd * ws_d + kh * ws_h + kw * ws_w
     real = ok & (co < C_out_g) & (ci < C_in_g * FOLD)
     w = tl.load(w_ptr + src, mask=real, other=0.0).to(tl.float32)
-    hi = _bf16_round(w)
-    tl.store(hi_ptr + offs, hi, mask=ok)
-    tl.store(lo_ptr + offs, _bf16_round(w - hi), mask=ok)
+    if EXACT:  # the weights themselves, in fp32 (no low part)
+        tl.store(hi_ptr + offs, w, mask=ok)
+    else:
+        hi = _bf16_round(w)
+        tl.store(hi_ptr + offs, hi, mask=ok)
+        tl.store(lo_ptr + offs, _bf16_round(w - hi), mask=ok)
 
 
 @triton.jit
@@ -462,7 +469,7 @@ def _conv_split_kernel(
     xs_n, xs_d, xs_h, xs_w,
     ys_n, ys_c, ys_d, ys_h, ys_w,
     HAS_BIAS: tl.constexpr, TRANSPOSED: tl.constexpr, IDX64: tl.constexpr,
-    CARRIER_FP32: tl.constexpr, Y_CONTIG: tl.constexpr,
+    CARRIER_FP32: tl.constexpr, Y_CONTIG: tl.constexpr, EXACT: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):  # fmt: skip
     """Implicit GEMM in bf16x3 on operands split in memory beforehand
@@ -474,7 +481,10 @@ def _conv_split_kernel(
     the last (their stores are masked). Transposed: one output phase (o mod stride, per
     dimension) a program, visiting only the taps that hit it, as `_conv_gemm_kernel` does.
     CARRIER_FP32: the parts are held in fp32 tensors (the interpreter has no bf16), the same
-    values, multiplied exactly."""
+    values, multiplied exactly. EXACT: the operands are the fp32 values themselves (no parts),
+    one fp32 product a step (tl.dot "ieee": FMA, no tensor cores), for the small reductions
+    (few channels and taps) where three bf16 products are less exact than the problem's
+    reference and the FMA work is small."""
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     g = tl.program_id(2)
@@ -532,19 +542,22 @@ def _conv_split_kernel(
         x_off = x_row + (off_d * xs_d + off_h * xs_h + off_w * xs_w + c0)
         x_off = tl.multiple_of(x_off, 16)  # every stride and CGP are multiples of 16
         a_off = x_off[:, None] + ck[None, :]
-        a_hi = tl.load(xh_ptr + a_off)
-        a_lo = tl.load(xl_ptr + a_off)
         k_row = ((g * taps + (kd * KH + kh) * KW + kw) * CGP + c0 + ck) * COP
+        a_hi = tl.load(xh_ptr + a_off)
         b_hi = tl.load(w_cols + k_row[:, None])
-        b_lo = tl.load(wl_cols + k_row[:, None])
-        if CARRIER_FP32:
-            acc = tl.dot(a_hi, b_lo, acc, input_precision="ieee")
-            acc = tl.dot(a_lo, b_hi, acc, input_precision="ieee")
+        if EXACT:
             acc = tl.dot(a_hi, b_hi, acc, input_precision="ieee")
         else:
-            acc = tl.dot(a_hi, b_lo, acc)
-            acc = tl.dot(a_lo, b_hi, acc)
-            acc = tl.dot(a_hi, b_hi, acc)
+            a_lo = tl.load(xl_ptr + a_off)
+            b_lo = tl.load(wl_cols + k_row[:, None])
+            if CARRIER_FP32:
+                acc = tl.dot(a_hi, b_lo, acc, input_precision="ieee")
+                acc = tl.dot(a_lo, b_hi, acc, input_precision="ieee")
+                acc = tl.dot(a_hi, b_hi, acc, input_precision="ieee")
+            else:
+                acc = tl.dot(a_hi, b_lo, acc)
+                acc = tl.dot(a_lo, b_hi, acc)
+                acc = tl.dot(a_hi, b_hi, acc)
     n_ok = offs_n < C_out_g
     if HAS_BIAS:
         bias = tl.load(b_ptr + g * C_out_g + offs_n, mask=n_ok, other=0.0)
@@ -747,7 +760,10 @@ def triton_convolution(
     multiple of 16), and the GEMM multiplies those (`_conv_split_kernel`), tap by tap:
     unmasked 16-byte loads of half the bytes, no gathers or splitting in the loop. Costs two
     bf16 copies of the input (its bytes once; a 3-channel input's padded to 16 channels, and
-    16/3 the products, where the flat (channel, tap) loop gathers every element).
+    16/3 the products, where the flat (channel, tap) loop gathers every element). With
+    `precision="ieee"` the same layout in fp32 without the split, one fp32 (FMA) product a step:
+    exact fp32 products for small reductions (3 channels, 27 taps) where bf16x3 fails the
+    draft-time accuracy gate.
     `EPILOGUE` (X_SPLIT only): `(kernel, tuned kernel, args, constexprs)`, a copy of the split
     GEMM with a pointwise epilogue in its store (tools/draft/conv_epilogue.py writes them into a
     draft), launched with the epilogue's arguments after the GEMM's."""
@@ -836,16 +852,21 @@ def triton_convolution(
     M = N * JD * JH * JW if phased else N * OD * OH * OW
     if (
         X_SPLIT
-        and precision == "bf16x3"
+        and precision in ("bf16x3", "ieee")
         and x.dtype == torch.float32
         and weight.dtype == torch.float32
     ):
         shapes = dict(groups=groups, C_in_g=C_in_g, C_out_g=C_out_g, out=(OD, OH, OW))
         tile = (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages)
-        _conv_split_launch(x, xs, weight, ws, bias, y, ys, shapes, conv, transposed, tile, EPILOGUE)
+        _conv_split_launch(
+            x, xs, weight, ws, bias, y, ys, shapes, conv, transposed, tile, EPILOGUE,
+            exact=precision == "ieee",
+        )  # fmt: skip
         return y
     if EPILOGUE is not None:  # its kernel is a copy of the split GEMM: nothing else runs it
-        raise ValueError("EPILOGUE needs the X_SPLIT path: precision='bf16x3', fp32 operands")
+        raise ValueError(
+            "EPILOGUE needs the X_SPLIT path: precision='bf16x3' or 'ieee', fp32 operands"
+        )
     if X_LAST and tap_outer and xs[1] != 1:  # the input copied channels-last first
         S = D * H * W
         x_last = torch.empty((N, D, H, W, C_in), dtype=x.dtype, device=x.device)
@@ -930,10 +951,11 @@ def _conv_split_pads(size, out, k, s, p, d, transposed):
 
 
 def _conv_split_launch(
-    x, xs, weight, ws, bias, y, ys, shapes, conv, transposed, tile, epilogue=None
+    x, xs, weight, ws, bias, y, ys, shapes, conv, transposed, tile, epilogue=None, exact=False
 ):
     """`triton_convolution`'s X_SPLIT path: split copies of the input and weights, then the
-    split GEMM (see `_conv_split_kernel`)."""
+    split GEMM (see `_conv_split_kernel`). `exact`: fp32 copies in the same layout, no split,
+    one fp32 (FMA) product a step."""
     sd, sh, sw, pd, ph, pw, dd, dh, dw = conv
     groups, C_in_g, C_out_g = shapes["groups"], shapes["C_in_g"], shapes["C_out_g"]
     OD, OH, OW = shapes["out"]
@@ -942,7 +964,8 @@ def _conv_split_launch(
     D, H, W = [1] * (3 - nd) + list(x.shape[2:])
     KD, KH, KW = [1] * (3 - nd) + list(weight.shape[2:])
     interpret = os.environ.get("TRITON_INTERPRET", "0") == "1"
-    dtype = torch.float32 if interpret else torch.bfloat16  # the interpreter has no bf16
+    # the interpreter has no bf16; the exact path keeps the fp32 values
+    dtype = torch.float32 if interpret or exact else torch.bfloat16
     pads = [
         _conv_split_pads(i, o, k, s, p, d, transposed)
         for i, o, k, s, p, d in zip(
@@ -969,20 +992,21 @@ def _conv_split_launch(
     GC = groups * CGP
     S = PD * PH * PW
     xh = torch.empty((N, PD, PH, PW, GC), dtype=dtype, device=x.device)
-    xl = torch.empty_like(xh)
+    xl = xh if exact else torch.empty_like(xh)  # exact: no low part (never read)
     idx64 = max(_conv_span(x), xh.numel(), _conv_span(y)) >= 2**31
     grid_x = (triton.cdiv(S, 64), triton.cdiv(GC, 32), N)
     _conv_split_input_kernel[grid_x](
         x, xh, xl, C_in_g, D, H, W, PD, PH, PW, lo_d, lo_h, lo_w, CGP, GC, S, *xs, fold, dw_real,
-        IDX64=idx64, BLOCK_C=32, BLOCK_S=64, num_warps=4,
+        IDX64=idx64, BLOCK_C=32, BLOCK_S=64, EXACT=exact, num_warps=4,
     )  # fmt: skip
     taps = KD * KH * KW
     n = groups * taps * CGP * COP
     wh = torch.empty(n, dtype=dtype, device=weight.device)
-    wl = torch.empty_like(wh)
+    wl = wh if exact else torch.empty_like(wh)
     _conv_split_weight_kernel[(triton.cdiv(n, 1024),)](
-        weight, wh, wl, n, C_in_g, C_out_g, CGP, COP, KH, KW, taps, *ws, fold, BLOCK=1024
-    )
+        weight, wh, wl, n, C_in_g, C_out_g, CGP, COP, KH, KW, taps, *ws, fold, BLOCK=1024,
+        EXACT=exact,
+    )  # fmt: skip
     phases = sd * sh * sw if transposed else 1
     if transposed:
         JD, JH, JW = triton.cdiv(OD, sd), triton.cdiv(OH, sh), triton.cdiv(OW, sw)
@@ -1001,6 +1025,7 @@ def _conv_split_launch(
         IDX64=idx64,
         CARRIER_FP32=interpret,
         Y_CONTIG=ys[4] == 1 and ys[1] != 1 and not transposed,
+        EXACT=exact,
     )
     kernel, tuned = _conv_split_kernel, _conv_split_kernel_tuned
     if epilogue is not None:  # a fused copy: the epilogue's arguments after the GEMM's

@@ -47,6 +47,7 @@ VARIANTS: tuple[dict[str, Any], ...] = (
     {"precision": "bf16x3", "X_SPLIT": True},
     {"precision": "bf16x3", "X_SPLIT": True, "BLOCK_N": 128},
     {"precision": "bf16x3"},
+    {"precision": "ieee", "X_SPLIT": True},
 )
 """Keywords tried against the call as written, in this order (those that apply; the draft's
 `BUDGET_S` may cut the last). `X_SPLIT` (session 10): the operands split into bf16 high and
@@ -57,8 +58,16 @@ autotuner (at most 5 tiles): session 10 wrote every X_SPLIT pick with `TILE` in 
 level1/87 (pointwise) fell from 0.65x to 0.48x, level1/79 from 1.00x to 0.95x, where the
 autotuned run before had been faster. X_LAST (alone or with bf16x3) is no longer tried: it won
 1 call of 87 in session 9 and none of 30 once X_SPLIT was there (session 10); the knob stays for
-the tuner."""
+the tuner. X_SPLIT with precision "ieee" (session 11): the same layout in fp32, unsplit, one
+exact product a step, for reductions of at most `EXACT_MAX_K` (channels x taps): level2/50
+and 58 (ConvTranspose3d, 3 input channels, 81 products an output) failed bf16x3's accuracy gate
+at 42x and 51x cuDNN fp32's error and kept the call as written at 0.12x-0.13x of the better
+baseline."""
 WIDE_MIN_COUT_G = 128
+EXACT_MAX_K = 512
+"""Products an output element sums (input channels a group x taps) up to which the exact
+X_SPLIT variant is timed: FMA work is small there, and bf16x3's error is large against
+PyTorch's own (few terms: fp32's error is a few ulps)."""
 """Output channels a group from which X_SPLIT is also timed 128 wide."""
 TILE = CONV_TILES[0]
 """The fixed tile every variant is timed at (the autotuner's first config)."""
@@ -83,6 +92,9 @@ def conv_geometry(args: tuple, kwargs: dict) -> dict[str, Any]:
     groups = int(_arg(args, kwargs, 8, "groups", 1))
     c_in_g = x.shape[1] // groups
     c_out_g = weight.shape[1] if transposed else weight.shape[0] // groups
+    taps = 1
+    for k in weight.shape[2:]:
+        taps *= int(k)
     channels_last = x.dim() >= 4 and x.stride(1) == 1 and x.shape[1] > 1
     return {
         "gemm": c_out_g >= DIRECT_MAX_COUT_G,
@@ -90,6 +102,7 @@ def conv_geometry(args: tuple, kwargs: dict) -> dict[str, Any]:
         "nchw": not channels_last and x.stride(1) != 1,
         "fp32": str(x.dtype) == "torch.float32",
         "c_out_g": c_out_g,
+        "k": c_in_g * taps,
     }
 
 
@@ -104,6 +117,8 @@ def applicable(variant: dict[str, Any], geometry: dict[str, Any], current: dict[
     if variant.get("BLOCK_N", 0) > 64 and geometry["c_out_g"] < WIDE_MIN_COUT_G:
         return False
     if variant.get("precision") == "bf16x3" and not (geometry["gemm"] and geometry["fp32"]):
+        return False
+    if variant.get("precision") == "ieee" and geometry["k"] > EXACT_MAX_K:
         return False
     if current.get("SPLIT_W") or current.get("precision") not in (None, "tf32x3"):
         return False  # a call the tuner already set to another precision is left alone
