@@ -994,10 +994,16 @@ def _conv_split_launch(
     xh = torch.empty((N, PD, PH, PW, GC), dtype=dtype, device=x.device)
     xl = xh if exact else torch.empty_like(xh)  # exact: no low part (never read)
     idx64 = max(_conv_span(x), xh.numel(), _conv_span(y)) >= 2**31
-    grid_x = (triton.cdiv(S, 64), triton.cdiv(GC, 32), N)
+    # 2048 elements a program, every one of them a real (group, padded channel): 16 channels
+    # wide where the padded channels are not a multiple of 32 (3 input channels padded to 16:
+    # a 32-wide block left half its lanes masked; session 11's profiles had this copy at 1.0
+    # TB/s and 32-37% of level2/6, 24, 48, 79)
+    block_c = 32 if GC % 32 == 0 else 16
+    block_s = 2048 // block_c
+    grid_x = (triton.cdiv(S, block_s), triton.cdiv(GC, block_c), N)
     _conv_split_input_kernel[grid_x](
         x, xh, xl, C_in_g, D, H, W, PD, PH, PW, lo_d, lo_h, lo_w, CGP, GC, S, *xs, fold, dw_real,
-        IDX64=idx64, BLOCK_C=32, BLOCK_S=64, EXACT=exact, num_warps=4,
+        IDX64=idx64, BLOCK_C=block_c, BLOCK_S=block_s, EXACT=exact, num_warps=4,
     )  # fmt: skip
     taps = KD * KH * KW
     n = groups * taps * CGP * COP
