@@ -95,3 +95,69 @@ def test_drafts_of_another_shape_are_not_combined():
     other = static.replace("def forward(self, x: torch.Tensor):", "def forward(self, y):")
     with pytest.raises(NotCombinable, match="arguments"):
         with_sized_path(dynamic, other)
+
+
+CONV_SCRIPT = r"""
+import json, sys, tempfile
+import torch
+sys.path.insert(0, sys.argv[4])
+import conv_transpose3d_clamp as problem
+from tools.draft import sized
+from tools.draft.launch_configs import load_module
+from tools.tune import conv_sites
+
+dynamic = open(sys.argv[2]).read()
+static = open(sys.argv[3]).read()
+# the dynamic draft's draft-time pick, as conv_picks writes it
+(site, call), = conv_sites(dynamic).items()
+from tools.tune import _conv_variant
+_, dynamic = _conv_variant(dynamic, site, call, {"precision": "ieee", "X_SPLIT": True})
+static = sized.copy_conv_keywords(dynamic, static)
+out = {"static_keywords": {k.arg: getattr(k.value, "value", None)
+                           for k in next(iter(conv_sites(static).values())).keywords
+                           if k.arg in ("precision", "X_SPLIT")}}
+torch.manual_seed(0)
+inputs, init = problem.get_inputs(), problem.get_init_inputs()
+combined, notes = sized.pick_sized_path(dynamic, static, init, inputs, "cpu",
+                                        timer=lambda run: 1.0 if run.info["sized"] else 2.0)
+out["notes"] = notes
+with tempfile.TemporaryDirectory() as d:
+    mod = load_module(combined, d, "combined")
+    ref = problem.Model(*init)
+    new = mod.ModelNew(*init)
+    new.load_state_dict(ref.state_dict())
+    used = []
+    real = mod.call_sized
+    mod.call_sized = lambda args: used.append(1) or real(args)
+    with torch.no_grad():
+        out["ok"] = torch.allclose(new(*inputs), ref(*inputs), atol=1e-4, rtol=1e-4)
+        out["sized"] = used == [1]
+        other = [torch.randn(1, 3, 3, 4, 5)]
+        used.clear()
+        out["other_ok"] = torch.allclose(new(*other), ref(*other), atol=1e-4, rtol=1e-4)
+        out["other_sized"] = bool(used)
+# a fused epilogue is not copied
+try:
+    sized.copy_conv_keywords(dynamic.replace("X_SPLIT=True", "X_SPLIT=True, EPILOGUE=(a, b, c, d)"), static)
+    out["epilogue"] = "copied"
+except sized.NotCombinable as exc:
+    out["epilogue"] = str(exc)
+json.dump(out, open(sys.argv[1], "w"))
+"""
+
+
+def test_a_convolution_drafts_static_twin_takes_its_picks_and_runs_at_its_sizes(tmp_path):
+    out = tmp_path / "out.json"
+    got = run_json_script(
+        CONV_SCRIPT,
+        out,
+        out,
+        FIXTURES / "conv_transpose3d_clamp_dynamic.py",
+        FIXTURES / "conv_transpose3d_clamp_static.py",
+        FIXTURES,
+    )
+    assert got["static_keywords"] == {"precision": "ieee", "X_SPLIT": True}
+    assert "sized path taken" in got["notes"][0], got["notes"]
+    assert got["ok"] and got["sized"]
+    assert got["other_ok"] and not got["other_sized"]
+    assert "fused epilogue" in got["epilogue"]

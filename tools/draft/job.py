@@ -80,12 +80,15 @@ def draft_candidate(
 
 
 def _wants_sized_path(result: DraftResult) -> bool:
-    """Whether to draft the problem's own sizes too (tools/draft/sized.py): not where a GEMM or
-    convolution of this project's carries the time (their kernels read sizes either way, and
-    their draft-time picks would run twice)."""
+    """Whether to draft the problem's own sizes too (tools/draft/sized.py): not where this
+    project's GEMM template carries the time (its kernel reads sizes either way, and its tiles
+    would be timed again), nor where a convolution's epilogue was fused. A convolution draft's
+    static twin copies its convolution picks (`conv_from`): what differs is Inductor's kernels
+    around them (session 11's profiles: level 2's pointwise and reduction kernels after the
+    convolution at 0.5-1.3 TB/s, 15-46% of their candidates' time)."""
     return (
         "_gemm_kernel" not in result.kernels
-        and "triton_convolution(" not in result.source
+        and "EPILOGUE=" not in result.source
         and not result.mixed
     )
 
@@ -96,8 +99,9 @@ def _with_sized_path(result: DraftResult, problem: LoadedProblem) -> DraftResult
     note either way."""
     from tools.draft.sized import SUFFIX, pick_sized_path
 
+    conv_from = result.source if "triton_convolution(" in result.source else None
     try:
-        static = _draft(problem, "cuda", False, "default", [])
+        static = _draft(problem, "cuda", False, "default", [], conv_from=conv_from)
     except Exception as exc:  # noqa: BLE001 - a speed choice: the dynamic draft stands
         result.notes.append(f"sized path not built: the static draft failed ({first_line(exc)})")
         return result
@@ -123,8 +127,16 @@ def _with_sized_path(result: DraftResult, problem: LoadedProblem) -> DraftResult
 
 
 def _draft(
-    problem: LoadedProblem, device: str, dynamic: bool, settings: str, notes_before: list[str]
+    problem: LoadedProblem,
+    device: str,
+    dynamic: bool,
+    settings: str,
+    notes_before: list[str],
+    conv_from: str | None = None,
 ) -> DraftResult:
+    """One draft. `conv_from`: a draft of the same problem whose convolution calls were picked
+    at draft time: its picks are copied instead of timed again, and no epilogue is fused (the
+    sized path's static draft, `_with_sized_path`)."""
     import torch
 
     notes = list(notes_before)
@@ -238,13 +250,17 @@ def _draft(
         ),
     )
     source = with_conv_source(source, conv_source)  # issue 15 hook
-    if conv_source and device == "cuda":
+    if conv_source and device == "cuda" and conv_from is not None:
+        from tools.draft.sized import copy_conv_keywords
+
+        source = copy_conv_keywords(conv_from, source)
+    elif conv_source and device == "cuda":
         source = _with_picked_convs(source, problem, notes)
     if host.gemms and device == "cuda":
         source = _with_picked_tiles(source, problem, notes)
     if device == "cuda":
         source = _with_picked_configs(source, problem, kernels, host.launched, notes)
-    if conv_source and device == "cuda":
+    if conv_source and device == "cuda" and conv_from is None:
         source = _with_fused_epilogues(source, problem, notes)
     return DraftResult(
         source=source,

@@ -97,6 +97,40 @@ def _segment(source: str, node: ast.AST) -> str:
     return "".join(lines[start - 1 : node.end_lineno])
 
 
+def _assigned(tree: ast.Module) -> set[str]:
+    return {
+        t.id
+        for n in tree.body
+        if isinstance(n, (ast.Assign, ast.AnnAssign))
+        for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+        if isinstance(t, ast.Name)
+    }
+
+
+def copy_conv_keywords(picked: str, target: str) -> str:
+    """`target` with each `triton_convolution` call's keywords (the draft-time picks: precision,
+    X_SPLIT, a tile) as the same call of `picked` has them: a static draft of the problem gets
+    the dynamic draft's convolution choices without timing them again. Raises NotCombinable
+    where the calls differ in number, or a pick is not a plain value (a fused epilogue)."""
+    from tools.tune import CONV_TILE_KEYS, _conv_variant, conv_sites
+
+    knobs = {"precision", "X_SPLIT", "X_LAST", "SPLIT_W", "PACK_W", *CONV_TILE_KEYS}
+    src = conv_sites(picked)
+    if sorted(src) != sorted(conv_sites(target)):
+        raise NotCombinable("the two drafts have different convolution calls")
+    out = target
+    for site, call in sorted(src.items()):
+        values = {}
+        for k in call.keywords:
+            if k.arg == "EPILOGUE":
+                raise NotCombinable(f"conv#{site} has a fused epilogue")
+            if k.arg in knobs and isinstance(k.value, ast.Constant):
+                values[k.arg] = k.value.value
+        if values:
+            _, out = _conv_variant(out, site, conv_sites(out)[site], values)
+    return out
+
+
 def _rename(text: str, names: dict[str, str]) -> str:
     if not names:
         return text
@@ -134,6 +168,10 @@ def with_sized_path(dynamic: str, static: str) -> str:
         added.append(node)
     if "call" not in renames:
         raise NotCombinable("the static draft's call() is the dynamic one's")
+    dnames = _assigned(dtree)
+    extra = sorted(_assigned(stree) - dnames)
+    if extra:  # module-level objects only the static draft has (an autotuned copy, say)
+        raise NotCombinable(f"the static draft defines {', '.join(extra)} at module level")
     imports = [
         ast.get_source_segment(static, n)
         for n in stree.body
