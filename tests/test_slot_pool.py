@@ -245,3 +245,17 @@ def test_a_stopped_jobs_deadline_moves_by_the_time_it_was_stopped():
     assert run(0).kind == "timeout"  # the limit holds
     out = run(1.5)  # stopped 1.5 s of its 2 s: the limit moved by that much
     assert out.kind == "ok", out.error
+
+
+def test_a_free_gpu_is_taken_before_drafts_are_stopped_on_another():
+    pool = SlotPool(["cuda:0", "cuda:0", "cuda:1", "cuda:1"])
+    draft = _FakePausable()
+    d = pool.acquire(pausable=draft)  # on GPU 0
+    got = pool.acquire(exclusive=True)
+    assert got == [2, 3] and draft.events == []  # GPU 1, nothing stopped
+    again = pool.acquire(exclusive=True)  # GPU 1 is taken now: the draft on GPU 0 is stopped
+    assert again == [0, 1] and draft.events == ["pause"]
+    pool.release(again)
+    pool.release(got)
+    pool.release(d)
+    assert draft.events == ["pause", "resume"]

@@ -145,7 +145,12 @@ class SlotPool:
 
     def _try(self, exclusive: bool, mem_mb: float | None = None) -> list[int]:
         if exclusive:
-            for dev in dict.fromkeys(self.devices):
+            # a free device first; else one where only pausable jobs run (they are stopped)
+            devices = list(dict.fromkeys(self.devices))
+            devices.sort(
+                key=lambda dev: any(self._busy[i] for i, d in enumerate(self.devices) if d == dev)
+            )
+            for dev in devices:
                 idx = [i for i, d in enumerate(self.devices) if d == dev]
                 busy = [i for i in idx if self._busy[i]]
                 if any(i not in self._pausable for i in busy) or dev in self._paused:
