@@ -48,11 +48,13 @@ calls, checked = [], []
 def timer(run):
     info = run.info
     key = [info["site"], bool(info.get("X_LAST")), info.get("precision", "as written"),
-           bool(info.get("X_SPLIT"))]
+           bool(info.get("X_SPLIT"))] + ([True] if info.get("DIRECT_2D") else [])
     calls.append(key)
     if calls.count(key) == 1:
         run()  # each variant really runs (interpreter) once
-    site, x_last, precision, x_split = key
+    site, x_last, precision, x_split = key[:4]
+    if site == 2:
+        return 1.0 if info.get("DIRECT_2D") else 2.0  # the depthwise call: 2D tiles faster
     assert not x_last  # X_LAST is no longer a draft-time variant
     if site == 0:
         if precision == "ieee":
@@ -117,8 +119,8 @@ def test_the_fastest_variant_over_the_rounds_is_written_at_its_own_site(result):
     # site 1 (3 channels, 27 products an output): bf16x3 failed the accuracy check, so it was
     # never timed or written; X_SPLIT's layout with exact products (no accuracy check: fp32
     # products) was timed and is faster; X_LAST does not apply (no channel loop); site 2
-    # (depthwise, no tl.dot): nothing applies
-    assert kw[1] == {"precision": "ieee", "X_SPLIT": True} and kw[2] == {}
+    # (depthwise, no tl.dot): only the 2D-tiled direct kernel applies, and is faster
+    assert kw[1] == {"precision": "ieee", "X_SPLIT": True} and kw[2] == {"DIRECT_2D": True}
     site0 = [c for c in result["calls"] if c[0] == 0]
     # as written, X_SPLIT, bf16x3, exact X_SPLIT (144 products; not X_SPLIT 128 wide: 20
     # output channels): every round
@@ -126,7 +128,8 @@ def test_the_fastest_variant_over_the_rounds_is_written_at_its_own_site(result):
     assert sum(c[3] and c[2] == "bf16x3" for c in site0) == ROUNDS
     site1 = [c for c in result["calls"] if c[0] == 1]
     assert {tuple(c) for c in site1} == {(1, False, "as written", False), (1, False, "ieee", True)}
-    assert not any(c[0] == 2 for c in result["calls"])
+    site2 = {tuple(c) for c in result["calls"] if c[0] == 2}
+    assert site2 == {(2, False, "as written", False), (2, False, "as written", False, True)}
     # both bf16x3 kernels checked in one call (one fp64 reference); the depthwise call (no
     # tl.dot) no check at all
     assert result["checked"] == [
@@ -142,7 +145,7 @@ def test_notes_say_what_was_picked_and_why_not(result):
     )
     assert "conv#1" in notes and "scripted: bf16x3 too far from fp64 here" in notes
     assert "conv#1 (2x3x6x5 * 16x3x3x3): precision='ieee', X_SPLIT=True picked" in notes
-    assert "conv#2" in notes and "nothing to choose" in notes
+    assert "conv#2 (1x20x5x6 * 20x1x3x3): DIRECT_2D=True picked" in notes
 
 
 def test_rewritten_draft_still_computes_the_convolutions(result):
@@ -246,6 +249,18 @@ def test_exact_x_split_is_timed_only_for_small_reductions():
     assert applicable(exact, {**geometry, "k": 81}, {})  # 3 channels, 3x3x3 taps
     assert not applicable(exact, {**geometry, "k": EXACT_MAX_K + 1}, {})
     assert not applicable(exact, {**geometry, "k": 81, "fp32": False}, {})
+
+
+def test_2d_tiles_are_timed_for_forward_direct_convolutions_of_1_or_2_dimensions():
+    from tools.draft.conv_picks import VARIANTS, applicable
+
+    tiles = next(v for v in VARIANTS if v.get("DIRECT_2D"))
+    depthwise = {"gemm": False, "tap_loop": False, "nchw": True, "fp32": True, "c_out_g": 1,
+                 "k": 9, "nd": 2, "transposed": False}  # fmt: skip
+    assert applicable(tiles, depthwise, {})
+    assert not applicable(tiles, {**depthwise, "nd": 3}, {})
+    assert not applicable(tiles, {**depthwise, "transposed": True}, {})
+    assert not applicable(tiles, {**depthwise, "gemm": True}, {})
 
 
 def test_a_128_wide_x_split_pick_is_written_with_its_tile():

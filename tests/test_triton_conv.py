@@ -157,6 +157,18 @@ CASES = {
         1, 16, 12, (6, 7), (3, 3), 2, 1, 1, 2, False, 0, False, False,
         {"precision": "bf16x3", "X_SPLIT": True},
     ),
+    # depthwise on 2D tiles with unrolled taps (DIRECT_2D): strided, dilated, padded, 1D,
+    # a multiplier of 2 output channels a group, channels-last input
+    "2d_depthwise_tiles": (
+        2, 6, 6, (9, 37), (3, 3), 1, 1, 1, 6, False, 0, True, False, {"DIRECT_2D": True},
+    ),
+    "2d_depthwise_tiles_strided_dilated": (
+        1, 4, 8, (20, 17), (3, 5), (2, 3), (1, 2), (2, 1), 4, False, 0, False, True,
+        {"DIRECT_2D": True},
+    ),
+    "1d_depthwise_tiles": (
+        2, 3, 3, (41,), (5,), 2, 2, 1, 3, False, 0, True, False, {"DIRECT_2D": True},
+    ),
     "2d_depthwise_block_32": (
         1, 3, 3, (5, 9), (3, 3), 1, 1, 1, 3, False, 0, False, False, {"BLOCK_M": 32},
     ),
@@ -189,6 +201,7 @@ class Counted:  # counts launches (X_LAST's channels-last copy, X_SPLIT's split 
 
 staging = scope["_conv_channels_last_kernel"] = Counted(scope["_conv_channels_last_kernel"])
 splitting = scope["_conv_split_input_kernel"] = Counted(scope["_conv_split_input_kernel"])
+tiling = scope["_conv_direct2d_kernel"] = Counted(scope["_conv_direct2d_kernel"])
 results = {}
 for name, case in cases.items():
     n, cin, cout, sp, k, s, p, d, g, tr, op, bias, cl, *knobs = case
@@ -203,6 +216,7 @@ for name, case in cases.items():
     args = (tup(s), tup(p), tup(d), tr, tup(op), g)
     ref = torch.convolution(x.double(), w.double(), None if b is None else b.double(), *args)
     before, split_before = staging.launches, splitting.launches
+    tiles_before = tiling.launches
     got = conv(x, w, b, *args, **(knobs[0] if knobs else {}))
     results[name] = {
         "shape": list(got.shape), "ref_shape": list(ref.shape),
@@ -211,6 +225,7 @@ for name, case in cases.items():
         "scale": ref.abs().max().item(),
         "staged": staging.launches - before,
         "split": splitting.launches - split_before,
+        "tiles": tiling.launches - tiles_before,
         # the split copy's FOLD: W-taps folded into the channels (1: none)
         "fold": splitting.args[-1][21] if splitting.launches > split_before else None,
     }
@@ -265,6 +280,8 @@ def test_matches_torch_convolution(results, name):
     if split and knobs["precision"] == "ieee":  # exact products: fp32's error, not bf16x3's
         assert r["max_err"] <= 2e-6 * max(1.0, r["scale"]), f"{name}: {r['max_err']}"
     assert r["split"] == (1 if split else 0), f"{name}: {r['split']} split copies"
+    # the 2D-tiled direct kernel exactly where DIRECT_2D asks for it
+    assert r["tiles"] == (1 if knobs.get("DIRECT_2D") else 0), f"{name}: {r['tiles']} tiled"
     if split:  # W-taps folded where a case says so (transposed, 16+ channels: never)
         fold = CASES[name][14] if len(CASES[name]) > 14 else 1
         assert r["fold"] == fold, f"{name}: fold {r['fold']}, expected {fold}"

@@ -696,6 +696,60 @@ def _conv_direct_kernel(
     tl.store(y, acc.to(y_ptr.dtype.element_ty), mask=s_ok)
 
 
+@triton.jit
+def _conv_direct2d_kernel(
+    x_ptr, w_ptr, b_ptr, y_ptr,
+    C_in_g, H, W, C_out, C_out_g, OH, OW,
+    sh, sw, ph, pw, dh, dw,
+    xs_n, xs_c, xs_h, xs_w,
+    ws_g, ws_co, ws_ci, ws_h, ws_w,
+    ys_n, ys_c, ys_h, ys_w,
+    n_tw, n_tiles,
+    KH: tl.constexpr, KW: tl.constexpr, HAS_BIAS: tl.constexpr, IDX64: tl.constexpr,
+    BLOCK_H: tl.constexpr, BLOCK_W: tl.constexpr,
+):  # fmt: skip
+    """The direct kernel for 1D/2D forward convolutions (`DIRECT_2D=True`): a [BLOCK_H, BLOCK_W]
+    tile of one output plane a program, its rows and columns as vectors (no division a
+    position), the taps unrolled (KH, KW constexpr: each tap's address is the tile's plus a
+    constant), each tap one masked [BLOCK_H, BLOCK_W] load and a scalar weight."""
+    pid = tl.program_id(0)
+    pid_t = pid % n_tiles
+    pid_nc = pid // n_tiles  # one 1-D grid: N * C_out can pass 65535 (axis 1's limit)
+    nb = pid_nc // C_out
+    co = pid_nc % C_out
+    g = co // C_out_g
+    if IDX64:
+        nb = nb.to(tl.int64)
+        co = co.to(tl.int64)
+        g = g.to(tl.int64)
+    oh = (pid_t // n_tw) * BLOCK_H + tl.arange(0, BLOCK_H)
+    ow = (pid_t % n_tw) * BLOCK_W + tl.arange(0, BLOCK_W)
+    oh_ok = oh < OH
+    ow_ok = ow < OW
+    x_base = x_ptr + nb * xs_n + g * C_in_g * xs_c
+    w_base = w_ptr + g * ws_g + (co % C_out_g) * ws_co
+    acc = tl.zeros([BLOCK_H, BLOCK_W], dtype=tl.float32)
+    for ci in range(0, C_in_g):
+        for kh in tl.static_range(KH):
+            ih = oh * sh - ph + kh * dh
+            h_ok = oh_ok & (ih >= 0) & (ih < H)
+            row = x_base + ci * xs_c + ih * xs_h
+            for kw in tl.static_range(KW):
+                iw = ow * sw - pw + kw * dw
+                w_ok = ow_ok & (iw >= 0) & (iw < W)
+                xv = tl.load(
+                    row[:, None] + (iw * xs_w)[None, :],
+                    mask=h_ok[:, None] & w_ok[None, :],
+                    other=0.0,
+                )
+                wv = tl.load(w_base + ci * ws_ci + kh * ws_h + kw * ws_w)
+                acc += xv.to(tl.float32) * wv.to(tl.float32)
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + co).to(tl.float32)
+    y = y_ptr + nb * ys_n + co * ys_c + (oh * ys_h)[:, None] + (ow * ys_w)[None, :]
+    tl.store(y, acc.to(y_ptr.dtype.element_ty), mask=oh_ok[:, None] & ow_ok[None, :])
+
+
 def _conv_triple(value, nd: int, fill: int) -> list:
     """A conv parameter (int or sequence of nd) as (D, H, W), `fill` for the missing dims."""
     values = [value] * nd if isinstance(value, int) else list(value)
@@ -741,6 +795,7 @@ def triton_convolution(
     X_LAST=None,
     X_SPLIT=None,
     EPILOGUE=None,
+    DIRECT_2D=None,
 ):
     """`torch.convolution` in Triton: 1D/2D/3D, forward or transposed, any strides.
 
@@ -766,7 +821,10 @@ def triton_convolution(
     draft-time accuracy gate.
     `EPILOGUE` (X_SPLIT only): `(kernel, tuned kernel, args, constexprs)`, a copy of the split
     GEMM with a pointwise epilogue in its store (tools/draft/conv_epilogue.py writes them into a
-    draft), launched with the epilogue's arguments after the GEMM's."""
+    draft), launched with the epilogue's arguments after the GEMM's.
+    `DIRECT_2D` (forward 1D/2D convolutions with fewer than `DIRECT_MAX_COUT_G` output channels a
+    group: depthwise): the direct kernel on 2D tiles of the output plane with its taps unrolled
+    (`_conv_direct2d_kernel`) instead of flat blocks of positions."""
     x = input
     nd = x.dim() - 2
     if nd not in (1, 2, 3) or weight.dim() != x.dim():
@@ -826,6 +884,20 @@ def triton_convolution(
     conv = [sd, sh, sw, pd, ph, pw, dd, dh, dw]
     interpret = os.environ.get("TRITON_INTERPRET", "0") == "1"
 
+    if C_out_g < DIRECT_MAX_COUT_G and DIRECT_2D and nd <= 2 and not transposed:
+        # tiles of the output plane: up to 128 wide, 1024 positions a program (4 warps)
+        bw = max(16, min(128, triton.next_power_of_2(OW)))
+        bh = max(1, min(1024 // bw, triton.next_power_of_2(OH)))
+        n_tw = triton.cdiv(OW, bw)
+        n_tiles = triton.cdiv(OH, bh) * n_tw
+        _conv_direct2d_kernel[(n_tiles * N * C_out,)](
+            x, weight, b, y, C_in_g, H, W, C_out, C_out_g, OH, OW, sh, sw, ph, pw, dh, dw,
+            xs[0], xs[1], xs[3], xs[4], ws[0], ws[1], ws[2], ws[4], ws[5],
+            ys[0], ys[1], ys[3], ys[4], n_tw, n_tiles,
+            KH=KH, KW=KW, HAS_BIAS=has_bias, IDX64=idx64, BLOCK_H=bh, BLOCK_W=bw,
+            num_warps=num_warps or 4,
+        )  # fmt: skip
+        return y
     if C_out_g < DIRECT_MAX_COUT_G:
         S = OD * OH * OW
         # 1024 positions a program at 4 warps: 8 a thread, contiguous along the output row.

@@ -48,6 +48,7 @@ VARIANTS: tuple[dict[str, Any], ...] = (
     {"precision": "bf16x3", "X_SPLIT": True, "BLOCK_N": 128},
     {"precision": "bf16x3"},
     {"precision": "ieee", "X_SPLIT": True},
+    {"DIRECT_2D": True},
 )
 """Keywords tried against the call as written, in this order (those that apply; the draft's
 `BUDGET_S` may cut the last). `X_SPLIT` (session 10): the operands split into bf16 high and
@@ -62,7 +63,10 @@ the tuner. X_SPLIT with precision "ieee" (session 11): the same layout in fp32, 
 exact product a step, for reductions of at most `EXACT_MAX_K` (channels x taps): level2/50
 and 58 (ConvTranspose3d, 3 input channels, 81 products an output) failed bf16x3's accuracy gate
 at 42x and 51x cuDNN fp32's error and kept the call as written at 0.12x-0.13x of the better
-baseline."""
+baseline. `DIRECT_2D` (session 11): for the direct kernel's convolutions (fewer than 4 output
+channels a group: depthwise), forward 1D/2D ones, 2D tiles of the output plane with the taps
+unrolled instead of flat blocks of positions (level1/82, 84, 85 ran the flat kernel at 13% of
+the bandwidth roof)."""
 WIDE_MIN_COUT_G = 128
 EXACT_MAX_K = 512
 """Products an output element sums (input channels a group x taps) up to which the exact
@@ -103,6 +107,8 @@ def conv_geometry(args: tuple, kwargs: dict) -> dict[str, Any]:
         "fp32": str(x.dtype) == "torch.float32",
         "c_out_g": c_out_g,
         "k": c_in_g * taps,
+        "nd": x.dim() - 2,
+        "transposed": transposed,
     }
 
 
@@ -113,6 +119,10 @@ def applicable(variant: dict[str, Any], geometry: dict[str, Any], current: dict[
     if variant.get("X_LAST") and not (geometry["tap_loop"] and geometry["nchw"]):
         return False
     if variant.get("X_SPLIT") and not (geometry["gemm"] and geometry["fp32"]):
+        return False
+    if variant.get("DIRECT_2D") and (
+        geometry["gemm"] or geometry.get("nd", 3) > 2 or geometry.get("transposed", True)
+    ):
         return False
     if variant.get("BLOCK_N", 0) > 64 and geometry["c_out_g"] < WIDE_MIN_COUT_G:
         return False
