@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import sys
 import tempfile
+import time
 from typing import Any
 
 from tools.draft.assemble import (
@@ -62,6 +63,7 @@ def draft_candidate(
         notes.append(f"Inductor settings {settings!r}: {SETTINGS[settings][3]}")
         if SETTINGS[settings][2]:
             sizes = "static"
+    started = time.monotonic()
     if sizes == "dynamic":
         try:
             result = _draft(problem, device, True, settings, notes)
@@ -74,9 +76,23 @@ def draft_candidate(
             )
         else:
             if device == "cuda" and settings == "default" and _wants_sized_path(result):
-                result = _with_sized_path(result, problem)
+                spent = time.monotonic() - started
+                if spent <= SIZED_PATH_MAX_S:
+                    result = _with_sized_path(result, problem)
+                else:
+                    result.notes.append(
+                        f"sized path not tried: the draft took {spent:.0f} s already "
+                        f"(more than {SIZED_PATH_MAX_S:.0f} s)"
+                    )
             return result
     return _draft(problem, device, False, settings, notes)
+
+
+SIZED_PATH_MAX_S = 180.0
+"""Seconds of a draft after which the sized path's second draft is not started: it costs an
+Inductor compile, launch configs and a timing (a minute or two), and a draft job ends at its
+limit (600 s, `agent.drafters.CompilerDrafter`) with nothing. Level 2's slowest convolution
+drafts took 250-270 s on the H200 (session 11)."""
 
 
 def _wants_sized_path(result: DraftResult) -> bool:
