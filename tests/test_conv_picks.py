@@ -290,3 +290,20 @@ def test_a_128_wide_x_split_pick_is_written_with_its_tile():
     assert "BLOCK_N=128 picked" in note
     values, _ = _pick_one(0, real, (x, w), {}, lambda run: timer(run, "split"), accuracy)
     assert values == {"precision": "bf16x3", "X_SPLIT": True}
+
+
+def test_a_1x1_convolution_is_timed_as_a_gemm_only_where_that_applies():
+    import torch
+
+    from tools.draft.conv_picks import VARIANTS, applicable, conv_geometry
+
+    as_gemm = next(v for v in VARIANTS if v.get("AS_GEMM"))
+    x = torch.zeros(2, 8, 5, 6)
+    w1, w3 = torch.zeros(16, 8, 1, 1), torch.zeros(16, 8, 3, 3)
+    plain = (1, 1), (0, 0), (1, 1), False, (0, 0), 1
+    assert applicable(as_gemm, conv_geometry((x, w1, None, *plain), {}), {})
+    assert not applicable(as_gemm, conv_geometry((x, w3, None, *plain), {}), {})
+    strided = (2, 2), (0, 0), (1, 1), False, (0, 0), 1
+    assert not applicable(as_gemm, conv_geometry((x, w1, None, *strided), {}), {})
+    channels_last = x.to(memory_format=torch.channels_last)
+    assert not applicable(as_gemm, conv_geometry((channels_last, w1, None, *plain), {}), {})

@@ -169,6 +169,16 @@ CASES = {
     "1d_depthwise_tiles": (
         2, 3, 3, (41,), (5,), 2, 2, 1, 3, False, 0, True, False, {"DIRECT_2D": True},
     ),
+    # 1x1 as one GEMM a sample, positions along N (AS_GEMM); not where it does not apply
+    "2d_1x1_as_gemm": (
+        2, 24, 40, (5, 7), (1, 1), 1, 0, 1, 1, False, 0, True, False, {"AS_GEMM": True},
+    ),
+    "3d_1x1_as_gemm_no_bias": (
+        1, 8, 20, (3, 4, 5), (1, 1, 1), 1, 0, 1, 1, False, 0, False, False, {"AS_GEMM": True},
+    ),
+    "2d_1x1_strided_not_as_gemm": (
+        1, 16, 20, (6, 7), (1, 1), 2, 0, 1, 1, False, 0, True, False, {"AS_GEMM": True},
+    ),
     "2d_depthwise_block_32": (
         1, 3, 3, (5, 9), (3, 3), 1, 1, 1, 3, False, 0, False, False, {"BLOCK_M": 32},
     ),
@@ -202,6 +212,7 @@ class Counted:  # counts launches (X_LAST's channels-last copy, X_SPLIT's split 
 staging = scope["_conv_channels_last_kernel"] = Counted(scope["_conv_channels_last_kernel"])
 splitting = scope["_conv_split_input_kernel"] = Counted(scope["_conv_split_input_kernel"])
 tiling = scope["_conv_direct2d_kernel"] = Counted(scope["_conv_direct2d_kernel"])
+pointwise = scope["_conv_1x1_kernel"] = Counted(scope["_conv_1x1_kernel"])
 results = {}
 for name, case in cases.items():
     n, cin, cout, sp, k, s, p, d, g, tr, op, bias, cl, *knobs = case
@@ -216,7 +227,7 @@ for name, case in cases.items():
     args = (tup(s), tup(p), tup(d), tr, tup(op), g)
     ref = torch.convolution(x.double(), w.double(), None if b is None else b.double(), *args)
     before, split_before = staging.launches, splitting.launches
-    tiles_before = tiling.launches
+    tiles_before, gemm_before = tiling.launches, pointwise.launches
     got = conv(x, w, b, *args, **(knobs[0] if knobs else {}))
     results[name] = {
         "shape": list(got.shape), "ref_shape": list(ref.shape),
@@ -226,6 +237,7 @@ for name, case in cases.items():
         "staged": staging.launches - before,
         "split": splitting.launches - split_before,
         "tiles": tiling.launches - tiles_before,
+        "as_gemm": pointwise.launches - gemm_before,
         # the split copy's FOLD: W-taps folded into the channels (1: none)
         "fold": splitting.args[-1][21] if splitting.launches > split_before else None,
     }
@@ -280,6 +292,9 @@ def test_matches_torch_convolution(results, name):
     if split and knobs["precision"] == "ieee":  # exact products: fp32's error, not bf16x3's
         assert r["max_err"] <= 2e-6 * max(1.0, r["scale"]), f"{name}: {r['max_err']}"
     assert r["split"] == (1 if split else 0), f"{name}: {r['split']} split copies"
+    # the 1x1 GEMM where AS_GEMM asks for it and it applies (stride 1)
+    as_gemm = knobs.get("AS_GEMM") and "strided" not in name
+    assert r["as_gemm"] == (1 if as_gemm else 0), f"{name}: {r['as_gemm']} 1x1 GEMMs"
     # the 2D-tiled direct kernel exactly where DIRECT_2D asks for it
     assert r["tiles"] == (1 if knobs.get("DIRECT_2D") else 0), f"{name}: {r['tiles']} tiled"
     if split:  # W-taps folded where a case says so (transposed, 16+ channels: never)

@@ -49,6 +49,7 @@ VARIANTS: tuple[dict[str, Any], ...] = (
     {"precision": "bf16x3"},
     {"precision": "ieee", "X_SPLIT": True},
     {"DIRECT_2D": True},
+    {"AS_GEMM": True},
 )
 """Keywords tried against the call as written, in this order (those that apply; the draft's
 `BUDGET_S` may cut the last). `X_SPLIT` (session 10): the operands split into bf16 high and
@@ -66,7 +67,11 @@ at 42x and 51x cuDNN fp32's error and kept the call as written at 0.12x-0.13x of
 baseline. `DIRECT_2D` (session 11): for the direct kernel's convolutions (fewer than 4 output
 channels a group: depthwise), forward 1D/2D ones, 2D tiles of the output plane with the taps
 unrolled instead of flat blocks of positions (level1/82, 84, 85 ran the flat kernel at 13% of
-the bandwidth roof)."""
+the bandwidth roof). `AS_GEMM` (session 11): a 1x1 convolution (stride 1, no padding, one
+group, contiguous input) as one GEMM a sample with positions along N, so loads and stores run
+along rows of positions (level1/87, 1x1 with 64 -> 128 channels on 1024x1024 images, ran
+X_SPLIT at 0.48x of eager's TF32 cuDNN: a split copy of a 4 GB input and channel-strided
+stores)."""
 WIDE_MIN_COUT_G = 128
 EXACT_MAX_K = 512
 """Products an output element sums (input channels a group x taps) up to which the exact
@@ -109,6 +114,14 @@ def conv_geometry(args: tuple, kwargs: dict) -> dict[str, Any]:
         "k": c_in_g * taps,
         "nd": x.dim() - 2,
         "transposed": transposed,
+        "pointwise": (
+            not transposed
+            and groups == 1
+            and all(int(k) == 1 for k in weight.shape[2:])
+            and all(v == 1 for v in _tuple(_arg(args, kwargs, 3, "stride", 1), x.dim() - 2))
+            and all(v == 0 for v in _tuple(_arg(args, kwargs, 4, "padding", 0), x.dim() - 2))
+            and x.is_contiguous()
+        ),
     }
 
 
@@ -119,6 +132,8 @@ def applicable(variant: dict[str, Any], geometry: dict[str, Any], current: dict[
     if variant.get("X_LAST") and not (geometry["tap_loop"] and geometry["nchw"]):
         return False
     if variant.get("X_SPLIT") and not (geometry["gemm"] and geometry["fp32"]):
+        return False
+    if variant.get("AS_GEMM") and not geometry.get("pointwise"):
         return False
     if variant.get("DIRECT_2D") and (
         geometry["gemm"] or geometry.get("nd", 3) > 2 or geometry.get("transposed", True)
