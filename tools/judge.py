@@ -46,7 +46,7 @@ as computed in lower precision. The honest examples err at most 1.5x PyTorch's o
 (measured on the CPU, 3 seeds each); fp16/bf16 arithmetic or a TF32 dot is 2^-11 or coarser,
 thousands of fp32 ulps."""
 PRECISION_MAX_BYTES = 256 << 20
-"""The check runs for problems whose first trial's outputs take at most this (it holds fp64
+"""The check runs for problems whose trials' outputs take at most this (it holds fp64
 copies)."""
 
 
@@ -114,8 +114,12 @@ def judge_job(
                     }
                 )
             elif "compare" in msg:
-                # The precision check: the first trial's first run, under the default preset.
-                check = trial == 0 and msg.get("run") == "first" and tol.preset == "default"
+                # The precision check: every trial's first run, under the default preset. On
+                # the first trial alone, a kernel whose lower precision shows on some inputs
+                # only got through now and then (softmax with its outputs under 0.15 rounded
+                # through fp16: missed on 1.3% of trials of its inputs, 39 of 3,000 seeds
+                # emulated in torch; a CI run of the adversarial corpus hit one).
+                check = msg.get("run") == "first" and tol.preset == "default"
                 channel.send({"diff": _compare(msg, expected, tol, trial, fp64, check)})
     timings["total"] = time.perf_counter() - t0
     return {"timings": timings, "memory": peak_memory()}
