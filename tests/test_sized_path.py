@@ -101,7 +101,7 @@ CONV_SCRIPT = r"""
 import json, sys, tempfile
 import torch
 sys.path.insert(0, sys.argv[4])
-import conv_transpose3d_clamp as problem
+import conv2d_clamp as problem
 from tools.draft import sized
 from tools.draft.launch_configs import load_module
 from tools.tune import conv_sites
@@ -132,7 +132,7 @@ with tempfile.TemporaryDirectory() as d:
     with torch.no_grad():
         out["ok"] = torch.allclose(new(*inputs), ref(*inputs), atol=1e-4, rtol=1e-4)
         out["sized"] = used == [1]
-        other = [torch.randn(1, 3, 3, 4, 5)]
+        other = [torch.randn(1, 3, 5, 4)]
         used.clear()
         out["other_ok"] = torch.allclose(new(*other), ref(*other), atol=1e-4, rtol=1e-4)
         out["other_sized"] = bool(used)
@@ -152,8 +152,8 @@ def test_a_convolution_drafts_static_twin_takes_its_picks_and_runs_at_its_sizes(
         CONV_SCRIPT,
         out,
         out,
-        FIXTURES / "conv_transpose3d_clamp_dynamic.py",
-        FIXTURES / "conv_transpose3d_clamp_static.py",
+        FIXTURES / "conv2d_clamp_dynamic.py",
+        FIXTURES / "conv2d_clamp_static.py",
         FIXTURES,
     )
     assert got["static_keywords"] == {"precision": "ieee", "X_SPLIT": True}
