@@ -83,14 +83,19 @@ PICKED = re.compile(r"conv#\d+ \([^)]*\): (.*?) picked on the GPU")
 
 def conv_picks(directory: str) -> dict[str, int]:
     counts = {"X_SPLIT": 0, "bf16x3": 0, "X_LAST": 0, "bf16x3 and X_LAST": 0, "kept": 0}
+    counts.update({"exact X_SPLIT": 0, "DIRECT_2D": 0, "AS_GEMM": 0})
     counts["refused bf16x3"] = 0
     for f in sorted(Path(directory).glob("*/00/response.txt")):
         for line in f.read_text().splitlines():
             if not line.startswith("conv#"):
                 continue
             m = PICKED.match(line)
-            if m and "X_SPLIT" in m.group(1):
+            if m and "X_SPLIT" in m.group(1) and "'ieee'" in m.group(1):
+                counts["exact X_SPLIT"] += 1
+            elif m and "X_SPLIT" in m.group(1):
                 counts["X_SPLIT"] += 1
+            elif m and ("DIRECT_2D" in m.group(1) or "AS_GEMM" in m.group(1)):
+                counts["DIRECT_2D" if "DIRECT_2D" in m.group(1) else "AS_GEMM"] += 1
             elif m:
                 both = "bf16x3" in m.group(1) and "X_LAST" in m.group(1)
                 key = (
@@ -132,14 +137,15 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(
         "| level | convolution calls: X_SPLIT | bf16x3 | X_LAST | both | kept as written "
-        "| bf16x3 kernels refused (accuracy) |"
+        "| bf16x3 kernels refused (accuracy) | exact X_SPLIT | DIRECT_2D | AS_GEMM |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for d in args.dirs:
         c = conv_picks(d)
         print(
             f"| {Path(d).name} | {c['X_SPLIT']} | {c['bf16x3']} | {c['X_LAST']} | {c['bf16x3 and X_LAST']} | "
-            f"{c['kept']} | {c['refused bf16x3']} |"
+            f"{c['kept']} | {c['refused bf16x3']} | {c['exact X_SPLIT']} | {c['DIRECT_2D']} | "
+            f"{c['AS_GEMM']} |"
         )
     return 0
 

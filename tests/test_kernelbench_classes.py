@@ -43,6 +43,10 @@ def test_classes_geomeans_and_conv_choices(tmp_path, capsys):
     _problem(now, "53_conv_split", {"best": 1.0, "eager": 1.0, "compile": 1.0},
              PICK.format("precision='bf16x3', X_SPLIT=True") + "\n" + REFUSED.replace(
                  "bf16x3 max error", "bf16x3 X_SPLIT max error"))  # fmt: skip
+    _problem(now, "54_conv_picks", {"best": 1.0, "eager": 1.0, "compile": 1.0},
+             "\n".join(PICK.format(v) for v in ("precision='ieee', X_SPLIT=True",
+                                                  "DIRECT_2D=True", "AS_GEMM=True")))  # fmt: skip
+    _problem(old, "54_conv_picks", {"best": 1.0})
     _problem(old, "53_conv_split", {"best": 1.0})
     _problem(old, "50_conv_standard_2D", {"best": 0.25})
     _problem(old, "51_conv_other", {"best": 1.0})
@@ -54,16 +58,17 @@ def test_classes_geomeans_and_conv_choices(tmp_path, capsys):
     rows = {
         line.split(" | ")[1]: line for line in out.splitlines() if line.startswith("| level1 |")
     }
-    # convolutions: geomean of 0.5, 2.0, 1.0, 1.0 = 1.0; before 0.25, 1.0, 1.0, 1.0 -> 0.71;
-    # 3 at >= 0.97
+    # convolutions: geomean of 0.5, 2.0, 1.0, 1.0, 1.0 = 1.0; before 0.25, 1.0, 1.0, 1.0, 1.0
+    # -> 0.76; 4 at >= 0.97
     conv = rows["convolution"].split(" | ")
-    assert conv[2:5] == ["4", "4", "1.00x"] and conv[7] == "3" and conv[8] == "2.00x"
-    assert conv[9] == "0.71x" and conv[10].startswith("1.41x")
+    assert conv[2:5] == ["5", "5", "1.00x"] and conv[7] == "4" and conv[8] == "2.00x"
+    assert conv[9] == "0.76x" and conv[10].startswith("1.32x")
     assert rows["GEMM / attention"].split(" | ")[4] == "1.20x"
     assert rows["other"].split(" | ")[7] == "0"  # 0.9 is below 0.97 of the better
-    # X_SPLIT 1, bf16x3 1, X_LAST 0, both 1, kept 2 (one site of 53 refused X_SPLIT), refused 2
+    # X_SPLIT 1, bf16x3 1, X_LAST 0, both 1, kept 2 (one site of 53 refused X_SPLIT), refused 2;
+    # exact X_SPLIT, DIRECT_2D and AS_GEMM 1 each (54)
     choices = [line for line in out.splitlines() if line.startswith("| level1 | 1 |")]
-    assert choices == ["| level1 | 1 | 1 | 0 | 1 | 2 | 2 |"], out
+    assert choices == ["| level1 | 1 | 1 | 0 | 1 | 2 | 2 | 1 | 1 | 1 |"], out
 
 
 def test_a_directory_that_is_not_a_bench_output_is_refused(tmp_path, capsys):
