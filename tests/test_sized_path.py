@@ -11,6 +11,8 @@ from pathlib import Path
 from tests.helpers import run_json_script
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sized"
+"""Drafts of examples/problems/layernorm.py and conv2d_clamp.py (CPU Inductor, torch 2.13);
+the conv drafts hold a marker where the drafter put the convolution library."""
 
 SCRIPT = r"""
 import json, sys
@@ -146,14 +148,29 @@ json.dump(out, open(sys.argv[1], "w"))
 """
 
 
+CONV_SOURCE_MARK = "# @@ tools.triton_conv.candidate_source() @@\n"
+"""Where the conv fixtures' drafts held the convolution library (the drafter copies
+`candidate_source()` there): put back at test time, so the fixtures follow the library."""
+
+
+def _conv_draft(name: str, tmp_path: Path) -> Path:
+    from tools.triton_conv import candidate_source
+
+    text = (FIXTURES / name).read_text()
+    assert text.count(CONV_SOURCE_MARK) == 1
+    path = tmp_path / name
+    path.write_text(text.replace(CONV_SOURCE_MARK, candidate_source()))
+    return path
+
+
 def test_a_convolution_drafts_static_twin_takes_its_picks_and_runs_at_its_sizes(tmp_path):
     out = tmp_path / "out.json"
     got = run_json_script(
         CONV_SCRIPT,
         out,
         out,
-        FIXTURES / "conv2d_clamp_dynamic.py",
-        FIXTURES / "conv2d_clamp_static.py",
+        _conv_draft("conv2d_clamp_dynamic.py", tmp_path),
+        _conv_draft("conv2d_clamp_static.py", tmp_path),
         FIXTURES,
     )
     assert got["static_keywords"] == {"precision": "ieee", "X_SPLIT": True}
