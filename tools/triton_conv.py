@@ -645,6 +645,23 @@ _conv_split_kernel_tuned = triton.autotune(
 
 
 @triton.jit
+def _conv_plane(n_blocks, C_out, C_out_g, IDX64: tl.constexpr):
+    """The direct kernels' program: (block within its output plane, sample, output channel,
+    group), from one 1-D grid of n_blocks programs a plane (N * C_out planes can pass 65535,
+    axis 1's limit)."""
+    pid = tl.program_id(0)
+    pid_nc = pid // n_blocks
+    nb = pid_nc // C_out
+    co = pid_nc % C_out
+    g = co // C_out_g
+    if IDX64:
+        nb = nb.to(tl.int64)
+        co = co.to(tl.int64)
+        g = g.to(tl.int64)
+    return pid % n_blocks, nb, co, g
+
+
+@triton.jit
 def _conv_direct_kernel(
     x_ptr, w_ptr, b_ptr, y_ptr,
     C_in_g, D, H, W, C_out, C_out_g, OD, OH, OW, KD, KH, KW,
@@ -655,16 +672,7 @@ def _conv_direct_kernel(
     S, n_blocks,
     HAS_BIAS: tl.constexpr, TRANSPOSED: tl.constexpr, BLOCK: tl.constexpr, IDX64: tl.constexpr,
 ):  # fmt: skip
-    pid = tl.program_id(0)
-    pid_s = pid % n_blocks
-    pid_nc = pid // n_blocks  # one 1-D grid: N * C_out can pass 65535 (axis 1's limit)
-    nb = pid_nc // C_out
-    co = pid_nc % C_out
-    g = co // C_out_g
-    if IDX64:
-        nb = nb.to(tl.int64)
-        co = co.to(tl.int64)
-        g = g.to(tl.int64)
+    pid_s, nb, co, g = _conv_plane(n_blocks, C_out, C_out_g, IDX64)
     offs = pid_s * BLOCK + tl.arange(0, BLOCK)
     s_ok = offs < S
     ow = offs % OW
@@ -712,16 +720,7 @@ def _conv_direct2d_kernel(
     tile of one output plane a program, its rows and columns as vectors (no division a
     position), the taps unrolled (KH, KW constexpr: each tap's address is the tile's plus a
     constant), each tap one masked [BLOCK_H, BLOCK_W] load and a scalar weight."""
-    pid = tl.program_id(0)
-    pid_t = pid % n_tiles
-    pid_nc = pid // n_tiles  # one 1-D grid: N * C_out can pass 65535 (axis 1's limit)
-    nb = pid_nc // C_out
-    co = pid_nc % C_out
-    g = co // C_out_g
-    if IDX64:
-        nb = nb.to(tl.int64)
-        co = co.to(tl.int64)
-        g = g.to(tl.int64)
+    pid_t, nb, co, g = _conv_plane(n_tiles, C_out, C_out_g, IDX64)
     oh = (pid_t // n_tw) * BLOCK_H + tl.arange(0, BLOCK_H)
     ow = (pid_t % n_tw) * BLOCK_W + tl.arange(0, BLOCK_W)
     oh_ok = oh < OH
