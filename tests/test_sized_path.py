@@ -178,3 +178,25 @@ def test_a_convolution_drafts_static_twin_takes_its_picks_and_runs_at_its_sizes(
     assert got["ok"] and got["sized"]
     assert got["other_ok"] and not got["other_sized"]
     assert "fused epilogue" in got["epilogue"]
+
+
+def test_a_convolution_draft_gets_the_sized_path_unless_an_epilogue_is_fused(tmp_path):
+    """Whether `draft_problem` drafts the static twin at all (`_wants_sized_path`). The
+    convolution library inside every convolution draft declares `EPILOGUE=None`: on session 11's
+    code a text search for "EPILOGUE=" found it and no convolution draft got the sized path
+    (session 12's level-2 drafts had no "sized path" note). Only a call's keyword counts."""
+    from tools.draft.job import _wants_sized_path
+    from tools.draft.result import DraftResult
+    from tools.tune import _conv_variant, conv_sites
+
+    source = _conv_draft("conv2d_clamp_dynamic.py", tmp_path).read_text()
+    assert "EPILOGUE=None" in source  # the library's own signature
+    draft = DraftResult(source=source, mixed=False, library_calls=[],
+                        kernels=["triton_poi_fused_clamp_0"], notes=[])  # fmt: skip
+    assert _wants_sized_path(draft)
+    (site, call), = conv_sites(source).items()  # fmt: skip
+    _, fused = _conv_variant(source, site, call, {"EPILOGUE": None})
+    assert not _wants_sized_path(DraftResult(source=fused, mixed=False, library_calls=[],
+                                             kernels=draft.kernels, notes=[]))  # fmt: skip
+    assert not _wants_sized_path(DraftResult(source=source, mixed=True, library_calls=[],
+                                             kernels=draft.kernels, notes=[]))  # fmt: skip
