@@ -153,6 +153,11 @@ CASES = {
         2, 3, 20, (9, 11), (3, 5), (2, 3), (1, 2), (1, 2), 1, False, 0, True, False,
         {"precision": "ieee", "X_SPLIT": True}, 5,
     ),
+    # each step's three products summed apart, then added to the running sum (PART_SUM)
+    "t3d_x_split_part_sum_grouped_phased": (
+        1, 32, 34, (2, 3, 3), (2, 3, 3), 2, 1, 1, 2, True, 1, True, False,
+        {"precision": "bf16x3", "X_SPLIT": True, "PART_SUM": True},
+    ),
     "2d_x_split_8ch_grouped_strided": (
         1, 16, 12, (6, 7), (3, 3), 2, 1, 1, 2, False, 0, False, False,
         {"precision": "bf16x3", "X_SPLIT": True},

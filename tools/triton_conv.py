@@ -471,6 +471,7 @@ def _conv_split_kernel(
     HAS_BIAS: tl.constexpr, TRANSPOSED: tl.constexpr, IDX64: tl.constexpr,
     CARRIER_FP32: tl.constexpr, Y_CONTIG: tl.constexpr, EXACT: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    PART_SUM: tl.constexpr = False,
 ):  # fmt: skip
     """Implicit GEMM in bf16x3 on operands split in memory beforehand
     (`_conv_split_input_kernel`, `_conv_split_weight_kernel`): acc += a_hi b_hi + a_hi b_lo +
@@ -484,7 +485,13 @@ def _conv_split_kernel(
     values, multiplied exactly. EXACT: the operands are the fp32 values themselves (no parts),
     one fp32 product a step (tl.dot "ieee": FMA, no tensor cores), for the small reductions
     (few channels and taps) where three bf16 products are less exact than the problem's
-    reference and the FMA work is small."""
+    reference and the FMA work is small.
+    PART_SUM: each step's three products are summed from zero and then added to the running sum
+    in fp32, as tl.dot's own bf16x3 does, instead of going into the running sum inside the MMA.
+    A tensor core's accumulation is not IEEE (it truncates the products it aligns to a large
+    accumulator), so over a long reduction the small products' bits are lost step after step:
+    level2/77 (8,000 products an output) measured X_SPLIT at 47x cuDNN fp32's error against 8x
+    for tl.dot's bf16x3 on the same call (session 12)."""
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     g = tl.program_id(2)
@@ -550,7 +557,17 @@ def _conv_split_kernel(
         else:
             a_lo = tl.load(xl_ptr + a_off)
             b_lo = tl.load(wl_cols + k_row[:, None])
-            if CARRIER_FP32:
+            if PART_SUM:
+                if CARRIER_FP32:
+                    part = tl.dot(a_hi, b_lo, input_precision="ieee")
+                    part = tl.dot(a_lo, b_hi, part, input_precision="ieee")
+                    part = tl.dot(a_hi, b_hi, part, input_precision="ieee")
+                else:
+                    part = tl.dot(a_hi, b_lo)
+                    part = tl.dot(a_lo, b_hi, part)
+                    part = tl.dot(a_hi, b_hi, part)
+                acc += part
+            elif CARRIER_FP32:
                 acc = tl.dot(a_hi, b_lo, acc, input_precision="ieee")
                 acc = tl.dot(a_lo, b_hi, acc, input_precision="ieee")
                 acc = tl.dot(a_hi, b_hi, acc, input_precision="ieee")
@@ -853,6 +870,7 @@ def triton_convolution(
     EPILOGUE=None,
     DIRECT_2D=None,
     AS_GEMM=None,
+    PART_SUM=None,
 ):
     """`torch.convolution` in Triton: 1D/2D/3D, forward or transposed, any strides.
 
@@ -876,6 +894,8 @@ def triton_convolution(
     `precision="ieee"` the same layout in fp32 without the split, one fp32 (FMA) product a step:
     exact fp32 products for small reductions (3 channels, 27 taps) where bf16x3 fails the
     draft-time accuracy gate.
+    `PART_SUM` (X_SPLIT bf16x3 only): each step's three products summed from zero, then added to
+    the running sum in fp32 (`_conv_split_kernel`), for long reductions.
     `EPILOGUE` (X_SPLIT only): `(kernel, tuned kernel, args, constexprs)`, a copy of the split
     GEMM with a pointwise epilogue in its store (tools/draft/conv_epilogue.py writes them into a
     draft), launched with the epilogue's arguments after the GEMM's.
@@ -1019,7 +1039,7 @@ def triton_convolution(
         tile = (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages)
         _conv_split_launch(
             x, xs, weight, ws, bias, y, ys, shapes, conv, transposed, tile, EPILOGUE,
-            exact=precision == "ieee",
+            exact=precision == "ieee", part_sum=bool(PART_SUM) and precision == "bf16x3",
         )  # fmt: skip
         return y
     if EPILOGUE is not None:  # its kernel is a copy of the split GEMM: nothing else runs it
@@ -1110,11 +1130,12 @@ def _conv_split_pads(size, out, k, s, p, d, transposed):
 
 
 def _conv_split_launch(
-    x, xs, weight, ws, bias, y, ys, shapes, conv, transposed, tile, epilogue=None, exact=False
-):
+    x, xs, weight, ws, bias, y, ys, shapes, conv, transposed, tile, epilogue=None, exact=False,
+    part_sum=False,
+):  # fmt: skip
     """`triton_convolution`'s X_SPLIT path: split copies of the input and weights, then the
     split GEMM (see `_conv_split_kernel`). `exact`: fp32 copies in the same layout, no split,
-    one fp32 (FMA) product a step."""
+    one fp32 (FMA) product a step. `part_sum`: the kernel's PART_SUM."""
     sd, sh, sw, pd, ph, pw, dd, dh, dw = conv
     groups, C_in_g, C_out_g = shapes["groups"], shapes["C_in_g"], shapes["C_out_g"]
     OD, OH, OW = shapes["out"]
@@ -1191,6 +1212,7 @@ def _conv_split_launch(
         CARRIER_FP32=interpret,
         Y_CONTIG=ys[4] == 1 and ys[1] != 1 and not transposed,
         EXACT=exact,
+        PART_SUM=part_sum,
     )
     kernel, tuned = _conv_split_kernel, _conv_split_kernel_tuned
     if epilogue is not None:  # a fused copy: the epilogue's arguments after the GEMM's

@@ -45,6 +45,7 @@ from tools.tune import CONV_TILE_KEYS, CONV_TILES, _conv_variant, conv_sites
 
 VARIANTS: tuple[dict[str, Any], ...] = (
     {"precision": "bf16x3", "X_SPLIT": True},
+    {"precision": "bf16x3", "X_SPLIT": True, "PART_SUM": True},
     {"precision": "bf16x3", "X_SPLIT": True, "BLOCK_N": 128},
     {"precision": "bf16x3"},
     {"precision": "ieee", "X_SPLIT": True},
@@ -71,7 +72,11 @@ the bandwidth roof). `AS_GEMM` (session 11): a 1x1 convolution (stride 1, no pad
 group, contiguous input) as one GEMM a sample with positions along N, so loads and stores run
 along rows of positions (level1/87, 1x1 with 64 -> 128 channels on 1024x1024 images, ran
 X_SPLIT at 0.48x of eager's TF32 cuDNN: a split copy of a 4 GB input and channel-strided
-stores)."""
+stores). `PART_SUM` (session 12): X_SPLIT with each step's products summed from zero and then
+added to the running sum, as tl.dot's bf16x3 does; the tensor cores' truncating accumulation lost
+the small products' bits over level2/77's 8,000-product reduction (X_SPLIT 47x cuDNN fp32's
+error, refused; tl.dot's bf16x3 8x). Timed against plain X_SPLIT wherever that applies: its own
+accuracy and speed decide."""
 WIDE_MIN_COUT_G = 128
 EXACT_MAX_K = 512
 """Products an output element sums (input channels a group x taps) up to which the exact
@@ -314,7 +319,7 @@ def _pick_one(
         name = _bf16x3_kernel(v)
         if name is None or name in outs:
             continue
-        keys = {"precision": "bf16x3", **({"X_SPLIT": True} if v.get("X_SPLIT") else {})}
+        keys = {k: val for k, val in v.items() if k not in CONV_TILE_KEYS}
         try:
             outs[name] = real(*args, **{**kwargs, **tile, **keys})
         except Exception as exc:  # does not compile or run: not a choice
@@ -381,7 +386,9 @@ def _bf16x3_kernel(values: dict[str, Any]) -> str | None:
     """Which kernel computes a variant's bf16x3 products (the name its accuracy goes by)."""
     if values.get("precision") != "bf16x3":
         return None
-    return "bf16x3 X_SPLIT" if values.get("X_SPLIT") else "bf16x3"
+    if not values.get("X_SPLIT"):
+        return "bf16x3"
+    return "bf16x3 X_SPLIT PART_SUM" if values.get("PART_SUM") else "bf16x3 X_SPLIT"
 
 
 def _describe(values: dict[str, Any]) -> str:
