@@ -83,7 +83,7 @@ PICKED = re.compile(r"conv#\d+ \([^)]*\): (.*?) picked on the GPU")
 
 def conv_picks(directory: str) -> dict[str, int]:
     counts = {"X_SPLIT": 0, "bf16x3": 0, "X_LAST": 0, "bf16x3 and X_LAST": 0, "kept": 0}
-    counts.update({"exact X_SPLIT": 0, "DIRECT_2D": 0, "AS_GEMM": 0})
+    counts.update({"exact X_SPLIT": 0, "DIRECT_2D": 0, "AS_GEMM": 0, "PART_SUM": 0})
     counts["refused bf16x3"] = 0
     for f in sorted(Path(directory).glob("*/00/response.txt")):
         for line in f.read_text().splitlines():
@@ -92,6 +92,8 @@ def conv_picks(directory: str) -> dict[str, int]:
             m = PICKED.match(line)
             if m and "X_SPLIT" in m.group(1) and "'ieee'" in m.group(1):
                 counts["exact X_SPLIT"] += 1
+            elif m and "PART_SUM" in m.group(1):
+                counts["PART_SUM"] += 1
             elif m and "X_SPLIT" in m.group(1):
                 counts["X_SPLIT"] += 1
             elif m and ("DIRECT_2D" in m.group(1) or "AS_GEMM" in m.group(1)):
@@ -106,7 +108,7 @@ def conv_picks(directory: str) -> dict[str, int]:
                 counts[key] += 1
             elif "kept as written" in line or "nothing to choose" in line:
                 counts["kept"] += 1
-            refused = r"bf16x3(?: X_SPLIT)? max error against fp64 [^;]*?: (?:over|elements past)"
+            refused = r"bf16x3(?: X_SPLIT)?(?: PART_SUM)? max error against fp64 [^;]*?: (?:over|elements past)"
             counts["refused bf16x3"] += len(re.findall(refused, line))
     return counts
 
@@ -137,15 +139,15 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(
         "| level | convolution calls: X_SPLIT | bf16x3 | X_LAST | both | kept as written "
-        "| bf16x3 kernels refused (accuracy) | exact X_SPLIT | DIRECT_2D | AS_GEMM |"
+        "| bf16x3 kernels refused (accuracy) | exact X_SPLIT | DIRECT_2D | AS_GEMM | X_SPLIT PART_SUM |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for d in args.dirs:
         c = conv_picks(d)
         print(
             f"| {Path(d).name} | {c['X_SPLIT']} | {c['bf16x3']} | {c['X_LAST']} | {c['bf16x3 and X_LAST']} | "
             f"{c['kept']} | {c['refused bf16x3']} | {c['exact X_SPLIT']} | {c['DIRECT_2D']} | "
-            f"{c['AS_GEMM']} |"
+            f"{c['AS_GEMM']} | {c['PART_SUM']} |"
         )
     return 0
 

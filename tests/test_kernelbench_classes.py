@@ -45,7 +45,9 @@ def test_classes_geomeans_and_conv_choices(tmp_path, capsys):
                  "bf16x3 max error", "bf16x3 X_SPLIT max error"))  # fmt: skip
     _problem(now, "54_conv_picks", {"best": 1.0, "eager": 1.0, "compile": 1.0},
              "\n".join(PICK.format(v) for v in ("precision='ieee', X_SPLIT=True",
-                                                  "DIRECT_2D=True", "AS_GEMM=True")))  # fmt: skip
+                                                  "DIRECT_2D=True", "AS_GEMM=True",
+                                                  "precision='bf16x3', X_SPLIT=True, PART_SUM=True"))
+             + "\n" + REFUSED.replace("bf16x3 max error", "bf16x3 X_SPLIT PART_SUM max error"))  # fmt: skip
     _problem(old, "54_conv_picks", {"best": 1.0})
     _problem(old, "53_conv_split", {"best": 1.0})
     _problem(old, "50_conv_standard_2D", {"best": 0.25})
@@ -65,10 +67,10 @@ def test_classes_geomeans_and_conv_choices(tmp_path, capsys):
     assert conv[9] == "0.76x" and conv[10].startswith("1.32x")
     assert rows["GEMM / attention"].split(" | ")[4] == "1.20x"
     assert rows["other"].split(" | ")[7] == "0"  # 0.9 is below 0.97 of the better
-    # X_SPLIT 1, bf16x3 1, X_LAST 0, both 1, kept 2 (one site of 53 refused X_SPLIT), refused 2;
-    # exact X_SPLIT, DIRECT_2D and AS_GEMM 1 each (54)
+    # X_SPLIT 1, bf16x3 1, X_LAST 0, both 1, kept 3 (one site of 53 refused X_SPLIT, one of 54
+    # refused PART_SUM), refused 3; exact X_SPLIT, DIRECT_2D, AS_GEMM, PART_SUM 1 each (54)
     choices = [line for line in out.splitlines() if line.startswith("| level1 | 1 |")]
-    assert choices == ["| level1 | 1 | 1 | 0 | 1 | 2 | 2 | 1 | 1 | 1 |"], out
+    assert choices == ["| level1 | 1 | 1 | 0 | 1 | 3 | 3 | 1 | 1 | 1 | 1 |"], out
 
 
 def test_a_directory_that_is_not_a_bench_output_is_refused(tmp_path, capsys):
