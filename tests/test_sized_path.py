@@ -200,3 +200,38 @@ def test_a_convolution_draft_gets_the_sized_path_unless_an_epilogue_is_fused(tmp
                                              kernels=draft.kernels, notes=[]))  # fmt: skip
     assert not _wants_sized_path(DraftResult(source=source, mixed=True, library_calls=[],
                                              kernels=draft.kernels, notes=[]))  # fmt: skip
+
+
+def test_a_second_draft_past_its_deadline_is_abandoned_and_the_first_kept(monkeypatch):
+    """The sized path's second draft runs inside the draft job, which ends at its limit with
+    nothing (600 s): past `SIZED_PATH_END_S` it is abandoned and the dynamic draft returned, with
+    a note. The alarm is not an Exception: a speed choice's `except Exception` inside the second
+    draft does not take it for its own failure."""
+    import time
+
+    from tools.draft import job
+    from tools.draft.result import DraftResult
+
+    swallowed = []
+
+    def slow_draft(*args, **kwargs):
+        try:
+            time.sleep(30)
+        except Exception:  # what the second draft's own speed choices do  # noqa: BLE001
+            swallowed.append(True)
+        raise AssertionError("not reached")
+
+    monkeypatch.setattr(job, "_draft", slow_draft)
+    draft = DraftResult(source="dynamic", mixed=False, library_calls=[], kernels=["k"], notes=[])
+    started = time.monotonic()
+    out = job._with_sized_path(draft, problem=None, deadline=started + 0.5)
+    assert time.monotonic() - started < 5
+    assert out.source == "dynamic" and not swallowed
+    assert len(out.notes) == 1 and out.notes[0].startswith("sized path abandoned after"), out.notes
+    # a deadline already past: not started at all
+    out = job._with_sized_path(draft, problem=None, deadline=started)
+    assert out.source == "dynamic" and out.notes[-1].startswith("sized path abandoned after 0 s")
+    # the alarm is gone afterwards
+    import signal
+
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import signal
 import sys
 import tempfile
+import threading
 import time
 from typing import Any
 
@@ -78,7 +80,7 @@ def draft_candidate(
             if device == "cuda" and settings == "default" and _wants_sized_path(result):
                 spent = time.monotonic() - started
                 if spent <= SIZED_PATH_MAX_S:
-                    result = _with_sized_path(result, problem)
+                    result = _with_sized_path(result, problem, started + SIZED_PATH_END_S)
                 else:
                     result.notes.append(
                         f"sized path not tried: the draft took {spent:.0f} s already "
@@ -88,11 +90,44 @@ def draft_candidate(
     return _draft(problem, device, False, settings, notes)
 
 
-SIZED_PATH_MAX_S = 180.0
+SIZED_PATH_MAX_S = 360.0
 """Seconds of a draft after which the sized path's second draft is not started: it costs an
-Inductor compile, launch configs and a timing (a minute or two), and a draft job ends at its
-limit (600 s, `agent.drafters.CompilerDrafter`) with nothing. Level 2's slowest convolution
-drafts took 250-270 s on the H200 (session 11)."""
+Inductor compile, launch configs and a timing (a minute or two). At 180 s (session 11), four of
+twelve level-2 convolution drafts on the H200 were past it (189-334 s, eight jobs sharing the
+GPU) and never tried it (session 12)."""
+SIZED_PATH_END_S = 540.0
+"""Seconds of a draft at which an unfinished second draft is abandoned and the first one
+returned: a draft job ends at its limit (600 s, `agent.drafters.CompilerDrafter`) with nothing,
+so the sized path must not take the draft already made with it."""
+
+
+class _OutOfTime(BaseException):
+    """Raised by `_time_limit`'s alarm. A BaseException, so that the `except Exception` of a speed
+    choice inside the second draft does not take it for that choice's own failure."""
+
+
+@contextlib.contextmanager
+def _time_limit(deadline: float):
+    """Raise `_OutOfTime` in this thread at `deadline` (time.monotonic()), by SIGALRM; no limit
+    outside the main thread (signals go there only), or where the deadline has passed already
+    (raised at once)."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise _OutOfTime
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def alarm(signum, frame):
+        raise _OutOfTime
+
+    before = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, left)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
 
 
 def _wants_sized_path(result: DraftResult) -> bool:
@@ -118,26 +153,42 @@ def _fuses_an_epilogue(source: str) -> bool:
     return any(k.arg == "EPILOGUE" for call in conv_sites(source).values() for k in call.keywords)
 
 
-def _with_sized_path(result: DraftResult, problem: LoadedProblem) -> DraftResult:
+def _with_sized_path(
+    result: DraftResult, problem: LoadedProblem, deadline: float = float("inf")
+) -> DraftResult:
     """`result` with a first path through Inductor's kernels for the problem's own sizes, where
     that is faster on the GPU (`tools.draft.sized.pick_sized_path`); as it was otherwise, with a
-    note either way."""
+    note either way. Past `deadline` (time.monotonic()) the second draft is abandoned and
+    `result` returned as it was."""
     from tools.draft.sized import SUFFIX, pick_sized_path
 
     conv_from = result.source if "triton_convolution(" in result.source else None
-    try:
-        static = _draft(problem, "cuda", False, "default", [], conv_from=conv_from)
-    except Exception as exc:  # noqa: BLE001 - a speed choice: the dynamic draft stands
-        result.notes.append(f"sized path not built: the static draft failed ({first_line(exc)})")
-        return result
     notes: list[str] = []
-    source = _draft_time_choice(
-        lambda src, init, inputs, dev: pick_sized_path(src, static.source, init, inputs, dev),
-        "sized path",
-        result.source,
-        problem,
-        notes,
-    )
+    started = time.monotonic()
+    try:
+        with _time_limit(deadline):
+            try:
+                static = _draft(problem, "cuda", False, "default", [], conv_from=conv_from)
+            except Exception as exc:  # noqa: BLE001 - a speed choice: the dynamic draft stands
+                result.notes.append(
+                    f"sized path not built: the static draft failed ({first_line(exc)})"
+                )
+                return result
+            source = _draft_time_choice(
+                lambda src, init, inputs, dev: pick_sized_path(
+                    src, static.source, init, inputs, dev
+                ),
+                "sized path",
+                result.source,
+                problem,
+                notes,
+            )
+    except _OutOfTime:
+        result.notes.append(
+            f"sized path abandoned after {time.monotonic() - started:.0f} s: the draft reached "
+            f"its {SIZED_PATH_END_S:.0f} s for it (tools.draft.job.SIZED_PATH_END_S)"
+        )
+        return result
     if source == result.source:
         result.notes.extend(notes)
         return result
