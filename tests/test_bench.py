@@ -855,3 +855,15 @@ def test_merged_benches_take_each_problems_newest_verdict(tmp_path):
     assert mb.main([str(newer / "merged"), str(base), str(newer)]) == 2
     assert (base / "a" / "00" / "sample.json").exists() and not (newer / "merged").exists()
     assert not out.with_name("level1.merging").exists()  # built aside, then renamed
+
+
+def test_a_report_with_nothing_evaluated_does_not_say_cpu():
+    """A GPU bench stopped before its first candidate finished (session 12, level2/92 alone) said
+    "on the CPU speedups are unavailable": the device is read from the records, and there were
+    none."""
+    from agent.bench.report import compute_report
+
+    settings = {"mode": "sample", "samples": 1, "ks": [1]}
+    notes = compute_report(settings, [("92_x", [], None, None)])["notes"]
+    assert any("no candidate was evaluated" in n for n in notes), notes
+    assert not any("on the CPU" in n for n in notes), notes

@@ -135,11 +135,12 @@ def compute_report(settings: dict[str, Any], problems: ProblemRows) -> dict[str,
         vals = [r["fast_p_per_sample"][_pkey(p)] for r in rows if r["n"]]
         fast_ps[_pkey(p)] = sum(vals) / len(vals) if vals else None
     if not timed:
-        why = (
-            "on the CPU speedups are unavailable (Triton interpreter timings are not speed)"
-            if device in (None, "cpu")
-            else "no correct kernel was timed"
-        )
+        if device == "cpu":
+            why = "on the CPU speedups are unavailable (Triton interpreter timings are not speed)"
+        elif device is None:  # nothing evaluated yet: the device is not known from the records
+            why = "no candidate was evaluated"
+        else:
+            why = "no correct kernel was timed"
         notes.append(f"only fast_0 (= the correctness rate) is reported: {why}")
     geo = {}
     for base in (*SPEEDUP_BASES, "eager_fp32"):
