@@ -35,7 +35,8 @@ mkdir -p "$W"
 LOG=$W/finish.txt
 : >"$LOG"
 log() { echo "[$((SECONDS - START)) s] $*" | tee -a "$LOG"; }
-git log -1 --format='commit %H' >>"$LOG" 2>/dev/null
+# a git-archive snapshot (.gpu_snap) has no .git of its own: its COMMIT file says what it is
+{ [ -f COMMIT ] && echo "commit $(cat COMMIT) (snapshot)" || git log -1 --format='commit %H'; } >>"$LOG" 2>/dev/null
 [ -f COMMIT ] && echo "snapshot of $(cat COMMIT)" >>"$LOG"
 left() { echo $((DEADLINE_S - 25 - (SECONDS - START))); } # 25 s: packing
 

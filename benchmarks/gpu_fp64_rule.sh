@@ -27,7 +27,8 @@ ROUNDS=${ROUNDS:-1}
 PROBLEM=$KB_DIR/level2/14_Gemm_Divide_Sum_Scaling.py
 LOG=$OUT/fp64_rule.txt
 : >"$LOG"
-git log -1 --format='commit %H' >>"$LOG" 2>/dev/null
+# a git-archive snapshot (.gpu_snap) has no .git of its own: its COMMIT file says what it is
+{ [ -f COMMIT ] && echo "commit $(cat COMMIT) (snapshot)" || git log -1 --format='commit %H'; } >>"$LOG" 2>/dev/null
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader >>"$LOG" 2>&1
 WORK=$(mktemp -d)
 cp benchmarks/kernels/kb_14_gemm_rowsum.py "$WORK/ieee.py"

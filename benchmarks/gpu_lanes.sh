@@ -25,7 +25,8 @@ LANE0=${LANE0:-"gpu_verifier.sh leaky gpu_conv.sh"}
 LANE1=${LANE1:-"gpu_gemm.sh gpu_protocols.sh"}
 STEP_S=${STEP_S:-240}
 DEADLINE_S=${DEADLINE_S:-450}
-git log -1 --format='commit %H' >>"$LOG" 2>/dev/null
+# a git-archive snapshot (.gpu_snap) has no .git of its own: its COMMIT file says what it is
+{ [ -f COMMIT ] && echo "commit $(cat COMMIT) (snapshot)" || git log -1 --format='commit %H'; } >>"$LOG" 2>/dev/null
 [ -f COMMIT ] && echo "snapshot of $(cat COMMIT)" >>"$LOG"
 
 lane() { # lane GPU SCRIPT...

@@ -15,7 +15,8 @@ OUT=/tmp/realsize; mkdir -p $OUT # packed into one file at the end: $OUT returns
 LOG=$OUT/realsize.txt
 : >"$LOG"
 log() { echo "[$((SECONDS - START)) s] $*" | tee -a "$LOG"; }
-git log -1 --format='commit %H' >>"$LOG" 2>/dev/null
+# a git-archive snapshot (.gpu_snap) has no .git of its own: its COMMIT file says what it is
+{ [ -f COMMIT ] && echo "commit $(cat COMMIT) (snapshot)" || git log -1 --format='commit %H'; } >>"$LOG" 2>/dev/null
 nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv >>"$LOG" 2>&1
 python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)' >>"$LOG" 2>&1
 echo "CC=${CC:-} PATH=$PATH gcc=$(command -v gcc) -> $(readlink -f "$(command -v gcc)" 2>/dev/null)" >>"$LOG"
@@ -46,7 +47,7 @@ fi # SKIP_LEAKY
 
 if [ -z "${SKIP_ADVERSARIAL:-}" ]; then
 log "GPU tests: verify, compare"
-timeout 150 python3 -m pytest -q -x --no-header -p no:cacheprovider -m gpu tests/test_verify.py tests/test_compare_chunked.py 2>&1 | tail -5 >>"$LOG"
+timeout 150 python3 -m pytest -q -x --no-header -p no:cacheprovider -m gpu tests/test_verify.py tests/test_compare_chunked.py 2>&1 | tail -n 5 >>"$LOG"
 log "adversarial corpus on cuda"
 timeout 150 python3 benchmarks/adversarial_figures.py --device cuda --no-write --json 2>>"$OUT/adv.err" | tail -1 >"$OUT/adversarial_cuda.json"
 log "adversarial rc=$?"; cut -c1-600 "$OUT/adversarial_cuda.json" >>"$LOG"

@@ -23,7 +23,8 @@ source "$(dirname "$0")/_gpu_env.sh"
 LOG=$OUT/verifier.txt
 : >"$LOG"
 log() { echo "[$((SECONDS - START)) s] $*" | tee -a "$LOG"; }
-git log -1 --format='commit %H' >>"$LOG" 2>/dev/null
+# a git-archive snapshot (.gpu_snap) has no .git of its own: its COMMIT file says what it is
+{ [ -f COMMIT ] && echo "commit $(cat COMMIT) (snapshot)" || git log -1 --format='commit %H'; } >>"$LOG" 2>/dev/null
 nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv >>"$LOG" 2>&1
 python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)' >>"$LOG" 2>&1
 python3 -c 'import liger_kernel, importlib.metadata as m; print("liger-kernel", m.version("liger-kernel"))' >>"$LOG" 2>&1
@@ -73,6 +74,6 @@ wait $LIG; log "liger rc=$?"
 cat /tmp/gv_liger.log >>"$LOG"
 wait $SOK; log "sanitize (ReLU example) rc=$?"; cut -c1-400 "$OUT/sanitize_ok.json" >>"$LOG"
 wait $SOOB; log "sanitize (ReLU without a load mask) rc=$?"; cut -c1-400 "$OUT/sanitize_oob.json" >>"$LOG"
-tail -5 /tmp/gv_sanitize_ok.log /tmp/gv_sanitize_oob.log >>"$LOG" 2>&1
+tail -n 5 /tmp/gv_sanitize_ok.log /tmp/gv_sanitize_oob.log >>"$LOG" 2>&1
 wait $HON; log "honest examples (other launch paths)"; cat /tmp/gv_honest.log >>"$LOG"
 log "done"
