@@ -471,7 +471,7 @@ def _conv_split_kernel(
     HAS_BIAS: tl.constexpr, TRANSPOSED: tl.constexpr, IDX64: tl.constexpr,
     CARRIER_FP32: tl.constexpr, Y_CONTIG: tl.constexpr, EXACT: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    PART_SUM: tl.constexpr = False,
+    PART_SUM: tl.constexpr,
 ):  # fmt: skip
     """Implicit GEMM in bf16x3 on operands split in memory beforehand
     (`_conv_split_input_kernel`, `_conv_split_weight_kernel`): acc += a_hi b_hi + a_hi b_lo +
