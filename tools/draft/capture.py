@@ -97,20 +97,21 @@ def capture_inductor(
 
     with contextlib.ExitStack() as stack:
         stack.enter_context(inductor_config.patch(inductor_options(device, settings)))
+        # No channels-last copies around convolutions, static or dynamic: `triton_convolution`
+        # reads any layout from its tensors, and X_SPLIT makes its own channels-last copy. With
+        # symbolic sizes Inductor sized them with the channel counts fixed (level1/55: a (s77, 8,
+        # h, w) buffer). With fixed sizes it copied the input and weights channels-last, and the
+        # output back after the convolution: the static twins of level1/55, 57 and level2/17, 52
+        # (the sized path) timed 1.4-2.0x slower than their dynamic drafts on the H200 (session 12).
+        stack.enter_context(
+            inductor_config.patch(existing_options(inductor_config, {"layout_optimization": False}))
+        )
         if dynamic:
             # No duck sizing: two dims that happen to be equal (batch 16, dim 16) stay two sizes.
             import torch.fx.experimental._config as fx_config
 
             stack.enter_context(
                 fx_config.patch(existing_options(fx_config, {"use_duck_shape": False}))
-            )
-            # No channels-last copies around convolutions: Inductor sizes them with the channel
-            # counts fixed (level1/55: a (s77, 8, h, w) buffer), and `triton_convolution` reads
-            # any layout from its tensors anyway.
-            stack.enter_context(
-                inductor_config.patch(
-                    existing_options(inductor_config, {"layout_optimization": False})
-                )
             )
             # Parameter shapes and modules' int attributes (LayerNorm's normalized_shape)
             # symbolic too: they follow the constructor's arguments.
