@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import os
 from pathlib import Path
 
 import pytest
@@ -42,7 +43,24 @@ pytestmark = [
 ]  # fmt: skip
 
 
-def test_two_rounds_and_generate_triton_with_a_real_model(tmp_path: Path):
+@pytest.fixture
+def share_of_the_cores():
+    """torch's threads for this test: this xdist worker's share of the cores (all of them when
+    run alone). In CI (2 workers on 2 cores) the model's two OpenMP threads spun against the
+    other worker's tests: this test took 71 s there and 29 s alone; with one thread the
+    generation no longer waits on a thread that has no core (measured beside a one-core load:
+    58 to 69 s with two threads, 38 s with one)."""
+    import torch
+
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    before = torch.get_num_threads()
+    torch.set_num_threads(max(1, min(before, (cores or 1) // workers)))
+    yield
+    torch.set_num_threads(before)
+
+
+def test_two_rounds_and_generate_triton_with_a_real_model(tmp_path: Path, share_of_the_cores):
     import agent
     from agent.llm.hf_backend import HFBackend
 
