@@ -512,3 +512,18 @@ def test_the_result_names_the_inductor_settings_it_drafted_with(drafted):
     for name, entry in drafted.items():
         if entry["draft"]["ok"]:
             assert entry["draft"]["settings"] == "default", name
+
+
+def test_each_draft_says_where_its_time_went(drafted):
+    """A note with the draft's wall time by phase (level2/92's GPU draft ran past 150 s and its
+    files said nothing of why): Inductor and the rewriting on every device, the draft-time
+    choices on the GPU."""
+    for name, entry in drafted.items():
+        draft = entry["draft"]
+        if not draft["ok"]:
+            continue
+        timing = [n for n in draft["notes"] if " draft took " in n]
+        assert len(timing) == 1, (name, draft["notes"])
+        assert "Inductor " in timing[0] and "rewriting " in timing[0], timing
+        if entry["device"] == "cuda":
+            assert "launch configs " in timing[0], timing

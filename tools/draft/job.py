@@ -73,8 +73,8 @@ def draft_candidate(
             raise
         except Exception as exc:  # a rewriter limit, or internals of an untested torch
             notes.append(
-                "sizes fixed at the problem's: the dynamic-shape draft failed "
-                f"({type(exc).__name__}: {first_line(exc)})"
+                "sizes fixed at the problem's: the dynamic-shape draft failed after "
+                f"{time.monotonic() - started:.1f} s ({type(exc).__name__}: {first_line(exc)})"
             )
         else:
             if device == "cuda" and settings == "default" and _wants_sized_path(result):
@@ -216,6 +216,7 @@ def _draft(
     import torch
 
     notes = list(notes_before)
+    phases = _Phases()
     forward_args, forward_names = forward_signature(problem)
     vararg = forward_args.vararg.arg if forward_args.vararg else None
 
@@ -224,8 +225,10 @@ def _draft(
     # fp32 candidate fails the judge's full-fp32 reference at KernelBench's sizes.
     with torch.no_grad(), full_fp32():
         reference = problem.model(*problem.inputs)
+    phases.mark("reference forward")
     with full_fp32():
         capture = capture_inductor(problem, device, dynamic, settings)
+    phases.mark("Inductor")
 
     with tempfile.TemporaryDirectory(prefix="inductor_draft_") as workdir:
         with stand_in_driver_if_needed() if device == "cpu" else contextlib.nullcontext():
@@ -326,18 +329,24 @@ def _draft(
         ),
     )
     source = with_conv_source(source, conv_source)  # issue 15 hook
+    phases.mark("rewriting")
     if conv_source and device == "cuda" and conv_from is not None:
         from tools.draft.sized import copy_conv_keywords
 
         source = copy_conv_keywords(conv_from, source)
     elif conv_source and device == "cuda":
         source = _with_picked_convs(source, problem, notes)
+        phases.mark("convolution picks")
     if host.gemms and device == "cuda":
         source = _with_picked_tiles(source, problem, notes)
+        phases.mark("GEMM tiles")
     if device == "cuda":
         source = _with_picked_configs(source, problem, kernels, host.launched, notes)
+        phases.mark("launch configs")
     if conv_source and device == "cuda" and conv_from is None:
         source = _with_fused_epilogues(source, problem, notes)
+        phases.mark("epilogue fusion")
+    notes.append(phases.note("static" if not dynamic else "dynamic"))
     return DraftResult(
         source=source,
         mixed=bool(library_calls),
@@ -349,6 +358,24 @@ def _draft(
         precision=", ".join(dict.fromkeys(precisions(source))) or None,
         settings=settings,
     )
+
+
+class _Phases:
+    """Wall time of a draft's phases, for a note: where a slow draft's minutes went (level2/92's
+    draft did not finish in 150 s alone on the H200, session 12, and nothing said why)."""
+
+    def __init__(self) -> None:
+        self.start = self.last = time.monotonic()
+        self.done: list[tuple[str, float]] = []
+
+    def mark(self, phase: str) -> None:
+        now = time.monotonic()
+        self.done.append((phase, now - self.last))
+        self.last = now
+
+    def note(self, what: str) -> str:
+        parts = ", ".join(f"{name} {secs:.1f} s" for name, secs in self.done)
+        return f"{what} draft took {time.monotonic() - self.start:.1f} s: {parts}"
 
 
 def _draft_time_choice(
