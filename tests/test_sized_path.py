@@ -235,3 +235,6 @@ def test_a_second_draft_past_its_deadline_is_abandoned_and_the_first_kept(monkey
     import signal
 
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    # no deadline (the default): no alarm at all, and nothing raised setting one
+    with job._time_limit(float("inf")):
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)

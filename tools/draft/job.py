@@ -109,12 +109,13 @@ class _OutOfTime(BaseException):
 @contextlib.contextmanager
 def _time_limit(deadline: float):
     """Raise `_OutOfTime` in this thread at `deadline` (time.monotonic()), by SIGALRM; no limit
-    outside the main thread (signals go there only), or where the deadline has passed already
-    (raised at once)."""
+    for an infinite deadline or outside the main thread (signals go there only); raised at once
+    where the deadline has passed already."""
     left = deadline - time.monotonic()
     if left <= 0:
         raise _OutOfTime
-    if threading.current_thread() is not threading.main_thread():
+    # setitimer takes no infinity (OverflowError), so `_with_sized_path`'s default needs this
+    if left == float("inf") or threading.current_thread() is not threading.main_thread():
         yield
         return
 
