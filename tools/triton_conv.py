@@ -488,9 +488,9 @@ def _conv_split_kernel(
     reference and the FMA work is small.
     PART_SUM: each step's three products are summed from zero and then added to the running sum
     in fp32, as tl.dot's own bf16x3 does, instead of going into the running sum inside the MMA.
-    A tensor core's accumulation is not IEEE (it truncates the products it aligns to a large
-    accumulator), so over a long reduction the small products' bits are lost step after step:
-    level2/77 (8,000 products an output) measured X_SPLIT at 47x cuDNN fp32's error against 8x
+    The likely cause (not measured apart from this): a tensor core's accumulation is not IEEE,
+    it truncates what it aligns to a large accumulator, so over a long reduction the small
+    products' bits are lost step after step. level2/77 (8,000 products an output) measured X_SPLIT at 47x cuDNN fp32's error against 8x
     for tl.dot's bf16x3 on the same call (session 12)."""
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)

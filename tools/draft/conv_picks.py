@@ -73,9 +73,9 @@ group, contiguous input) as one GEMM a sample with positions along N, so loads a
 along rows of positions (level1/87, 1x1 with 64 -> 128 channels on 1024x1024 images, ran
 X_SPLIT at 0.48x of eager's TF32 cuDNN: a split copy of a 4 GB input and channel-strided
 stores). `PART_SUM` (session 12): X_SPLIT with each step's products summed from zero and then
-added to the running sum, as tl.dot's bf16x3 does; the tensor cores' truncating accumulation lost
-the small products' bits over level2/77's 8,000-product reduction (X_SPLIT 47x cuDNN fp32's
-error, refused; tl.dot's bf16x3 8x). Run, checked and timed only where plain X_SPLIT is refused
+added to the running sum, as tl.dot's bf16x3 does; on level2/77's 8,000-product reduction plain
+X_SPLIT was at 47x cuDNN fp32's error (refused) and tl.dot's bf16x3 at 8x, likely the tensor
+cores' truncating accumulation losing the small products' bits. Run, checked and timed only where plain X_SPLIT is refused
 by the accuracy check: it was 6% to 2.4x slower wherever both were timed (session 12)."""
 WIDE_MIN_COUT_G = 128
 EXACT_MAX_K = 512
