@@ -13,8 +13,9 @@ from tools.problem import Problem
 @dataclass(kw_only=True)
 class Reference:
     """What checking a problem once found (cached per problem): its contract holds, its
-    reference runs and is deterministic, and its footprint, which sets every verification's
-    memory limits and GPU admission. No tensors: reference outputs live only in judge jobs."""
+    reference runs and is deterministic (or `stochastic` through torch's RNG), and its
+    footprint, which sets every verification's memory limits and GPU admission. No tensors:
+    reference outputs live only in judge jobs."""
 
     estimate: dict[str, Any]
     footprint: dict[str, int]
@@ -24,6 +25,9 @@ class Reference:
     memory: dict[str, float]
     """The check job's peaks (MiB): `host_peak_mb`, `gpu_peak_mb`."""
     timings: dict[str, float]
+    stochastic: bool = False
+    """`Model.forward` draws from torch's RNG (dropout in training mode, rand_like, ...): its
+    verifications are statistical (`tools.stochastic`)."""
 
     @property
     def footprint_mb(self) -> float:

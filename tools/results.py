@@ -160,6 +160,9 @@ class Evidence:
     """Elements over all compared runs outside the tolerance yet accepted by the judge's fp64
     rule (`tools.compare.no_farther_from_fp64`); the timing job's freshness check then applies
     the rule too."""
+    statistics: list[dict[str, Any]] = field(default_factory=list)
+    """A stochastic problem's trials (`Verdict.statistical`): per trial, per output, the runs of
+    each side and each test's value and limit (`tools.stochastic`)."""
 
 
 @dataclass(kw_only=True)
@@ -180,6 +183,9 @@ class Verdict:
     policy: str = "strict"
     mixed: bool = False
     """True when library matmul/conv ops ran outside Triton (allowed under `allow-library`)."""
+    statistical: bool = False
+    """The problem is stochastic (its forward draws from torch's RNG) and was judged
+    statistically: distributions over many runs, not values (`tools.stochastic`)."""
     duration_s: float = 0.0
     schema_version: int = SCHEMA_VERSION
 

@@ -35,6 +35,8 @@ from tools.reference import Reference, problem_cache_key, read_problem_cache, wr
 from tools.results import Evidence, SourceError, Verdict
 from tools.sandbox import JobEnded, JobOutcome, JobSession, Sandbox
 from tools.size_guard import ALLOW_LARGE_ENV
+from tools.stochastic import STOCHASTIC_RUNS
+from tools.stochastic_judge import run_names as stochastic_run_names
 from tools.verdict_rules import TrialRun, judge, resource_verdict
 from tools.verify_options import (
     UNANNOUNCED_MAX_MB,
@@ -107,6 +109,7 @@ class Verifier:
             expected=data.get("expected", []),
             memory=data.get("memory", {}),
             timings=data.get("timings", {}),
+            stochastic=bool(data.get("stochastic")),
         )
         with self._lock:
             self._refs[key] = ref
@@ -233,6 +236,13 @@ class Verifier:
         runs = None
         if ref.footprint_mb <= UNANNOUNCED_MAX_MB:  # (a large problem: seconds a trial)
             trials, runs = with_unannounced_trials(trials, self.options.trials)
+        if ref.stochastic:
+            # Judged statistically (tools.stochastic): a documented trial is STOCHASTIC_RUNS
+            # runs of each side on its inputs; an unannounced one keeps its single run.
+            runs = [
+                stochastic_run_names() if len(r) > 1 else list(r)
+                for r in (runs or [["first", "second"] for _ in trials])
+            ]
         run = self._run_trials(
             problem, kernel_source, kernel_path, ref, trials, False, triton_cache_out, runs
         )
@@ -245,6 +255,8 @@ class Verifier:
                 "retried alone on its GPU after running out of memory beside other jobs"
             )
         verdict = judge(run, ref, self.options)
+        if ref.stochastic:
+            _mark_statistical(verdict, run)
         return verdict
 
     def _run_trials(
@@ -261,6 +273,9 @@ class Verifier:
         """Run the judge's job and the candidate's job side by side on one device, trial by
         trial, relaying seeds, output descriptors and the judge's findings."""
         lim = self.job_limits(ref)
+        if ref.stochastic:
+            # 16 times the runs of a deterministic trial: the jobs' time limit follows
+            lim = dataclasses.replace(lim, timeout_s=lim.timeout_s * STOCHASTIC_RUNS / 2)
         run = TrialRun(limits_mb=lim.memory_mb)
         run.runs = runs or [["first", "second"] for _ in trials]
         run.expected_trials = sum(len(r) > 1 for r in run.runs)  # the unannounced ones aside
@@ -269,7 +284,7 @@ class Verifier:
         with self.sandbox.slot(exclusive=exclusive, gpu_mb=self.gpu_mb(ref)) as slot:
             judge_job = self.sandbox.start(
                 slot,
-                "tools.judge:judge_job",
+                "tools.stochastic_judge:judge_job" if ref.stochastic else "tools.judge:judge_job",
                 problem.source,
                 path,
                 seed=self.options.seed,
@@ -412,6 +427,30 @@ class Verifier:
                     return
                 if bad:
                     return
+
+
+def _mark_statistical(verdict: Verdict, run: TrialRun) -> None:
+    """A stochastic problem's verdict says it was judged statistically (`Verdict.statistical`,
+    `evidence.statistics`: each judged trial's tests), and an `ok` message says how."""
+    verdict.statistical = True
+    verdict.evidence.statistics = [
+        {"trial": trial, **diff["statistics"]}
+        for trial, _, diff in run.comparisons
+        if isinstance(diff, dict) and isinstance(diff.get("statistics"), dict)
+    ]
+    if verdict.status != "ok":
+        return
+    runs = max((len(r) for r in run.runs), default=0)
+    single = sum(len(r) == 1 for r in run.runs)
+    extra = f" (and {single} single-run trial(s) against the reference's spread)" if single else ""
+    verdict.message = verdict.message.replace(
+        f"correct on {run.expected_trials} trials",
+        f"correct in distribution on {run.expected_trials} trials{extra}: the reference is "
+        f"stochastic (it draws from torch's RNG), so it was judged statistically, {runs} runs "
+        "of each side a trial on the same inputs, per-element means and variances and random "
+        "projections tested against the reference's (no test rejected)",
+        1,
+    )
 
 
 def _note_memory_kill(run: TrialRun, outcome: JobOutcome, who: str) -> None:
