@@ -167,6 +167,8 @@ def _verify_and_time(
             "trace": opts.trace,
             # the judge's fp64 rule accepted elements: the freshness check applies it too
             "fp64_rule": bool(getattr(verdict.evidence, "fp64_accepted", 0)),
+            # a stochastic problem: the freshness check is statistical (tools.stochastic)
+            "stochastic": bool(getattr(verdict, "statistical", False)),
         },
         cached_baselines=cached_baselines,
         cached_peaks=cache["peaks"],

@@ -56,6 +56,7 @@ from tools.job_common import (
     peak_memory,
 )
 from tools.precision import full_fp32
+from tools.stochastic import fresh_check, reference_trial_on_fresh
 from tools.timing import (
     Timer,
     independent_runs,
@@ -192,6 +193,12 @@ def profile_job(
         def write_fresh(bufs: list) -> None:
             fill_fresh(bufs, seed + FRESH_SEED_OFFSET, moments)
 
+        # A stochastic problem (its forward draws from torch's RNG, judged statistically): the
+        # reference's runs on the fresh values too, for the statistical freshness check.
+        fresh_trial = None
+        if settings.get("stochastic"):
+            with full_fp32():
+                fresh_trial = reference_trial_on_fresh(model, base, originals, write_fresh)
         # Computed before the candidate's code is loaded; kept (one output set) until the
         # freshness check, which writes the same new values into the same buffers.
         with full_fp32():  # like the judge's reference (tools.precision)
@@ -316,6 +323,14 @@ def profile_job(
                 candidate, sets[0], write_fresh, fresh_ref, atol, rtol, expected64=fresh_ref64
             )
             del fresh_ref, fresh_ref64
+            if fresh_trial is not None:
+                # No value of a stochastic output can match the reference's: the check above
+                # says nothing; the candidate's runs on the fresh values are judged against the
+                # reference's statistically (docs/verification.md, "Stochastic problems").
+                result["fresh"] = fresh_check(
+                    candidate, sets[0], write_fresh, fresh_trial, atol, rtol
+                )
+                del fresh_trial
         except BaseException as exc:  # noqa: BLE001
             return {**result, **_error("candidate run", exc), "memory": peak_memory()}
         result["violations"] = list(guard.VIOLATIONS[violations_before:])
