@@ -177,8 +177,8 @@ def _signed_sum(flat: torch.Tensor, seed: int) -> torch.Tensor:
         x = flat[start : start + CHUNK].to(torch.float64)
         x = torch.nan_to_num(x, 0.0, 0.0, 0.0)
         g.manual_seed(seed + c)
-        w = torch.randint(0, 2, (x.numel(),), generator=g, device=flat.device, dtype=torch.bool)
-        total += torch.where(w, x, -x).sum()
+        w = torch.randint(0, 2, (x.numel(),), generator=g, device=flat.device, dtype=torch.uint8)
+        total += torch.where(w == 1, x, -x).sum()
     return total
 
 
