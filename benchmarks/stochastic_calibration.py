@@ -188,22 +188,26 @@ def one_trial(
     return f.ok, f.message, f.stats
 
 
+TESTS = (
+    ("distinct output", "repeats (d)"),
+    ("standard errors", "largest z (a)"),
+    ("per-element variances differ systematically", "variance (b)"),
+    ("per-element variances differ from", "variance spread (b)"),
+    ("per-element means", "mean (a)"),
+    ("other means", "projection mean (c)"),
+    ("as much", "projection variance (c)"),
+    ("vary differently", "projection variance spread (c)"),
+    ("did not vary", "deterministic elements"),
+    ("NaN/Inf", "non-finite"),
+    ("not a draw", "single-run distance"),
+)
+"""A fragment of each test's message (tools.stochastic) and the test's name in the tables."""
+
+
 def which_test(message: str) -> str:
-    for key in (
-        "distinct output",
-        "standard errors",
-        "did not vary",
-        "NaN/Inf",
-        "per-element means",
-        "per-element variances differ systematically",
-        "per-element variances differ from",
-        "other means",
-        "vary differently",
-        "as much",
-        "not a draw",
-    ):
-        if key in message:
-            return key
+    for fragment, name in TESTS:
+        if fragment in message:
+            return name
     return message[:60]
 
 

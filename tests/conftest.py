@@ -39,6 +39,7 @@ SLOW_FILES = (
     "test_interrupt.py",
     "test_loop.py",
     "test_bench.py",
+    "test_stochastic_verify.py",
 )
 
 
