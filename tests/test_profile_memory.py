@@ -363,6 +363,54 @@ def test_freshness_applies_the_judges_fp64_rule_when_asked():
     assert fp64_outputs(_Cancel(), [torch.ones(3)])[0].dtype == torch.float64
 
 
+def test_freshness_uses_the_judges_allowance_over_draws():
+    """Where the judge needed PyTorch's error over several draws (`fp32_error_allowance`), the
+    freshness check makes the same allowance on its new values, before the candidate runs."""
+    from tests.test_fp64_accepted import _cancelling_inputs, _MatVec
+
+    values = _cancelling_inputs(3)
+    bufs = [torch.zeros_like(v) for v in values]
+
+    def fill(b):
+        for dst, src in zip(b, values):
+            dst.copy_(src)
+
+    def check(call, with_allowance):
+        ref64: list = []
+        allow: list | None = [] if with_allowance else None
+        originals = host_originals([b.clone() for b in bufs], bufs)
+        ref = reference_on_fresh(_MatVec(), bufs, originals, fill, ref64, allow, seed=5)
+        if with_allowance:
+            assert len(allow) == 1 and allow[0].shape == ref[0].shape
+        return check_freshness(
+            call, bufs, fill, ref, 1e-4, 1e-4, expected64=ref64, allowance64=allow
+        )
+
+    x, w = values
+    r64 = x.double() @ w.double()
+    own = (x @ w).double() - r64
+    allow = fp32_error_allowance_for(values, r64)
+    # On the rows that cancel, 0.9x PyTorch's largest error over the draws, on the side its own
+    # draw is not: farther than its one draw where that one was small.
+    worse = (r64 - 0.9 * allow * own.sign()).float()
+
+    def candidate(args):
+        return worse.clone()
+
+    assert not check(candidate, with_allowance=False)["ok"]
+    assert check(candidate, with_allowance=True)["ok"]
+
+
+def fp32_error_allowance_for(values, r64):
+    from tests.test_fp64_accepted import _MatVec
+    from tools.freshness import fp32_error_allowance
+
+    x, w = values
+    return fp32_error_allowance(
+        _MatVec(), lambda: [v.clone() for v in values], [x @ w], [r64], seed=5
+    )[0].double()
+
+
 def test_fp64_rule_reaches_the_timing_job_through_the_verdict():
     """The judge's count of fp64-accepted elements is in the verdict's evidence (and JSON)."""
     from tools.results import Evidence, Verdict

@@ -85,11 +85,14 @@ def compare_outputs(
     trial: int,
     run: str = "first",
     reference64: list[torch.Tensor | None] | None = None,
+    allowance64: list[torch.Tensor | None] | None = None,
 ) -> Difference:
     """Outputs against the reference, output by output. With `reference64` (fp64 outputs of the
     same inputs, per output or None), an fp32 element outside the tolerance still counts as
     correct where it is no farther from the fp64 value than the reference is
-    (`no_farther_from_fp64`); `Difference.accepted` counts those elements."""
+    (`no_farther_from_fp64`); `Difference.accepted` counts those elements. `allowance64` (per
+    output, beside `reference64`): PyTorch's largest fp32 error over several draws
+    (`tools.freshness.fp32_error_allowance`), used in place of its one draw where larger."""
     if len(got) != len(expected):
         return Difference(
             kind="shape",
@@ -114,13 +117,24 @@ def compare_outputs(
         r64 = reference64[i] if reference64 is not None and i < len(reference64) else None
         if r64 is not None and (e.dtype != torch.float32 or tuple(r64.shape) != tuple(e.shape)):
             r64 = None
+        a64 = allowance64[i] if r64 is not None and allowance64 and i < len(allowance64) else None
+        if a64 is not None and tuple(a64.shape) != tuple(e.shape):
+            a64 = None
         report = mismatch_report(
-            g, e, atol, rtol, output_index=i, trial=trial, run=run, reference64=r64
+            g,
+            e,
+            atol,
+            rtol,
+            output_index=i,
+            trial=trial,
+            run=run,
+            reference64=r64,
+            allowance64=a64,
         )
         if report is not None:
             return Difference(kind="value", message=summarise(report), report=report)
         if r64 is not None:
-            n, err = fp64_accepted(g, e, r64, atol, rtol)
+            n, err = fp64_accepted(g, e, r64, atol, rtol, allowance64=a64)
             accepted, accepted_err = accepted + n, max(accepted_err, err)
     return Difference(kind="ok", accepted=accepted, accepted_max_ref_err=accepted_err)
 
@@ -151,24 +165,26 @@ def mismatch_report(
     chunk_elems: int = CHUNK_ELEMS,
     hint_full_elems: int = HINT_FULL_ELEMS,
     reference64: torch.Tensor | None = None,
+    allowance64: torch.Tensor | None = None,
 ) -> MismatchReport | None:
     """None when `got` matches; otherwise where and how it differs.
 
     Close means |g - e| <= atol + rtol * |e| in float64, NaN against NaN and an infinity against
     the same infinity; integer and bool tensors must be equal. With `reference64` (the fp64
     outputs of the same inputs), an element that is not close still counts as correct where it
-    is no farther from the fp64 value than `expected` is (`no_farther_from_fp64`). Works on the
+    is no farther from the fp64 value than `expected` is (`no_farther_from_fp64`; with
+    `allowance64`, than the larger of that and the allowance). Works on the
     tensors' own device, `chunk_elems` elements at a time: a matching output costs one pass, a
     wrong one a second pass for the statistics.
     """
     if tuple(got.shape) != tuple(expected.shape):
         raise ValueError(f"shapes differ: got {list(got.shape)}, expected {list(expected.shape)}")
-    counts = _bad_counts(got, expected, atol, rtol, chunk_elems, reference64)
+    counts = _bad_counts(got, expected, atol, rtol, chunk_elems, reference64, allowance64)
     bad_count = sum(counts)
     if bad_count == 0:
         return None
     floating = _is_floating(expected)
-    t = _tally(got, expected, atol, rtol, counts, chunk_elems, reference64)
+    t = _tally(got, expected, atol, rtol, counts, chunk_elems, reference64, allowance64)
     n = got.numel()
     report = MismatchReport(
         output_index=output_index,
@@ -191,13 +207,16 @@ def mismatch_report(
     if reference64 is not None:
         report.fp64_checked = True
         report.fp64_accepted, report.fp64_accepted_max_ref_err = fp64_accepted(
-            got, expected, reference64, atol, rtol, chunk_elems=chunk_elems
+            got, expected, reference64, atol, rtol, chunk_elems=chunk_elems, allowance64=allowance64
         )
     if n <= hint_full_elems:
         g = got.detach()
         e = expected.detach().to(g.device)
         r = reference64.detach().to(g.device) if reference64 is not None else None
-        report.hint = pattern_hint(g.double(), e.double(), _bad_mask(g, e, atol, rtol, floating, r))
+        a = allowance64.detach().to(g.device) if r is not None and allowance64 is not None else None
+        report.hint = pattern_hint(
+            g.double(), e.double(), _bad_mask(g, e, atol, rtol, floating, r, a)
+        )
     else:
         report.hint = _tally_hint(t, bad_count, n)
     return report
@@ -207,13 +226,25 @@ def _is_floating(t: torch.Tensor) -> bool:
     return t.is_floating_point() or t.is_complex()
 
 
-def no_farther_from_fp64(g: torch.Tensor, e: torch.Tensor, r64: torch.Tensor) -> torch.Tensor:
+def no_farther_from_fp64(
+    g: torch.Tensor,
+    e: torch.Tensor,
+    r64: torch.Tensor,
+    allowance64: torch.Tensor | None = None,
+) -> torch.Tensor:
     """Elements where `g` is no farther from the fp64 reference `r64` than the fp32 reference
     `e` is: |g - r64| <= |e - r64| + FP64_SLACK * |r64|, all three finite (an fp32 reference
-    that overflowed or is NaN excuses nothing). Same shape, same device; float64 arithmetic."""
+    that overflowed or is NaN excuses nothing). With `allowance64` (PyTorch's largest fp32 error
+    at each element over several draws, `tools.freshness.fp32_error_allowance`; a NaN there
+    allows nothing), the larger of it and |e - r64|. Same shape, same device; float64
+    arithmetic."""
     gd, ed, rd = g.double(), e.double(), r64.to(device=g.device, dtype=torch.float64)
     ok = torch.isfinite(gd) & torch.isfinite(ed) & torch.isfinite(rd)
-    ok &= (gd - rd).abs_() <= (ed - rd).abs_().add_(rd.abs().mul_(FP64_SLACK))
+    bound = (ed - rd).abs_()
+    if allowance64 is not None:
+        allow = allowance64.to(device=g.device, dtype=torch.float64)
+        bound = torch.fmax(bound, allow.nan_to_num(nan=0.0, posinf=0.0, neginf=0.0))
+    ok &= (gd - rd).abs_() <= bound.add_(rd.abs().mul_(FP64_SLACK))
     return ok
 
 
@@ -225,18 +256,22 @@ def fp64_accepted(
     rtol: float,
     *,
     chunk_elems: int = CHUNK_ELEMS,
+    allowance64: torch.Tensor | None = None,
 ) -> tuple[int, float]:
     """How many elements are outside the tolerance yet accepted by `no_farther_from_fp64`, and
-    the largest |expected - reference64| among them (0.0 where none)."""
+    the largest error it allowed among them (|expected - reference64|, or the allowance where
+    larger; 0.0 where none)."""
     floating = _is_floating(expected)
     count, worst = 0, 0.0
-    for _, gc, ec, rc in _Pieces(got, expected, chunk_elems, reference64):
-        took = _bad_mask(gc, ec, atol, rtol, floating) & no_farther_from_fp64(gc, ec, rc)
+    for _, gc, ec, rc, ac in _Pieces(got, expected, chunk_elems, reference64, allowance64):
+        took = _bad_mask(gc, ec, atol, rtol, floating) & no_farther_from_fp64(gc, ec, rc, ac)
         n = int(took.sum())
         if n:
             count += n
-            err = (ec.double() - rc.double()).abs_()[took]
-            worst = max(worst, float(err.max()))
+            err = (ec.double() - rc.double()).abs_()
+            if ac is not None:
+                err = torch.fmax(err, ac.double().nan_to_num(nan=0.0, posinf=0.0, neginf=0.0))
+            worst = max(worst, float(err[took].max()))
     return count, worst
 
 
@@ -247,9 +282,11 @@ def _bad_mask(
     rtol: float,
     floating: bool,
     r64: torch.Tensor | None = None,
+    a64: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Elements of `g` outside the tolerance of `e` (same shape, same device); with `r64`, those
-    that are also farther from it than `e` is (`no_farther_from_fp64`)."""
+    that are also farther from it than `e` is (`no_farther_from_fp64`, with the allowance
+    `a64`)."""
     if not floating:
         return g != e
     # Two float64 copies, then in place (`copy=True`: `.double()` of float64 is the input itself).
@@ -261,7 +298,7 @@ def _bad_mask(
     ok |= gf.sub_(ef).abs_() <= ef.abs_().mul_(rtol).add_(atol)
     del gf, ef
     if r64 is not None and not bool(ok.all()):
-        ok |= no_farther_from_fp64(g, e, r64)
+        ok |= no_farther_from_fp64(g, e, r64, a64)
     return ~ok
 
 
@@ -283,9 +320,10 @@ def _blocks(shape: tuple[int, ...], chunk: int, prefix: tuple = ()) -> Iterator[
 
 
 class _Pieces:
-    """`got` and `expected` (and `reference64`, where given) cut the same way into flat runs of
-    at most `chunk_elems` elements: iterating gives (flat start, got piece, expected piece,
-    reference64 piece or None), 1-D, on `got`'s device."""
+    """`got` and `expected` (and `reference64` and `allowance64`, where given) cut the same way
+    into flat runs of at most `chunk_elems` elements: iterating gives (flat start, got piece,
+    expected piece, reference64 piece or None, allowance64 piece or None), 1-D, on `got`'s
+    device."""
 
     def __init__(
         self,
@@ -293,26 +331,33 @@ class _Pieces:
         expected: torch.Tensor,
         chunk_elems: int,
         reference64: torch.Tensor | None = None,
+        allowance64: torch.Tensor | None = None,
     ) -> None:
         g, e = got.detach(), expected.detach()
         r = reference64.detach() if reference64 is not None else None
-        if g.is_contiguous() and e.is_contiguous() and (r is None or r.is_contiguous()):
+        a = allowance64.detach() if r is not None and allowance64 is not None else None
+        if all(t is None or t.is_contiguous() for t in (g, e, r, a)):
             g, e = g.view(-1), e.view(-1)  # even chunks, all views
             r = r.view(-1) if r is not None else None
-        self.got, self.expected, self.reference64 = g, e, r
+            a = a.view(-1) if a is not None else None
+        self.got, self.expected, self.reference64, self.allowance64 = g, e, r, a
         self.blocks = list(_blocks(tuple(g.shape), max(1, chunk_elems)))
 
     def __len__(self) -> int:
         return len(self.blocks)
 
-    def __iter__(self) -> Iterator[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor | None]]:
+    def __iter__(
+        self,
+    ) -> Iterator[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor | None]]:
         start = 0
         for index in self.blocks:
             gc = self.got[index].reshape(-1)
-            rc = None
+            rc = ac = None
             if self.reference64 is not None:
                 rc = self.reference64[index].reshape(-1).to(gc.device)
-            yield start, gc, self.expected[index].reshape(-1).to(gc.device), rc
+            if self.allowance64 is not None:
+                ac = self.allowance64[index].reshape(-1).to(gc.device)
+            yield start, gc, self.expected[index].reshape(-1).to(gc.device), rc, ac
             start += gc.numel()
 
 
@@ -323,11 +368,12 @@ def _bad_counts(
     rtol: float,
     chunk_elems: int,
     reference64: torch.Tensor | None = None,
+    allowance64: torch.Tensor | None = None,
 ) -> list[int]:
     """Bad elements per chunk, with one host sync for the whole tensor (two with `reference64`,
     where some chunk is outside the tolerance)."""
     floating = _is_floating(expected)
-    pieces = _Pieces(got, expected, chunk_elems, reference64)
+    pieces = _Pieces(got, expected, chunk_elems, reference64, allowance64)
     # Written in place: keeping a 0-dim tensor per chunk pins small blocks among the chunks' freed
     # temporaries (glibc, 32 chunks of 1 Mi elements: 226 MiB of heap kept instead of 45 MiB).
     counts = torch.zeros(len(pieces), dtype=torch.int64, device=got.device)
@@ -336,10 +382,10 @@ def _bad_counts(
     # one takes the full rule): one pass of compares instead of float64 copies, 40x less time
     # on a 1 GiB output. Not on a GPU, where it would sync once a chunk.
     exact_ok = got.device.type == "cpu" and atol >= 0 and rtol >= 0
-    for i, (_, gc, ec, rc) in enumerate(pieces):
+    for i, (_, gc, ec, rc, ac) in enumerate(pieces):
         if exact_ok and gc.dtype == ec.dtype and torch.equal(gc, ec):
             continue
-        counts[i] = _bad_mask(gc, ec, atol, rtol, floating, rc).sum()
+        counts[i] = _bad_mask(gc, ec, atol, rtol, floating, rc, ac).sum()
     return counts.tolist()
 
 
@@ -371,6 +417,7 @@ def _tally(
     counts: list[int],
     chunk_elems: int,
     reference64: torch.Tensor | None = None,
+    allowance64: torch.Tensor | None = None,
 ) -> _Tally:
     """The second pass, over a wrong output; `counts` (bad elements per chunk) says which chunks
     hold the first bad elements."""
@@ -381,8 +428,9 @@ def _tally(
     floats = torch.zeros(3, dtype=torch.float64, device=got.device)
     first_bad: list[dict[str, Any]] = []
     first_bad_flat = -1
-    for (start, gc, ec, rc), count in zip(_Pieces(got, expected, chunk_elems, reference64), counts):
-        bad = _bad_mask(gc, ec, atol, rtol, floating, rc)
+    pieces = _Pieces(got, expected, chunk_elems, reference64, allowance64)
+    for (start, gc, ec, rc, ac), count in zip(pieces, counts):
+        bad = _bad_mask(gc, ec, atol, rtol, floating, rc, ac)
         gf, ef = gc.double(), ec.double()  # read only
         nan_g = torch.isnan(gf)
         diff = (gf - ef).abs_()

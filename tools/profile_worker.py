@@ -205,7 +205,16 @@ def profile_job(
             # The judge accepted elements by its fp64 rule: the freshness check applies it too,
             # with an fp64 reference made here, before the candidate's code is loaded.
             fresh_ref64: list | None = [] if settings.get("fp64_rule") else None
-            fresh_ref = reference_on_fresh(model, base, originals, write_fresh, fresh_ref64)
+            fresh_allow: list | None = [] if settings.get("fp64_rule") else None
+            fresh_ref = reference_on_fresh(
+                model,
+                base,
+                originals,
+                write_fresh,
+                fresh_ref64,
+                fresh_allow,
+                seed=seed + FRESH_SEED_OFFSET,
+            )
         del originals
         torch.cuda.empty_cache()
         k = input_sets(work["input_bytes"], l2)
@@ -320,9 +329,16 @@ def profile_job(
                     f"{why}; timed instead until every stream was done, host launch cost included"
                 )
             result["fresh"] = check_freshness(
-                candidate, sets[0], write_fresh, fresh_ref, atol, rtol, expected64=fresh_ref64
+                candidate,
+                sets[0],
+                write_fresh,
+                fresh_ref,
+                atol,
+                rtol,
+                expected64=fresh_ref64,
+                allowance64=fresh_allow,
             )
-            del fresh_ref, fresh_ref64
+            del fresh_ref, fresh_ref64, fresh_allow
             if fresh_trial is not None:
                 # No value of a stochastic output can match the reference's: the check above
                 # says nothing; the candidate's runs on the fresh values are judged against the

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tools.errors import ProblemError
+from tools.freshness import ALLOWANCE_FACTOR
 from tools.reference import Reference
 from tools.results import Audit, Evidence, KernelResources, MismatchReport, SourceError, Verdict
 from tools.sandbox import JobOutcome
@@ -360,18 +361,26 @@ def _fp64_count(comparisons: list[tuple[int, str, Any]]) -> int:
 def _fp64_note(comparisons: list[tuple[int, str, Any]]) -> str:
     """What the fp64 rule accepted over all compared runs (`tools.compare.no_farther_from_fp64`),
     as a sentence for an `ok` verdict; empty where it accepted nothing."""
-    count, runs, worst = 0, 0, 0.0
+    count, runs, worst, draws = 0, 0, 0.0, 0
     for _, _, diff in comparisons:
         n = diff.get("fp64_accepted") if isinstance(diff, dict) else None
         err = diff.get("fp64_accepted_max_ref_err") if isinstance(diff, dict) else None
         if isinstance(n, int) and n > 0 and isinstance(err, (int, float)):
             count, runs, worst = count + n, runs + 1, max(worst, float(err))
+            d = diff.get("fp64_draws")
+            draws = max(draws, d if isinstance(d, int) else 1)
     if not count:
         return ""
+    own = (
+        "PyTorch's own fp32 value"
+        if draws <= 1
+        else f"{ALLOWANCE_FACTOR:g}x PyTorch's largest fp32 error over {draws} draws (the "
+        f"inputs and {draws - 1} copies an fp32 ulp away)"
+    )
     return (
         f"; {count} element(s) over {runs} run(s) were outside the tolerance of the fp32 "
-        "reference and accepted as no farther from an fp64 reference of the same inputs than "
-        f"PyTorch's own fp32 value (PyTorch's error against fp64 there up to {worst:.3g})"
+        f"reference and accepted as no farther from an fp64 reference of the same inputs than "
+        f"{own} (PyTorch's error against fp64 there up to {worst:.3g})"
     )
 
 
