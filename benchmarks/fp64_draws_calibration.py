@@ -94,7 +94,7 @@ def tf32(t: torch.Tensor) -> torch.Tensor:
 def cancel_kernels(x, w, r64):
     honest = triton_like(x, w)
     out = {"honest (Triton-like order)": honest}
-    for f in (3, 10):
+    for f in (3, 10, 30, 100):
         wrong = honest.clone()
         wrong[:16] = (r64[:16] + f * (honest[:16].double() - r64[:16])).float()
         out[f"{f}x its error on the cancelling rows"] = wrong

@@ -7,7 +7,7 @@ The problem below is a matrix-vector product whose first 16 rows nearly cancel: 
 tolerance there is about 0.01-0.1. A kernel that computes those rows exactly (fp64 accumulation)
 is outside 1e-4 of the fp32 reference on about 12 rows a trial, and was judged a mismatch; it is
 now `ok`, and the verdict says how many elements were accepted so. Kernels that are wrong on
-exactly those rows (zero, 10x an fp32 error, TF32-rounded inputs) stay mismatches, and so does
+exactly those rows (zero, 100x the fp32 kernel's error, TF32-rounded inputs) stay mismatches, and so does
 the mixed-scale kernel of `tests/test_mixed_scale_outputs.py`.
 
 PyTorch's error at an element is one draw. Where the one-draw rule still fails, the judge takes
@@ -86,8 +86,10 @@ def _mv_kernel(x_ptr, w_ptr, y_ptr, K, n_ill, MODE: tl.constexpr, BLOCK: tl.cons
     if MODE == 1:  # fp32 in another summation order than PyTorch's
         y = plain
     if MODE == 2:
-        if ill:  # ten times an fp32 error on the rows that cancel
-            y = exact + 10.0 * (plain - exact)
+        if ill:  # 100x the fp32 order's error on the rows that cancel: about 12x PyTorch's
+            # mean error there. 10x (1.25x PyTorch's) is about PyTorch's accuracy, and the
+            # allowance over draws accepts it in most runs (benchmarks/results/fp64_draws.md).
+            y = exact + 100.0 * (plain - exact)
     if MODE == 3:
         if ill:  # the rows that cancel left at zero
             y = exact * 0.0
@@ -102,7 +104,7 @@ class ModelNew(nn.Module):
         return y
 """
 
-EXACT, FP32, TEN_TIMES, ZERO, TF32 = range(5)
+EXACT, FP32, HUNDRED_TIMES, ZERO, TF32 = range(5)
 
 
 def _kernel(mode: int) -> str:
@@ -274,7 +276,7 @@ def test_fp32_kernel_in_another_order_is_ok_through_the_draws(problem):
 
 
 @pytest.mark.parametrize(
-    "mode", [TEN_TIMES, ZERO, TF32], ids=["ten_times_fp32_error", "zero", "tf32_inputs"]
+    "mode", [HUNDRED_TIMES, ZERO, TF32], ids=["hundred_times_fp32_error", "zero", "tf32_inputs"]
 )
 def test_kernels_wrong_on_the_cancelling_rows_stay_mismatches(cpu_verifier, problem, mode):
     verdict = cpu_verifier.verify(problem, _kernel(mode), "k.py")

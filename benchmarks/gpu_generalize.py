@@ -1,0 +1,165 @@
+"""`--generalize` over the candidates a GPU bench drafted (issue 15, item 5 "Sizes", on the GPU).
+
+`benchmarks/generalize_level1.py` drafts reduced copies on the CPU. The candidates a bench keeps
+on the GPU are other drafts: GPU picks (convolution variants, GEMM tiles, launch configs) and the
+sized path (static kernels for the problem's sizes, dynamic ones elsewhere). This runs each of
+them through `python -m agent verify PROBLEM KERNEL --generalize --json` at the problem's
+published sizes, `--jobs` at a time on the device, and records the verdict and the
+generalisation check's outcome (the sizes tried, what failed and why).
+
+    python benchmarks/gpu_generalize.py BENCH_DIR [--kb .kb/level1] [--only 20,35]
+        [--jobs 8] [--device cuda] [--trials 2] [--verify-timeout 300] [--deadline S]
+        [--out DIR]
+
+BENCH_DIR is an `agent bench --out` directory (`PROBLEM/00/kernel.py`; the first candidate
+with a kernel is checked); the problem files are `--kb/PROBLEM.py`. Writes `results.json` and
+`table.md` under `--out` as problems finish, so a run cut short keeps what it measured;
+`--deadline` (seconds from the start) starts nothing after it and stops what still runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from generalize_level1 import generalize_outcome, last_json  # noqa: E402
+
+
+def candidates(bench: Path, kb: Path, only: set[int]) -> list[tuple[str, Path, Path]]:
+    """(problem, problem file, kernel file) for each problem of the bench with a kernel."""
+    out = []
+    for d in sorted(p for p in bench.iterdir() if p.is_dir()):
+        number = d.name.split("_", 1)[0]
+        if only and (not number.isdigit() or int(number) not in only):
+            continue
+        problem = kb / f"{d.name}.py"
+        kernels = sorted(d.glob("[0-9]*/kernel.py"))
+        if problem.is_file() and kernels:
+            out.append((d.name, problem, kernels[0]))
+    return out
+
+
+def check(
+    name: str, problem: Path, kernel: Path, args: argparse.Namespace, stop_at: float
+) -> dict:
+    row: dict = {"problem": name, "kernel": str(kernel.relative_to(args.bench.parent))}
+    t0 = time.monotonic()
+    limit = min(args.verify_timeout, max(1.0, stop_at - t0))
+    cmd = [
+        sys.executable,
+        "-m",
+        "agent",
+        "verify",
+        str(problem),
+        str(kernel),
+        "--generalize",
+        "--json",
+        "--trials",
+        str(args.trials),
+        "--device",
+        args.device,
+        *(["--target", "none"] if args.device == "cpu" else []),
+    ]
+    try:
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=limit, cwd=ROOT, env=dict(os.environ)
+        )
+        verdict = last_json(proc.stdout) or {
+            "status": f"no verdict (exit {proc.returncode})",
+            "message": proc.stderr.strip()[-600:],
+        }
+    except subprocess.TimeoutExpired:
+        verdict = {"status": "harness timeout", "message": f"verify took over {limit:.0f} s"}
+    row["verify_s"] = round(time.monotonic() - t0, 1)
+    row["status"] = verdict.get("status")
+    row["message"] = (verdict.get("message") or "")[:800]
+    notes = (verdict.get("evidence") or {}).get("notes") or []
+    row["generalize_notes"] = [n for n in notes if "generalisation" in n or "depends on" in n]
+    row["generalize"] = generalize_outcome(row["status"], row["generalize_notes"])
+    return row
+
+
+def write(rows: list[dict], out: Path, command: str, pending: list[str]) -> None:
+    rows = sorted(rows, key=lambda r: r["problem"])
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(rows, indent=1) + "\n")
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["generalize"]] = counts.get(r["generalize"], 0) + 1
+    lines = [
+        f"`{command}`",
+        "",
+        "| generalize | count |",
+        "|---|---|",
+        *(f"| {k} | {v} |" for k, v in sorted(counts.items())),
+        f"| not run (deadline) | {len(pending)} |",
+        "",
+        "| problem | verify | generalize | s | sizes tried / why |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        why = "; ".join(r["generalize_notes"]) or r["message"]
+        lines.append(
+            f"| {r['problem']} | {r['status']} | {r['generalize']} | {r['verify_s']} | "
+            + why.replace("|", "/").replace("\n", " ")[:400]
+            + " |"
+        )
+    (out / "table.md").write_text("\n".join(lines) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("bench", type=Path)
+    ap.add_argument("--kb", type=Path, default=ROOT / ".kb/level1")
+    ap.add_argument("--only", default="", help="comma-separated problem numbers")
+    ap.add_argument("--jobs", type=int, default=8)
+    ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    ap.add_argument("--trials", type=int, default=2)
+    ap.add_argument("--verify-timeout", type=float, default=300)
+    ap.add_argument("--deadline", type=float, default=float("inf"))
+    ap.add_argument("--out", type=Path, default=Path("generalize_gpu"))
+    args = ap.parse_args(argv)
+    if not args.bench.is_dir() or not args.kb.is_dir():
+        print(f"not a directory: {args.bench if not args.bench.is_dir() else args.kb}")
+        return 2
+    only = {int(x) for x in args.only.split(",") if x.strip()}
+    todo = candidates(args.bench, args.kb, only)
+    if not todo:
+        print(f"no problem of {args.kb} has a kernel in {args.bench}")
+        return 2
+    command = "python benchmarks/gpu_generalize.py " + " ".join(argv or sys.argv[1:])
+    stop_at = time.monotonic() + args.deadline
+    rows: list[dict] = []
+    pending = [name for name, _, _ in todo]
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        futures = {}
+        for name, problem, kernel in todo:
+            futures[pool.submit(_unless_late, name, problem, kernel, args, stop_at)] = name
+        for f in concurrent.futures.as_completed(futures):
+            row = f.result()
+            if row is not None:
+                rows.append(row)
+                pending.remove(futures[f])
+                write(rows, args.out, command, pending)
+                print(f"{row['problem']}: {row['status']}, generalize {row['generalize']}")
+    write(rows, args.out, command, pending)
+    return 0 if rows and all(r["generalize"] == "passed" for r in rows) and not pending else 1
+
+
+def _unless_late(name, problem, kernel, args, stop_at):
+    if time.monotonic() >= stop_at:
+        return None
+    return check(name, problem, kernel, args, stop_at)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
