@@ -11,14 +11,34 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RELU = (ROOT / "examples/kernels/relu.py").read_text()
-# The same kernel with the problem's 13 x 1000 elements written in: right at that size only.
-FIXED = RELU.replace("n_elements = x.numel()", "n_elements = 13000").replace(
-    "y = torch.empty_like(x)", "y = torch.zeros_like(x)"
-)
+# ReLU that reads its input as rows of the problem's 1000 columns, written in: right at that size
+# only, and in bounds at every size (an out-of-bounds access under the interpreter can hang).
+FIXED = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _relu_rows_kernel(x_ptr, y_ptr, n, cols, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    src = (offs // cols) * 1000 + offs % cols
+    x = tl.load(x_ptr + src, mask=(offs < n) & (src < n), other=0.0)
+    tl.store(y_ptr + offs, tl.maximum(x, 0.0), mask=offs < n)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        n = x.numel()
+        _relu_rows_kernel[(triton.cdiv(n, 1024),)](x, y, n, x.shape[-1], BLOCK=1024)
+        return y
+"""
 
 
 def test_bench_candidates_are_checked_at_other_sizes(tmp_path):
-    assert FIXED != RELU
     kb, bench = tmp_path / "kb", tmp_path / "bench"
     kb.mkdir()
     for name, kernel in (("1_relu", RELU), ("2_relu_fixed", FIXED)):
@@ -28,27 +48,32 @@ def test_bench_candidates_are_checked_at_other_sizes(tmp_path):
     (bench / "3_no_problem_file" / "00").mkdir(parents=True)  # no kb/3_....py: not checked
     (bench / "3_no_problem_file" / "00" / "kernel.py").write_text(RELU)
     out = tmp_path / "out"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks/gpu_generalize.py"),
-            str(bench),
-            "--kb",
-            str(kb),
-            "--device",
-            "cpu",
-            "--jobs",
-            "2",
-            "--trials",
-            "1",
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
+
+    def run(*more: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "benchmarks/gpu_generalize.py"),
+                str(bench),
+                "--kb",
+                str(kb),
+                "--device",
+                "cpu",
+                "--jobs",
+                "2",
+                "--trials",
+                "1",
+                "--out",
+                str(out),
+                *more,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=ROOT,
+        )
+
+    proc = run()
     assert proc.returncode == 1, proc.stdout + proc.stderr  # one failed
     rows = {r["problem"]: r for r in json.loads((out / "results.json").read_text())}
     assert set(rows) == {"1_relu", "2_relu_fixed"}
@@ -57,3 +82,13 @@ def test_bench_candidates_are_checked_at_other_sizes(tmp_path):
     assert fixed["status"] != "ok" and fixed["generalize"] == "failed", fixed
     table = (out / "table.md").read_text()
     assert "| passed | 1 |" in table and "| failed | 1 |" in table
+
+    # A rerun of one problem as a reduced-size copy replaces its row and keeps the other.
+    proc = run("--only", "1", "--shrink")
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # 2_relu_fixed's failure is kept
+    rows = {r["problem"]: r for r in json.loads((out / "results.json").read_text())}
+    assert set(rows) == {"1_relu", "2_relu_fixed"}
+    assert rows["1_relu"]["shrunk"] == {"DIM": [1000, 40]}, rows["1_relu"]
+    assert rows["1_relu"]["generalize"] == "passed", rows["1_relu"]
+    assert "DIM = 40" in (out / "problems" / "1_relu.py").read_text()
+    assert rows["2_relu_fixed"] == fixed
