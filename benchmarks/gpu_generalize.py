@@ -10,7 +10,12 @@ generalisation check's outcome (the sizes tried, what failed and why).
     python benchmarks/gpu_generalize.py BENCH_DIR [--kb .kb/level1] [--only 20,35]
         [--jobs 8] [--device cuda] [--trials 2] [--verify-timeout 300] [--deadline S]
         [--out DIR] [--shrink [--batch 3 --channels 8 --out-channels N --spatial N]]
-        [--job-timeout S]
+        [--job-timeout S] [--libdevice-as-tl]
+
+`--libdevice-as-tl` (for the CPU interpreter, which has no libdevice): the kernel is checked as
+a copy whose `libdevice.NAME(...)` calls are the `tl` calls or small jit helpers of the CPU
+drafter's own rewrite (`tools.draft.interp`), written under `--out/kernels/`; the size logic is
+untouched, so what the generalisation check says of sizes holds for the GPU file.
 
 `--shrink` (for the CPU interpreter): each problem is checked as a reduced-size copy
 (`generalize_level1.shrink_source`, the same copies and caps as the CPU drafts' table), written
@@ -30,6 +35,7 @@ import argparse
 import concurrent.futures
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -39,6 +45,36 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from generalize_level1 import Caps, generalize_outcome, last_json, shrink_source  # noqa: E402
+
+
+def libdevice_as_tl(source: str) -> tuple[str, list[str]]:
+    """`source` with its libdevice calls as the CPU drafter's `tl` equivalents (`tools.draft.
+    interp`), and the names rewritten; names it has none for stay (the check then fails to
+    compile, and says so)."""
+    from tools.draft.interp import LIBDEVICE_AS_HELPER, LIBDEVICE_AS_TL
+
+    names: list[str] = []
+    helpers: list[str] = []
+
+    def swap(m: re.Match) -> str:
+        name = m.group(1)
+        if name in LIBDEVICE_AS_TL:
+            names.append(name)
+            return LIBDEVICE_AS_TL[name]
+        if name in LIBDEVICE_AS_HELPER:
+            names.append(name)
+            params, body = LIBDEVICE_AS_HELPER[name]
+            helper = f"@triton.jit\ndef libdevice_{name}({params}):\n    {body}\n"
+            if helper not in helpers:
+                helpers.append(helper)
+            return f"libdevice_{name}"
+        return m.group(0)
+
+    out = re.sub(r"(?<![\w.])libdevice\.(\w+)", swap, source)
+    anchor = "from triton.language.extra import libdevice\n"
+    if helpers and anchor in out:
+        out = out.replace(anchor, anchor + "\n\n" + "\n\n".join(helpers) + "\n", 1)
+    return out, sorted(set(names))
 
 
 def candidates(bench: Path, kb: Path, only: set[int]) -> list[tuple[str, Path, Path]]:
@@ -67,6 +103,13 @@ def check(name: str, problem: Path, kernel: Path, args: argparse.Namespace, stop
         problem.parent.mkdir(parents=True, exist_ok=True)
         problem.write_text(copy)
         row["shrunk"] = {k: list(v) if isinstance(v, tuple) else v for k, v in changes.items()}
+    if args.libdevice_as_tl:
+        source, names = libdevice_as_tl(kernel.read_text())
+        if names:
+            kernel = args.out / "kernels" / f"{name}.py"
+            kernel.parent.mkdir(parents=True, exist_ok=True)
+            kernel.write_text(source)
+            row["libdevice_as_tl"] = names
     t0 = time.monotonic()
     limit = min(args.verify_timeout, max(1.0, stop_at - t0))
     cmd = [
@@ -151,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out-channels", type=int, default=None)
     ap.add_argument("--spatial", type=int, default=None, help="one cap for every spatial size")
     ap.add_argument("--job-timeout", type=float, default=None, help="agent verify --timeout")
+    ap.add_argument("--libdevice-as-tl", action="store_true", help="for the interpreter")
     args = ap.parse_args(argv)
     args.caps = Caps(
         batch=args.batch,

@@ -92,3 +92,18 @@ def test_bench_candidates_are_checked_at_other_sizes(tmp_path):
     assert rows["1_relu"]["generalize"] == "passed", rows["1_relu"]
     assert "DIM = 40" in (out / "problems" / "1_relu.py").read_text()
     assert rows["2_relu_fixed"] == fixed
+
+
+def test_libdevice_calls_become_the_cpu_drafters_tl_calls():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from gpu_generalize import libdevice_as_tl
+
+    source = (
+        "import triton.language as tl\nfrom triton.language.extra import libdevice\n\n"
+        "y = libdevice.exp(x) + libdevice.tanh(x) + libdevice.tanh(z) + libdevice.j0(x)\n"
+    )
+    out, names = libdevice_as_tl(source)
+    assert names == ["exp", "tanh"]
+    assert "tl.exp(x) + libdevice_tanh(x) + libdevice_tanh(z) + libdevice.j0(x)" in out
+    assert out.count("def libdevice_tanh(x):") == 1  # one helper, however many calls
+    assert out.index("def libdevice_tanh") > out.index("from triton.language.extra import")
