@@ -298,3 +298,32 @@ def test_mixed_scale_kernel_is_still_a_mismatch_after_the_fp64_comparison(cpu_ve
         verdict = cpu_verifier.verify(mixed, MIXED_KERNEL.replace("HONEST", "False"), "k.py")
     assert verdict.status == "mismatch", (verdict.status, verdict.message)
     assert "farther from an fp64 reference" in verdict.message, verdict.message
+
+
+class _SlowMatVec(torch.nn.Module):
+    def forward(self, x, w):
+        import time
+
+        time.sleep(0.2)
+        return x @ w
+
+
+def test_allowance_stops_drawing_at_its_time_budget_and_says_how_many_it_made():
+    """Fewer draws only shrink the allowance (never less strict); the record gives the count."""
+    inputs = _cancelling_inputs()
+    x, w = inputs
+    ref32, ref64 = x @ w, x.double() @ w.double()
+    made: dict = {}
+    allow = fp32_error_allowance(
+        _SlowMatVec(), lambda: [t.clone() for t in inputs], [ref32], [ref64], seed=0,
+        draws=8, budget_s=1.0, record=made,
+    )  # fmt: skip
+    assert 1 <= made["draws"] < 8, made  # each draw is two forwards, 0.4 s
+    assert len(allow) == 1
+    assert bool((allow[0].double() >= (ref32.double() - ref64).abs().float().double()).all())
+    every: dict = {}
+    fp32_error_allowance(
+        _MatVec(), lambda: [t.clone() for t in inputs], [ref32], [ref64], seed=0,
+        draws=3, budget_s=None, record=every,
+    )  # fmt: skip
+    assert every["draws"] == 3

@@ -5,6 +5,7 @@ result by data pointer fails. New values follow each input's own distribution.""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -138,6 +139,13 @@ about one element in 2,000 of those outside the tolerance, and one ten times les
 still loses 59% of them."""
 
 
+ALLOWANCE_BUDGET_S = 60.0
+"""Seconds the draws of one allowance may take (a trial's, in the judge or the timing job). Fewer
+draws only make the allowance smaller, so stopping early is never less strict: it bounds what a
+wrong kernel on a large problem (fp64 convolutions run at a fraction of the fp32 rate) costs the
+judge, whose own time limit must also cover the candidate's runs."""
+
+
 def perturb_one_ulp(x: torch.Tensor, generator: torch.Generator) -> None:
     """Move each finite, non-zero element of a floating-point tensor one ulp up or down at
     random, in place (zeros, infinities and NaNs stay: a zero turned denormal could change what
@@ -168,6 +176,8 @@ def fp32_error_allowance(
     seed: int,
     draws: int = FP32_DRAWS,
     factor: float = ALLOWANCE_FACTOR,
+    budget_s: float | None = ALLOWANCE_BUDGET_S,
+    record: dict | None = None,
 ) -> list:
     """PyTorch's largest fp32 error at each output element over `draws` + 1 draws: the trial's
     own (|expected - reference64|) and `draws` more, each on the trial's inputs with every
@@ -180,7 +190,8 @@ def fp32_error_allowance(
     an output is not an fp32 tensor, or shapes disagree (the rule then keeps its one draw).
 
     `make_inputs()` returns the trial's inputs afresh each call (the same values; the draws
-    perturb them in place)."""
+    perturb them in place). No draw starts once the ones made, at their average time, would
+    take the next past `budget_s`; `record["draws"]` (where given) gets the number made."""
     import copy
 
     if not expected or len(reference64) != len(expected):
@@ -193,7 +204,11 @@ def fp32_error_allowance(
         # Copies: a forward that updates the model's state (running statistics) leaves the
         # judge's own model as the candidate's side expects it.
         model32, model64 = copy.deepcopy(model), copy.deepcopy(model).double()
+        start, made = time.monotonic(), 0
         for k in range(draws):
+            spent = time.monotonic() - start
+            if k and budget_s is not None and spent + spent / k > budget_s:
+                break
             inputs = make_inputs()
             generators: dict[torch.device, torch.Generator] = {}
             for x in inputs:
@@ -230,6 +245,9 @@ def fp32_error_allowance(
                 torch.fmax(a, err.to(a.device), out=a)
                 del err
             del out32, out64
+            made += 1
+        if record is not None:
+            record["draws"] = made
         for a in allowance:
             a.mul_(factor)
         return allowance

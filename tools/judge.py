@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from tools.compare import Tolerance, compare_outputs
-from tools.freshness import FP32_DRAWS, fp32_error_allowance, fp64_outputs
+from tools.freshness import fp32_error_allowance, fp64_outputs
 from tools.handover import MAX_OUTPUTS, HandoverError, import_output
 from tools.job_common import (
     ContractError,
@@ -139,10 +139,13 @@ class _Fp64Reference:
         self.done = False
         self.allowance_: list | None = None
         self.allowance_done = False
+        self.draws = 0
+        """Draws made beside the trial's own for `allowance()` (fewer than `FP32_DRAWS` where
+        its time budget ran out)."""
 
     def new_trial(self, msg: dict | None, expected: list) -> None:
         self.msg, self.expected, self.outputs, self.done = msg, expected, None, False
-        self.allowance_, self.allowance_done = None, False
+        self.allowance_, self.allowance_done, self.draws = None, False, 0
 
     def allowance(self) -> list | None:
         """PyTorch's largest fp32 error per element over the trial's inputs and `FP32_DRAWS`
@@ -154,14 +157,17 @@ class _Fp64Reference:
             reference64 = self.get()
             if reference64 is not None and self.msg is not None:
                 msg, mod, device = self.msg, self.mod, self.device
+                made: dict = {}
                 out = fp32_error_allowance(
                     self.model,
                     lambda: make_inputs(mod, int(msg["seed"]), device, float(msg.get("scale", 1))),
                     self.expected,
                     reference64,
                     seed=int(msg["seed"]),
+                    record=made,
                 )
                 self.allowance_ = out or None
+                self.draws = int(made.get("draws", 0)) if out else 0
         return self.allowance_
 
     def get(self) -> list | None:
@@ -273,7 +279,7 @@ def _compare(
                     allowance64=allowance,
                 )
                 _sync()
-                draws = FP32_DRAWS
+                draws = fp64.draws
         if diff.kind == "ok" and precision_check and fp64 is not None:
             reference64 = fp64.get()
             finding = precision_finding(got, expected, reference64) if reference64 else None
