@@ -234,48 +234,54 @@ def run_problem(
         library_calls=info["library_calls"],
         draft_notes=[n for n in info["notes"] if "sizes fixed" in n],
     )
+    verify_generalize(
+        row,
+        copy,
+        draft,
+        device="cpu",
+        trials=2,
+        # --allow-large: the timeout bounds it; 43 was refused at 157 ms a program
+        extra=["--allow-large", *(["--timeout", str(job_timeout)] if job_timeout else [])],
+        timeout=verify_timeout,
+        env=env,
+    )
+    return row
+
+
+def verify_generalize(
+    row: dict,
+    problem: Path,
+    kernel: Path,
+    *,
+    device: str,
+    trials: int,
+    extra: list[str],
+    timeout: float,
+    env: dict | None = None,
+) -> None:
+    """`python -m agent verify PROBLEM KERNEL --generalize --json` in a subprocess under
+    `timeout`; its verdict and the generalisation check's outcome into `row` (`verify_s`,
+    `status`, `message`, `generalize_notes`, `generalize`). Shared with gpu_generalize.py."""
     t0 = time.monotonic()
+    cmd = [sys.executable, "-m", "agent", "verify", str(problem), str(kernel), "--generalize"]
+    cmd += ["--json", "--trials", str(trials), "--device", device]
+    cmd += [*(["--target", "none"] if device == "cpu" else []), *extra]
     try:
         proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "agent",
-                "verify",
-                str(copy),
-                str(draft),
-                "--generalize",
-                "--json",
-                "--trials",
-                "2",
-                "--target",
-                "none",
-                "--device",
-                "cpu",
-                "--allow-large",  # the timeout bounds it; 43 was refused at 157 ms a program
-                *(["--timeout", str(job_timeout)] if job_timeout else []),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=verify_timeout,
-            cwd=ROOT,
-            env=env,
+            cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env
         )
-        verdict = last_json(proc.stdout)
-        if verdict is None:
-            verdict = {
-                "status": f"no verdict (exit {proc.returncode})",
-                "message": proc.stderr.strip()[-600:],
-            }
+        verdict = last_json(proc.stdout) or {
+            "status": f"no verdict (exit {proc.returncode})",
+            "message": proc.stderr.strip()[-600:],
+        }
     except subprocess.TimeoutExpired:
-        verdict = {"status": "harness timeout", "message": f"verify took over {verify_timeout} s"}
+        verdict = {"status": "harness timeout", "message": f"verify took over {timeout:.0f} s"}
     row["verify_s"] = round(time.monotonic() - t0, 1)
     row["status"] = verdict.get("status")
     row["message"] = (verdict.get("message") or "")[:800]
     notes = (verdict.get("evidence") or {}).get("notes") or []
     row["generalize_notes"] = [n for n in notes if "generalisation" in n or "depends on" in n]
     row["generalize"] = generalize_outcome(row["status"], row["generalize_notes"])
-    return row
 
 
 def generalize_outcome(status: str | None, notes: list[str]) -> str:

@@ -34,9 +34,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import json
-import os
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -44,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from generalize_level1 import Caps, generalize_outcome, last_json, shrink_source  # noqa: E402
+from generalize_level1 import Caps, shrink_source, verify_generalize  # noqa: E402
 
 
 def libdevice_as_tl(source: str) -> tuple[str, list[str]]:
@@ -110,41 +108,14 @@ def check(name: str, problem: Path, kernel: Path, args: argparse.Namespace, stop
             kernel.parent.mkdir(parents=True, exist_ok=True)
             kernel.write_text(source)
             row["libdevice_as_tl"] = names
-    t0 = time.monotonic()
-    limit = min(args.verify_timeout, max(1.0, stop_at - t0))
-    cmd = [
-        sys.executable,
-        "-m",
-        "agent",
-        "verify",
-        str(problem),
-        str(kernel),
-        "--generalize",
-        "--json",
-        "--trials",
-        str(args.trials),
-        "--device",
-        args.device,
-        *(["--target", "none"] if args.device == "cpu" else []),
+    limit = min(args.verify_timeout, max(1.0, stop_at - time.monotonic()))
+    extra = [
         *(["--allow-large"] if args.shrink else []),
         *(["--timeout", str(args.job_timeout)] if args.job_timeout else []),
     ]
-    try:
-        proc = subprocess.run(
-            cmd, capture_output=True, text=True, timeout=limit, cwd=ROOT, env=dict(os.environ)
-        )
-        verdict = last_json(proc.stdout) or {
-            "status": f"no verdict (exit {proc.returncode})",
-            "message": proc.stderr.strip()[-600:],
-        }
-    except subprocess.TimeoutExpired:
-        verdict = {"status": "harness timeout", "message": f"verify took over {limit:.0f} s"}
-    row["verify_s"] = round(time.monotonic() - t0, 1)
-    row["status"] = verdict.get("status")
-    row["message"] = (verdict.get("message") or "")[:800]
-    notes = (verdict.get("evidence") or {}).get("notes") or []
-    row["generalize_notes"] = [n for n in notes if "generalisation" in n or "depends on" in n]
-    row["generalize"] = generalize_outcome(row["status"], row["generalize_notes"])
+    verify_generalize(
+        row, problem, kernel, device=args.device, trials=args.trials, extra=extra, timeout=limit
+    )
     return row
 
 
