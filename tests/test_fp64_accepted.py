@@ -263,12 +263,18 @@ def test_exact_kernel_on_a_cancelling_sum_is_ok_and_says_why(cpu_verifier, probl
     assert "accepted as no farther from an fp64 reference" in verdict.message, verdict.message
 
 
-def test_fp32_kernel_in_another_order_is_ok_through_the_draws(problem):
+def test_fp32_kernel_in_another_order_is_ok_through_the_draws(problem, monkeypatch):
     """An honest fp32 kernel (512 lanes, then a tree sum): over 8 trials PyTorch's one draw
     refused it on some trial (the message names the draws only then), its draws over ulp-moved
-    inputs do not."""
+    inputs do not. The trials' seeds are fixed here: one draw refuses about a third of the
+    trials, so with fresh seeds about 3% of verifications would need no draw at all."""
+    import itertools
+    import secrets
+
     from tools.verify import Verifier, VerifyOptions
 
+    seeds = itertools.count(1000)  # the parent draws the trials' seeds (tools.verify)
+    monkeypatch.setattr(secrets, "randbits", lambda bits: next(seeds))
     verifier = Verifier(VerifyOptions(trials=8, timeout_s=30, device="cpu"))
     verdict = verifier.verify(problem, _kernel(FP32), "k.py")
     assert verdict.status == "ok", (verdict.status, verdict.message)
