@@ -109,10 +109,13 @@ def gemm_kernels(x, weight, r64):
     parts = [x[:, i : i + 2048] @ weight[:, i : i + 2048].T for i in range(0, x.shape[1], 2048)]
     split = (((parts[0] + parts[1]) + (parts[2] + parts[3])) / 2).sum(1) * 1.5
     wrong = (r64[:, 0] + 10 * (split.double() - r64[:, 0])).float()
+    # What a kernel rewarded for `ok` might try: tl.dot's default TF32 on the GEMM, the rest fp32.
+    t32 = ((tf32(x) @ tf32(weight).T) / 2).sum(1) * 1.5
     return {
         "honest (W's columns summed first)": col[:, None],
         "honest (split-K 4, then the row sum)": split[:, None],
         "10x its error": wrong[:, None],
+        "TF32 inputs to the GEMM": t32[:, None],
     }
 
 
