@@ -119,6 +119,15 @@ def check(name: str, problem: Path, kernel: Path, args: argparse.Namespace, stop
     return row
 
 
+def _unless_late(
+    name: str, problem: Path, kernel: Path, args: argparse.Namespace, stop_at: float
+) -> dict | None:
+    """`check`, unless the deadline has passed before this problem's turn (None)."""
+    if time.monotonic() >= stop_at:
+        return None
+    return check(name, problem, kernel, args, stop_at)
+
+
 def write(rows: list[dict], out: Path, command: str, pending: list[str]) -> None:
     rows = sorted(rows, key=lambda r: r["problem"])
     out.mkdir(parents=True, exist_ok=True)
@@ -203,12 +212,6 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{row['problem']}: {row['status']}, generalize {row['generalize']}")
     write(rows, args.out, command, pending)
     return 0 if all(r["generalize"] == "passed" for r in rows) and not pending else 1
-
-
-def _unless_late(name, problem, kernel, args, stop_at):
-    if time.monotonic() >= stop_at:
-        return None
-    return check(name, problem, kernel, args, stop_at)
 
 
 if __name__ == "__main__":
