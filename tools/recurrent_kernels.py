@@ -1,0 +1,365 @@
+"""This project's recurrent layers in Triton: nn.RNN, nn.LSTM and nn.GRU, for candidates that must
+not call a library RNN (torch.compile cannot trace them at all: "Attempted to wrap RNN, GRU, or
+LSTM"; issue 33).
+
+`triton_lstm(x, h0, c0, weights, num_layers, bidirectional, batch_first, has_bias)` ->
+`(output, h_n, c_n)`, `triton_gru(x, h0, weights, ...)` -> `(output, h_n)` and
+`triton_rnn(x, h0, weights, ..., nonlinearity)` -> `(output, h_n)` take the arguments of the
+drafter's custom ops (`tools/draft/recurrent.py`, `tagent::lstm` ...): `weights` is the module's
+`_flat_weights` (per layer and direction `w_ih, w_hh[, b_ih, b_hh]`), `h0`/`c0` may be None
+(zeros). Semantics as PyTorch's (dropout 0): gate order LSTM i, f, g, o; GRU r, z, n with
+n = tanh(W_in x + b_in + r * (W_hn h + b_hn)); multi-layer, bidirectional, batch_first either way.
+Outputs are contiguous, as the custom ops' fake implementations say (Inductor's kernels after
+the call index them with those strides).
+
+Two kernels a layer:
+- `_rnn_input_proj_kernel`: the input projection of every time step as ONE GEMM up front,
+  G[d, t, b, :] = x[t, b, :] @ W_ih[d]^T + b_ih[d] (rows (t, b) gathered with the input's own
+  strides, so a batch_first input needs no transposed copy). It holds the input half of the
+  FLOPs and has no sequential dependence; done per step it would re-read W_ih T times.
+- `_rnn_recurrence_kernel`: persistent. One program per (block of BLOCK_B batch rows,
+  direction) loops over all T steps: gates = G[t] + h_{t-1} @ W_hh^T + b_hh, then the cell.
+  h_{t-1} is read back from the output row this program wrote at the step before (the output
+  buffer is the double buffer, so no scratch), c lives in c_n's rows (read and written by the
+  same program), and a barrier (`tl.debug_barrier`, bar.sync) ends each step so the whole of h_t
+  is visible before step t+1 reads it. W_hh streams from L2 every step: at KernelBench's
+  H = 256 an LSTM's W_hh is 4*256*256*4 B = 1 MiB, too big for one SM's 228 KiB of shared
+  memory, and splitting it across programs would need a grid-wide barrier each step, which the
+  Triton interpreter (programs run one after another) cannot run. A kernel launch per step
+  instead would cost T * layers launches (3072 at KernelBench's 512 x 6).
+
+Precision: fp32 products with `tl.dot(..., input_precision="tf32x3")` (three TF32 products,
+~1e-6 relative, the project's GEMM template's choice; plain TF32 is ~1e-3 and fails fp32's
+1e-4), fp32 accumulation; fp16/bf16 operands are widened to fp32 first. tanh and sigmoid are
+written with `tl.exp` (no libdevice under the interpreter). tl.dot needs tiles of at least 16 on
+a GPU: BLOCK_B = 16 batch rows (masked), BLOCK_N = BLOCK_K = 32 hidden units.
+
+The code between the `candidate source` markers is self-contained (torch, triton, tl): the
+compiler drafter copies it into a candidate file with `candidate_source()`, so a candidate
+never imports `tools/`.
+"""
+
+from __future__ import annotations
+
+# --- candidate source begin (copied verbatim into compiler drafts) ---
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _rnn_sigmoid(x):
+    return 1.0 / (1.0 + tl.exp(-x))
+
+
+@triton.jit
+def _rnn_tanh(x):
+    # From exp, no libdevice (the interpreter has none): e = exp(-2|x|) <= 1 never overflows;
+    # near 0 the absolute error is ~1e-7, far inside fp32's 1e-4.
+    e = tl.exp(-2.0 * tl.abs(x))
+    t = (1.0 - e) / (1.0 + e)
+    return tl.where(x < 0, -t, t)
+
+
+@triton.jit
+def _rnn_input_proj_kernel(
+    x_ptr, w_ptr, b_ptr, g_ptr, M, B, N, K,
+    stride_xt, stride_xb, stride_xk, stride_wn, stride_wk, stride_bn, stride_gm,
+    HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):  # fmt: skip
+    # G[m, n] = sum_k x[t, b, k] * W[n, k] + bias[n], row m = t * B + b (G contiguous in rows).
+    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask_m = rm < M
+    mask_n = rn < N
+    rows = (rm // B) * stride_xt + (rm % B) * stride_xb
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        rk = k0 + tl.arange(0, BLOCK_K)
+        mask_k = rk < K
+        a = tl.load(
+            x_ptr + rows[:, None] + rk[None, :] * stride_xk,
+            mask=mask_m[:, None] & mask_k[None, :],
+            other=0.0,
+        ).to(tl.float32)
+        w = tl.load(
+            w_ptr + rn[None, :] * stride_wn + rk[:, None] * stride_wk,
+            mask=mask_k[:, None] & mask_n[None, :],
+            other=0.0,
+        ).to(tl.float32)
+        acc = tl.dot(a, w, acc, input_precision=PRECISION)
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + rn * stride_bn, mask=mask_n, other=0.0).to(tl.float32)[None, :]
+    tl.store(
+        g_ptr + rm[:, None] * stride_gm + rn[None, :], acc, mask=mask_m[:, None] & mask_n[None, :]
+    )
+
+
+@triton.jit
+def _rnn_gate_product(acc, h, w_ptr, gate, H, rn, rk, mask_n, mask_k,
+                      stride_wn, stride_wk, PRECISION: tl.constexpr):  # fmt: skip
+    # acc += h @ W_hh[gate * H + rn, rk]^T
+    w = tl.load(
+        w_ptr + (gate * H + rn)[None, :] * stride_wn + rk[:, None] * stride_wk,
+        mask=mask_k[:, None] & mask_n[None, :],
+        other=0.0,
+    ).to(tl.float32)
+    return tl.dot(h, w, acc, input_precision=PRECISION)
+
+
+@triton.jit
+def _rnn_recurrence_kernel(
+    g_ptr, w0_ptr, w1_ptr, b0_ptr, b1_ptr, h0_ptr, c0_ptr, out_ptr, hn_ptr, cn_ptr,
+    T, B, H,
+    stride_gd, stride_gt, stride_gb,
+    stride_w0n, stride_w0k, stride_w1n, stride_w1k, stride_b0, stride_b1,
+    stride_h0d, stride_h0b, stride_h0k, stride_c0d, stride_c0b, stride_c0k,
+    stride_ot, stride_ob, stride_ok, stride_hnd, stride_hnb, stride_cnd, stride_cnb,
+    MODE: tl.constexpr, HAS_H0: tl.constexpr, HAS_C0: tl.constexpr, HAS_BIAS: tl.constexpr,
+    PRECISION: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):  # fmt: skip
+    # MODE: 0 RNN tanh, 1 RNN relu, 2 LSTM (gates i, f, g, o), 3 GRU (gates r, z, n).
+    # Program (batch block, direction d); d = 1 runs time backwards. hn/cn/h0/c0 point at this
+    # layer's first direction; out at the layer's output (T, B, D*H) with its strides.
+    d = tl.program_id(1)
+    rb = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
+    mask_b = rb < B
+    w_ptr = w0_ptr
+    b_ptr = b0_ptr
+    stride_wn = stride_w0n
+    stride_wk = stride_w0k
+    stride_b = stride_b0
+    if d == 1:
+        w_ptr = w1_ptr
+        b_ptr = b1_ptr
+        stride_wn = stride_w1n
+        stride_wk = stride_w1k
+        stride_b = stride_b1
+    g_base = g_ptr + d * stride_gd + rb[:, None] * stride_gb
+    out_dir = out_ptr + d * H * stride_ok
+    for step in range(0, T):
+        t = step + d * (T - 1 - 2 * step)  # forward: step; backward: T - 1 - step
+        # h_{t-1}: h0 at the first step (zeros without one), else the output row written
+        # one step before (t - 1 forward, t + 1 backward).
+        h_base = h0_ptr + d * stride_h0d + rb[:, None] * stride_h0b
+        h_sk = stride_h0k
+        if step > 0:
+            h_base = out_dir + (t - 1 + 2 * d) * stride_ot + rb[:, None] * stride_ob
+            h_sk = stride_ok
+        # False only at the first step without h0 (h = 0). Per row, not a 0-d tensor: Triton
+        # 3.9's interpreter makes `block_mask & (0-d comparison)` int32, which tl.store refuses.
+        h_live = mask_b & ((rb * 0 + step + HAS_H0) > 0)
+        at_end = mask_b & ((rb * 0 + step) == T - 1)
+        for n0 in range(0, H, BLOCK_N):
+            rn = n0 + tl.arange(0, BLOCK_N)
+            mask_n = rn < H
+            mask_bn = mask_b[:, None] & mask_n[None, :]
+            acc0 = tl.zeros((BLOCK_B, BLOCK_N), dtype=tl.float32)
+            acc1 = tl.zeros((BLOCK_B, BLOCK_N), dtype=tl.float32)
+            acc2 = tl.zeros((BLOCK_B, BLOCK_N), dtype=tl.float32)
+            acc3 = tl.zeros((BLOCK_B, BLOCK_N), dtype=tl.float32)
+            for k0 in range(0, H, BLOCK_K):
+                rk = k0 + tl.arange(0, BLOCK_K)
+                mask_k = rk < H
+                h = tl.load(
+                    h_base + rk[None, :] * h_sk,
+                    mask=h_live[:, None] & mask_k[None, :],
+                    other=0.0,
+                ).to(tl.float32)
+                acc0 = _rnn_gate_product(
+                    acc0, h, w_ptr, 0, H, rn, rk, mask_n, mask_k, stride_wn, stride_wk, PRECISION
+                )
+                if MODE >= 2:
+                    acc1 = _rnn_gate_product(
+                        acc1, h, w_ptr, 1, H, rn, rk, mask_n, mask_k, stride_wn, stride_wk,
+                        PRECISION,
+                    )  # fmt: skip
+                    acc2 = _rnn_gate_product(
+                        acc2, h, w_ptr, 2, H, rn, rk, mask_n, mask_k, stride_wn, stride_wk,
+                        PRECISION,
+                    )  # fmt: skip
+                if MODE == 2:
+                    acc3 = _rnn_gate_product(
+                        acc3, h, w_ptr, 3, H, rn, rk, mask_n, mask_k, stride_wn, stride_wk,
+                        PRECISION,
+                    )  # fmt: skip
+            if HAS_BIAS:
+                acc0 += tl.load(b_ptr + rn * stride_b, mask=mask_n, other=0.0)[None, :]
+                if MODE >= 2:
+                    acc1 += tl.load(b_ptr + (H + rn) * stride_b, mask=mask_n, other=0.0)[None, :]
+                    acc2 += tl.load(
+                        b_ptr + (2 * H + rn) * stride_b, mask=mask_n, other=0.0
+                    )[None, :]  # fmt: skip
+                if MODE == 2:
+                    acc3 += tl.load(
+                        b_ptr + (3 * H + rn) * stride_b, mask=mask_n, other=0.0
+                    )[None, :]  # fmt: skip
+            g_row = g_base + t * stride_gt + rn[None, :]
+            x0 = tl.load(g_row, mask=mask_bn, other=0.0)
+            if MODE == 0:
+                h_new = _rnn_tanh(x0 + acc0)
+            elif MODE == 1:
+                h_new = tl.maximum(x0 + acc0, 0.0)
+            elif MODE == 2:
+                gate_i = _rnn_sigmoid(x0 + acc0)
+                gate_f = _rnn_sigmoid(tl.load(g_row + H, mask=mask_bn, other=0.0) + acc1)
+                gate_g = _rnn_tanh(tl.load(g_row + 2 * H, mask=mask_bn, other=0.0) + acc2)
+                gate_o = _rnn_sigmoid(tl.load(g_row + 3 * H, mask=mask_bn, other=0.0) + acc3)
+                c_at = cn_ptr + d * stride_cnd + rb[:, None] * stride_cnb + rn[None, :]
+                if step == 0:
+                    c_prev = tl.zeros((BLOCK_B, BLOCK_N), dtype=tl.float32)
+                    if HAS_C0:
+                        c_prev = tl.load(
+                            c0_ptr + d * stride_c0d + rb[:, None] * stride_c0b
+                            + rn[None, :] * stride_c0k,
+                            mask=mask_bn,
+                            other=0.0,
+                        ).to(tl.float32)  # fmt: skip
+                else:
+                    c_prev = tl.load(c_at, mask=mask_bn, other=0.0).to(tl.float32)
+                c = gate_f * c_prev + gate_i * gate_g
+                tl.store(c_at, c.to(cn_ptr.dtype.element_ty), mask=mask_bn)
+                h_new = gate_o * _rnn_tanh(c)
+            else:
+                gate_r = _rnn_sigmoid(x0 + acc0)
+                gate_z = _rnn_sigmoid(tl.load(g_row + H, mask=mask_bn, other=0.0) + acc1)
+                gate_n = _rnn_tanh(tl.load(g_row + 2 * H, mask=mask_bn, other=0.0) + gate_r * acc2)
+                h_prev = tl.load(
+                    h_base + rn[None, :] * h_sk, mask=h_live[:, None] & mask_n[None, :], other=0.0
+                ).to(tl.float32)
+                h_new = (1.0 - gate_z) * gate_n + gate_z * h_prev
+            h_out = h_new.to(out_ptr.dtype.element_ty)
+            tl.store(
+                out_dir + t * stride_ot + rb[:, None] * stride_ob + rn[None, :] * stride_ok,
+                h_out,
+                mask=mask_bn,
+            )
+            tl.store(
+                hn_ptr + d * stride_hnd + rb[:, None] * stride_hnb + rn[None, :],
+                h_out,
+                mask=at_end[:, None] & mask_n[None, :],
+            )
+        # Every thread's part of h_t (and c_t) is stored before any thread reads it next step.
+        tl.debug_barrier()
+
+
+_RNN_MODES = {"RNN_TANH": (0, 1), "RNN_RELU": (1, 1), "LSTM": (2, 4), "GRU": (3, 3)}
+"""mode -> (the recurrence kernel's MODE, gates: rows of W_ih/W_hh per hidden unit)."""
+
+
+def _rnn_layers(mode, x, h0, c0, weights, num_layers, bidirectional, batch_first, has_bias):
+    """Every layer: its input projection (one GEMM a direction), then its recurrence (one
+    persistent launch for both directions). Returns (output, h_n, c_n or None)."""
+    kernel_mode, gates = _RNN_MODES[mode]
+    dirs = 2 if bidirectional else 1
+    per_layer = 4 if has_bias else 2
+    if len(weights) != num_layers * dirs * per_layer:
+        raise ValueError(f"{len(weights)} weights for {num_layers} layers x {dirs} directions")
+    hidden = weights[1].shape[1]
+    if batch_first:
+        batch, steps = x.shape[0], x.shape[1]
+        sxt, sxb = x.stride(1), x.stride(0)
+    else:
+        steps, batch = x.shape[0], x.shape[1]
+        sxt, sxb = x.stride(0), x.stride(1)
+    device = x.device
+    shape = (batch, steps, dirs * hidden) if batch_first else (steps, batch, dirs * hidden)
+    output = torch.empty(shape, dtype=x.dtype, device=device)
+    h_n = torch.empty((num_layers * dirs, batch, hidden), dtype=x.dtype, device=device)
+    c_n = torch.empty_like(h_n) if kernel_mode == 2 else None
+    # fp32 inside: G for both directions, the inner layers' outputs (ping-pong between two).
+    g = torch.empty((dirs, steps, batch, gates * hidden), dtype=torch.float32, device=device)
+    inner = [torch.empty((steps, batch, dirs * hidden), dtype=torch.float32, device=device)
+             for _ in range(min(num_layers - 1, 2))]  # fmt: skip
+    n_gates = gates * hidden
+    rows = steps * batch
+    layer_in, lsxt, lsxb, lsxk = x, sxt, sxb, x.stride(2)
+    for layer in range(num_layers):
+        last = layer == num_layers - 1
+        out = output if last else inner[layer % 2]
+        if out is output:
+            sot, sob = (output.stride(1), output.stride(0)) if batch_first else output.stride()[:2]
+        else:
+            sot, sob = out.stride(0), out.stride(1)
+        ws = [weights[(layer * dirs + d) * per_layer : (layer * dirs + d + 1) * per_layer]
+              for d in range(dirs)]  # fmt: skip
+        in_features = layer_in.shape[-1]
+        for d in range(dirs):
+            w_ih = ws[d][0]
+            b_ih = ws[d][2] if has_bias else w_ih
+            _rnn_input_proj_kernel[(triton.cdiv(rows, 64), triton.cdiv(n_gates, 64))](
+                layer_in, w_ih, b_ih, g[d], rows, batch, n_gates, in_features,
+                lsxt, lsxb, lsxk, w_ih.stride(0), w_ih.stride(1), b_ih.stride(0), g.stride(2),
+                HAS_BIAS=has_bias, PRECISION="tf32x3", BLOCK_M=64, BLOCK_N=64, BLOCK_K=32,
+                num_warps=4,
+            )  # fmt: skip
+        w0, w1 = ws[0][1], ws[-1][1]
+        b0 = ws[0][3] if has_bias else w0
+        b1 = ws[-1][3] if has_bias else w1
+        first = layer * dirs
+        hx = h0[first] if h0 is not None else h_n[first]
+        cx = c0[first] if c0 is not None else h_n[first]
+        hn_l = h_n[first]
+        cn_l = c_n[first] if c_n is not None else h_n[first]
+        _rnn_recurrence_kernel[(triton.cdiv(batch, 16), dirs)](
+            g, w0, w1, b0, b1, hx, cx, out, hn_l, cn_l,
+            steps, batch, hidden,
+            g.stride(0), g.stride(1), g.stride(2),
+            w0.stride(0), w0.stride(1), w1.stride(0), w1.stride(1),
+            b0.stride(0), b1.stride(0),
+            h0.stride(0) if h0 is not None else 0, hx.stride(0), hx.stride(1),
+            c0.stride(0) if c0 is not None else 0, cx.stride(0), cx.stride(1),
+            sot, sob, out.stride(2), h_n.stride(0), h_n.stride(1),
+            cn_l.stride(0) if c_n is None else c_n.stride(0), cn_l.stride(0),
+            MODE=kernel_mode, HAS_H0=h0 is not None, HAS_C0=c0 is not None,
+            HAS_BIAS=has_bias, PRECISION="tf32x3", BLOCK_B=16, BLOCK_N=32, BLOCK_K=32,
+            num_warps=4,
+        )  # fmt: skip
+        layer_in, lsxt, lsxb, lsxk = out, out.stride(0), out.stride(1), out.stride(2)
+    return output, h_n, c_n
+
+
+def triton_lstm(x, h0, c0, weights, num_layers, bidirectional, batch_first, has_bias):
+    """nn.LSTM's forward (dropout 0, no projection): (output, h_n, c_n)."""
+    return _rnn_layers("LSTM", x, h0, c0, weights, num_layers, bidirectional, batch_first,
+                       has_bias)  # fmt: skip
+
+
+def triton_gru(x, h0, weights, num_layers, bidirectional, batch_first, has_bias):
+    """nn.GRU's forward (dropout 0): (output, h_n)."""
+    output, h_n, _ = _rnn_layers("GRU", x, h0, None, weights, num_layers, bidirectional,
+                                 batch_first, has_bias)  # fmt: skip
+    return output, h_n
+
+
+def triton_rnn(x, h0, weights, num_layers, bidirectional, batch_first, has_bias, nonlinearity):
+    """nn.RNN's forward (dropout 0; nonlinearity 'tanh' or 'relu'): (output, h_n)."""
+    mode = {"tanh": "RNN_TANH", "relu": "RNN_RELU"}[nonlinearity]
+    output, h_n, _ = _rnn_layers(mode, x, h0, None, weights, num_layers, bidirectional,
+                                 batch_first, has_bias)  # fmt: skip
+    return output, h_n
+
+
+# --- candidate source end ---
+
+RECURRENT_FUNCTIONS = ("triton_lstm", "triton_gru", "triton_rnn")
+"""The launchers a candidate calls, one for each of the drafter's custom ops."""
+
+PRECISION_NOTE = (
+    "recurrent layers in Triton (tools.recurrent_kernels: the input projection of all steps as "
+    "one GEMM, then a persistent kernel a layer looping over time); fp32 products with tl.dot "
+    "input_precision='tf32x3' (not plain TF32), fp32 accumulation and state"
+)
+
+
+def candidate_source() -> str:
+    """The self-contained source of the kernels and launchers, for a candidate file."""
+    with open(__file__) as f:
+        text = f.read()
+    begin = text.index("# --- candidate source begin")
+    begin = text.index("\n", begin) + 1
+    end = text.index("# --- candidate source end ---")
+    return "# Recurrent layers in Triton (copied from triton-agent's tools/recurrent_kernels.py).\n" + (
+        text[begin:end].strip() + "\n"
+    )
