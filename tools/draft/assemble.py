@@ -152,12 +152,18 @@ def assemble(
 
 def with_conv_source(source: str, conv_source: str) -> str:
     """The candidate with the convolution kernels placed just before the host code's `call`."""
-    if not conv_source:
+    return with_source_before_call(source, conv_source)
+
+
+def with_source_before_call(source: str, library_source: str) -> str:
+    """The candidate with a library's source (this project's convolutions, recurrent layers)
+    placed just before the host code's `call`."""
+    if not library_source:
         return source
     at = re.search(r"^def call\(", source, re.M)
     if at is None:
         raise DraftUnsupportedError("no `def call(` in the assembled candidate")
-    return source[: at.start()] + conv_source + "\n\n" + source[at.start() :]
+    return source[: at.start()] + library_source + "\n\n" + source[at.start() :]
 
 
 def describe_sizes(
