@@ -18,13 +18,20 @@ from tools.draft.assemble import (
     model_new_source,
     output_structure,
     with_conv_source,
+    with_source_before_call,
 )
 from tools.draft.capture import capture_inductor, first_line, source_expr
 from tools.draft.inductor_patches import stand_in_driver_if_needed
 from tools.draft.kernels import KernelRewriter, load_kernels, pick_config
 from tools.draft.loading import LoadedProblem, forward_signature, load_problem, tensor_sources
+from tools.draft.recurrent import RECURRENT_KERNELS, recurrent_layers_as_ops
 from tools.draft.result import LIBRARY_CALLS_ALLOWED, DraftResult, DraftUnsupportedError
-from tools.draft.rewrite import convolutions_in_triton, returned_count, rewrite_host
+from tools.draft.rewrite import (
+    convolutions_in_triton,
+    recurrent_in_triton,
+    returned_count,
+    rewrite_host,
+)
 from tools.draft.settings import SETTINGS
 from tools.draft.support import check_torch_support
 from tools.errors import ProblemError, ShimError
@@ -227,7 +234,7 @@ def _draft(
     with torch.no_grad(), full_fp32():
         reference = problem.model(*problem.inputs)
     phases.mark("reference forward")
-    with full_fp32():
+    with full_fp32(), recurrent_layers_as_ops(problem.model):  # issue 33: RNN/LSTM/GRU as ops
         capture = capture_inductor(problem, device, dynamic, settings)
     phases.mark("Inductor")
 
@@ -271,6 +278,11 @@ def _draft(
         from tools.triton_conv import PRECISION_NOTE
 
         notes.append(PRECISION_NOTE)
+    recurrent_source = recurrent_in_triton(call)  # issue 33 hook
+    if recurrent_source:
+        from tools.recurrent_kernels import PRECISION_NOTE as RECURRENT_NOTE
+
+        notes.append(RECURRENT_NOTE)
     if n_args != len(capture.graph_inputs):
         raise DraftUnsupportedError(
             f"Inductor's call takes {n_args} tensors but the graph had {len(capture.graph_inputs)} inputs"
@@ -310,7 +322,7 @@ def _draft(
                 else ""
             )
         )
-    if not host.launched:
+    if not host.launched and not recurrent_source:
         notes.append("Inductor emitted no Triton kernel for this problem")
     source = assemble(
         problem,
@@ -330,6 +342,7 @@ def _draft(
         ),
     )
     source = with_conv_source(source, conv_source)  # issue 15 hook
+    source = with_source_before_call(source, recurrent_source)  # issue 33 hook
     phases.mark("rewriting")
     if conv_source and device == "cuda" and conv_from is not None:
         from tools.draft.sized import copy_conv_keywords
@@ -352,7 +365,9 @@ def _draft(
         source=source,
         mixed=bool(library_calls),
         library_calls=library_calls,
-        kernels=list(dict.fromkeys(host.launched)) + (["_gemm_kernel"] if host.gemms else []),
+        kernels=list(dict.fromkeys(host.launched))
+        + (["_gemm_kernel"] if host.gemms else [])
+        + (list(RECURRENT_KERNELS) if recurrent_source else []),
         notes=notes,
         dynamic=dynamic,
         fixed_sizes=fixed,

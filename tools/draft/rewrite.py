@@ -294,3 +294,27 @@ def _groups_from_shapes(node: ast.Call) -> None:
     for k in node.keywords:
         if k.value is groups:
             k.value = per_group
+
+
+# --------------------------------------------------------------------------------------------
+# Hook (issue 33): the recurrent layers' custom ops (tools/draft/recurrent.py) become this
+# project's Triton launchers (tools/recurrent_kernels.py), copied into the candidate
+# (`assemble.with_source_before_call`). Called in `job._draft` beside the convolution hook.
+
+
+def recurrent_in_triton(call: ast.FunctionDef) -> str:
+    """Point the host code's `torch.ops.tagent.<lstm|gru|rnn>[.default](...)` calls at
+    `triton_lstm` & co., which take the same arguments. Returns the launchers' source for the
+    candidate ("" when the host code has no recurrent layer)."""
+    from tools import recurrent_kernels
+    from tools.draft.recurrent import OPS
+
+    targets = {}
+    for op, launcher in OPS.items():
+        targets[f"torch.ops.tagent.{op}"] = targets[f"torch.ops.tagent.{op}.default"] = launcher
+    replaced = False
+    for node in ast.walk(call):
+        if isinstance(node, ast.Call) and _dotted(node.func) in targets:
+            node.func = ast.Name(targets[_dotted(node.func)], ast.Load())
+            replaced = True
+    return recurrent_kernels.candidate_source() if replaced else ""
