@@ -9,12 +9,28 @@ import os
 import shutil
 
 
-def stderr_tail(path: str, lines: int = 25, chars: int = 3000) -> str:
+def stderr_tail(path: str, lines: int = 25, chars: int = 3000, max_bytes: int = 1 << 20) -> str:
+    """The end of a job's stderr log. The job's directory belongs to the candidate (its uid,
+    `tools.isolation`): the log may have been replaced by a link to a file only the agent may
+    read, or by a FIFO, so links are not followed, only a regular file is read, and only its
+    last `max_bytes`."""
+    import stat
+
     try:
-        with open(path, errors="replace") as f:
-            text = f.read()
+        fd = os.open(
+            path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        )
     except OSError:
         return ""
+    with os.fdopen(fd, "rb") as f:
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                return ""
+            f.seek(max(0, st.st_size - max_bytes))
+            text = f.read(max_bytes).decode("utf-8", errors="replace")
+        except OSError:
+            return ""
     # The harness's own profiler (kineto) logs start/stop lines; they are not the candidate's.
     kept = [ln for ln in text.rstrip().splitlines() if not ln.startswith(_HARNESS_NOISE)]
     return "\n".join(kept[-lines:])[-chars:]

@@ -27,7 +27,13 @@ import time
 import traceback
 from typing import Any
 
+from tools.isolation import Isolation, make_undumpable
+from tools.isolation import drop_privileges as _drop_privileges
 from tools.limits import Limits, apply_rlimits
+
+_JOB: dict[str, Any] = {}
+"""This job's start, as `drop_privileges` needs it: its directory, device, parent and agent
+pids, and whether it could be made not dumpable."""
 
 
 def child_main(
@@ -42,6 +48,10 @@ def child_main(
     `agent_identity()` of the process that started the job; the job ends when it does."""
     import sys
 
+    # First: no process of this user may read this job's memory or ptrace it (the judge holds
+    # the reference outputs; a candidate is a sibling job). A forkserver child is not dumpable
+    # from its fork already (`tools._undumpable`); a spawned one from here.
+    undumpable = make_undumpable()
     parent = os.getppid()  # who started this process (the forkserver, or the agent under spawn)
     try:
         os.setsid()
@@ -67,6 +77,13 @@ def child_main(
     tempfile.tempdir = workdir
     apply_rlimits(lim, device)
     cap_cpu_time(lim.timeout_s)
+    _JOB.update(
+        workdir=workdir,
+        device=device,
+        parent=parent,
+        agent=agent[0] if agent is not None else None,
+        undumpable=undumpable,
+    )
     try:
         fn_ref, args, kwargs, interactive = pickle.loads(conn.recv_bytes())
         from tools import guard
@@ -95,6 +112,33 @@ def child_main(
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
+
+
+def drop_privileges() -> Isolation:
+    """Called by a candidate's job (its worker) after the harness's own set-up and before the
+    candidate is imported: this job process gives up every way into the judge, the agent and
+    their files it can (`tools.isolation.drop_privileges`: uid `nobody` and no capabilities
+    where it runs as root) and returns what it achieved, for the verdict's evidence. Outside a
+    job (no `child_main`) it drops nothing and says so."""
+    if not _JOB:
+        return Isolation(
+            mode="unsupported",
+            candidate_uid=os.geteuid() if hasattr(os, "geteuid") else None,
+            caps_dropped=False,
+            no_new_privs=False,
+            judge_dumpable=None,
+            agent_readable=None,
+            notes=["not in a sandbox job: nothing was dropped"],
+        )
+    if "isolation" not in _JOB:  # once: a second call would find nothing left to drop
+        _JOB["isolation"] = _drop_privileges(
+            _JOB["workdir"],
+            agent_pid=_JOB["agent"],
+            parent_pid=_JOB["parent"],
+            device=_JOB["device"],
+            judge_dumpable=not _JOB["undumpable"],
+        )
+    return _JOB["isolation"]
 
 
 class Channel:

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from tools.errors import SandboxError
+from tools.isolation import make_undumpable
 from tools.job_files import copy_cache, stderr_tail
 from tools.job_process import agent_identity, child_main, load_reply
 from tools.limits import Limits, rss_mb
@@ -54,7 +55,9 @@ from tools.slots import (
 log = logging.getLogger(__name__)
 
 
-PRELOAD_MODULES = ["tools._preload"]
+PRELOAD_MODULES = ["tools._undumpable", "tools._preload"]
+"""Imported by the forkserver: first, itself and every job it forks not dumpable
+(`tools.isolation`); then torch and triton."""
 
 
 OutcomeKind = Literal["ok", "error", "crash", "timeout"]
@@ -134,6 +137,10 @@ class Sandbox:
         self._pool = SlotPool([s.device for s in self._slots], capacity_mb=capacity)
         self._ctx = _make_context(start_method)
         self.jobs_run = 0
+        # The agent relays between the judge and the candidate (and holds what the judge found):
+        # no job of this user may read its memory or ptrace it (docs/verification.md, "Isolation
+        # per machine").
+        self.undumpable = make_undumpable()
 
     @property
     def slots(self) -> int:
