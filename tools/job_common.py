@@ -201,6 +201,13 @@ def out_of_memory(exc: BaseException) -> bool:
     )
 
 
+def reference_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
+    """The reference's floating parameters and buffers (each a lineage of its own while they
+    are copied into the candidate: tools.audit.ConstructorAuditMode)."""
+    out = [p for p in model.parameters()] + [b for b in model.buffers()]
+    return [t.detach() for t in out if t.is_floating_point()]
+
+
 def _copy_matching_weights(src: torch.nn.Module, dst: torch.nn.Module) -> None:
     """Copy parameters/buffers whose names and shapes match (same-seed construction covers the
     rest)."""

@@ -39,6 +39,7 @@ from tools.job_common import (
     make_inputs,
     out_of_memory,
     peak_memory,
+    reference_tensors,
     tensor_bytes,
 )
 from tools.size_guard import (
@@ -215,7 +216,7 @@ def candidate_job(
 
     The seeds arrive only after the candidate is built, one trial at a time, so nothing it
     runs before a trial can know that trial's inputs, nor how many trials there will be."""
-    from tools.audit import audited, is_init_op
+    from tools.audit import audited, constructor_audited
     from tools.handover import export_outputs
     from tools.integrity import Integrity, hooks
     from tools.op_profiler import ProfilerObserver
@@ -300,18 +301,24 @@ def candidate_job(
                 error_class="bad_input",
             )
             return result
-        # The constructor runs under the same audit as forward: it runs before any trial's
-        # seed exists, but work it does (a Triton launch on inputs it regenerated, PyTorch
-        # compute beyond initialising parameters) is the candidate's, not free.
+        # The constructor, the move to the device and the weight copy run under the
+        # constructor rule (tools.audit.ConstructorAuditMode): setup computed from constants
+        # (a causal mask, a table) is what the reference's own __init__ does; work on the
+        # weights (values drawn under the seed, or the reference's weights being copied) other
+        # than initialising them is forward's work done outside forward. Code the candidate
+        # hooks into the copy (load_state_dict hooks, `_apply`, `.to()`) runs under it too.
         try:
             torch.manual_seed(seed)
-            with torch.no_grad(), audited(poison=False) as (ctor_mode, _ctor_launches):
+            with torch.no_grad(), constructor_audited() as (ctor_mode, _ctor_launches):
                 model_new = model_new_cls(*init)
-            ctor_compute = [op for op in ctor_mode.compute if not is_init_op(op)]
-            ctor_library = list(ctor_mode.library)
-            if isinstance(model_new, torch.nn.Module):
-                model_new = model_new.to(device)
-                _copy_matching_weights(model, model_new)
+                if isinstance(model_new, torch.nn.Module):
+                    for t in reference_tensors(model):
+                        ctor_mode.mark(t)
+                    model_new = model_new.to(device)
+                    _copy_matching_weights(model, model_new)
+            ctor_compute = list(ctor_mode.compute) + list(ctor_mode.folds)
+            ctor_library: list[str] = []
+            ctor_mode.release()
         except BaseException as exc:  # noqa: BLE001
             result.update(error=_map_error(exc, local_path), error_class="runtime_error")
             _note_refusal(result, budget)
@@ -377,9 +384,7 @@ def candidate_job(
                 # forward's return value lives until then (freeing it could run a __del__).
                 gc.disable()
                 if races is not None:  # one forward a verification: the check costs a sort
-                    races.armed = (
-                        trial == 0 and run == "first" and tensor_bytes(base) <= RACE_CHECK_MAX_BYTES
-                    )
+                    races.armed = True  # every run (interp_checks bounds a launch's cost)
                 try:
                     with (
                         torch.no_grad(),

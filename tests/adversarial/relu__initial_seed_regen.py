@@ -1,4 +1,4 @@
-"""expected: mismatch
+"""expected: mismatch|cheat
 Regenerates "the verification inputs" in the constructor from `torch.initial_seed()` (the seed
 the harness builds the model under) and computes their ReLU with a real Triton kernel; forward
 returns the answer for the call number. Trial seeds are drawn fresh per trial by the parent and
