@@ -97,14 +97,9 @@ def _rnn_input_proj_kernel(
 
 
 @triton.jit
-def _rnn_gate_product(acc, h, w_ptr, gate, H, rn, rk, mask_n, mask_k,
-                      stride_wn, stride_wk, PRECISION: tl.constexpr):  # fmt: skip
-    # acc += h @ W_hh[gate * H + rn, rk]^T
-    w = tl.load(
-        w_ptr + (gate * H + rn)[None, :] * stride_wn + rk[:, None] * stride_wk,
-        mask=mask_k[:, None] & mask_n[None, :],
-        other=0.0,
-    ).to(tl.float32)
+def _rnn_gate_product(acc, h, w_tile, w_mask, gate_offset, PRECISION: tl.constexpr):
+    # acc += h @ W_hh[gate rows]^T; w_tile points at gate 0's [BLOCK_K, BLOCK_N] tile.
+    w = tl.load(w_tile + gate_offset, mask=w_mask, other=0.0).to(tl.float32)
     return tl.dot(h, w, acc, input_precision=PRECISION)
 
 
@@ -159,6 +154,7 @@ def _rnn_recurrence_kernel(
             acc1 = tl.zeros((BLOCK_B, BLOCK_N), dtype=tl.float32)
             acc2 = tl.zeros((BLOCK_B, BLOCK_N), dtype=tl.float32)
             acc3 = tl.zeros((BLOCK_B, BLOCK_N), dtype=tl.float32)
+            gate_rows = H * stride_wn  # W_hh's rows: gate 0's H, then gate 1's...
             for k0 in range(0, H, BLOCK_K):
                 rk = k0 + tl.arange(0, BLOCK_K)
                 mask_k = rk < H
@@ -167,23 +163,15 @@ def _rnn_recurrence_kernel(
                     mask=h_live[:, None] & mask_k[None, :],
                     other=0.0,
                 ).to(tl.float32)
-                acc0 = _rnn_gate_product(
-                    acc0, h, w_ptr, 0, H, rn, rk, mask_n, mask_k, stride_wn, stride_wk, PRECISION
-                )
+                # Pointers and mask once for every gate's tile (the interpreter pays per op).
+                w_tile = w_ptr + rn[None, :] * stride_wn + rk[:, None] * stride_wk
+                w_mask = mask_k[:, None] & mask_n[None, :]
+                acc0 = _rnn_gate_product(acc0, h, w_tile, w_mask, 0, PRECISION)
                 if MODE >= 2:
-                    acc1 = _rnn_gate_product(
-                        acc1, h, w_ptr, 1, H, rn, rk, mask_n, mask_k, stride_wn, stride_wk,
-                        PRECISION,
-                    )  # fmt: skip
-                    acc2 = _rnn_gate_product(
-                        acc2, h, w_ptr, 2, H, rn, rk, mask_n, mask_k, stride_wn, stride_wk,
-                        PRECISION,
-                    )  # fmt: skip
+                    acc1 = _rnn_gate_product(acc1, h, w_tile, w_mask, gate_rows, PRECISION)
+                    acc2 = _rnn_gate_product(acc2, h, w_tile, w_mask, 2 * gate_rows, PRECISION)
                 if MODE == 2:
-                    acc3 = _rnn_gate_product(
-                        acc3, h, w_ptr, 3, H, rn, rk, mask_n, mask_k, stride_wn, stride_wk,
-                        PRECISION,
-                    )  # fmt: skip
+                    acc3 = _rnn_gate_product(acc3, h, w_tile, w_mask, 3 * gate_rows, PRECISION)
             if HAS_BIAS:
                 acc0 += tl.load(b_ptr + rn * stride_b, mask=mask_n, other=0.0)[None, :]
                 if MODE >= 2:
@@ -360,6 +348,7 @@ def candidate_source() -> str:
     begin = text.index("# --- candidate source begin")
     begin = text.index("\n", begin) + 1
     end = text.index("# --- candidate source end ---")
-    return "# Recurrent layers in Triton (copied from triton-agent's tools/recurrent_kernels.py).\n" + (
-        text[begin:end].strip() + "\n"
+    return (
+        "# Recurrent layers in Triton (copied from triton-agent's tools/recurrent_kernels.py).\n"
+        + (text[begin:end].strip() + "\n")
     )
