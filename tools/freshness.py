@@ -1,10 +1,14 @@
-"""The freshness check, inside a timing job: after the timing, new values are written *in place*
-into the buffers the candidate was timed on and its output is compared again with the reference
-on those values (computed before the candidate's code was loaded), so a kernel that caches its
-result by data pointer fails. New values follow each input's own distribution."""
+"""The freshness check, inside a timing job: new values are written *in place* into the buffers
+the candidate is timed on and its output is compared with the reference on those values
+(computed before the candidate's code was loaded), so a kernel that caches its result by data
+pointer fails. The timing itself writes new values before every timed call (`refresher`, through
+`tools.timing.Freshness`) and runs this check as one of its timed calls (`fresh_finding`); a
+stochastic problem's check runs after the timing (`tools.stochastic.fresh_check`). New values
+follow each input's own distribution."""
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Callable
 from typing import Any
@@ -55,6 +59,18 @@ def fill_fresh(bufs: list, seed: int, moments: list | None = None) -> None:
             x.normal_(mean, max(std, 1e-6), generator=generators[x.device])
             if non_negative:
                 x.abs_()
+
+
+def refresher(moments: list) -> Callable[[list], None]:
+    """What the timing writes into a call's inputs before every timed call: new values of each
+    floating-point input's own distribution (`fill_fresh`), from a seed drawn with `secrets`
+    each time, so no two timed calls see the same values and the next ones cannot be computed
+    ahead from a known seed. Integer and boolean inputs (indices, masks) keep their values."""
+
+    def refresh(bufs: list) -> None:
+        fill_fresh(bufs, secrets.randbits(62), moments)
+
+    return refresh
 
 
 def reference_on_fresh(
@@ -300,8 +316,35 @@ def check_freshness(
             if isinstance(buf, torch.Tensor) and buf.is_floating_point():
                 buf.copy_(val)
     _sync()
-    got = normalise_outputs(call(bufs))
+    got = call(bufs)
     _sync()
+    return fresh_finding(
+        got,
+        expected,
+        atol,
+        rtol,
+        chunk_elems=chunk_elems,
+        expected64=expected64,
+        allowance64=allowance64,
+    )
+
+
+def fresh_finding(
+    outputs: Any,
+    expected: list,
+    atol: float,
+    rtol: float,
+    *,
+    chunk_elems: int = CHUNK_ELEMS,
+    expected64: list | None = None,
+    allowance64: list | None = None,
+    during_timing: bool = False,
+) -> dict[str, Any]:
+    """The freshness check's finding on a call's `outputs` (made on the new values), against
+    `expected`, the reference on them (see `check_freshness` for `expected64`/`allowance64`).
+    `during_timing`: the call was one of the timed ones (`tools.timing.Freshness`)."""
+    got = normalise_outputs(outputs)
+    where = "during the timing" if during_timing else "after the timing"
     if len(got) != len(expected):
         return {
             "checked": True,
@@ -340,7 +383,7 @@ def check_freshness(
                 "checked": True,
                 "ok": False,
                 "message": f"output {i}: {report.bad_count} of {e.numel()} elements wrong after "
-                "new values were written into the same input buffers (a result cached by the "
-                "input's address?)",
+                f"new values were written into the same input buffers ({where}; a result "
+                "cached by the input's address, or a timed call that skipped the work?)",
             }
     return {"checked": True, "ok": True, "message": "output follows new values in the same buffers"}

@@ -9,8 +9,14 @@ Order inside the job matters for honesty:
 2. the candidate is timed in two independent sequences (a third when they disagree);
 3. a torch.profiler pass gives the per-kernel breakdown, a launch hook the bytes each Triton
    kernel was handed;
-4. freshness: new values are written *in place* into the buffers the candidate was timed on and
-   its output is compared again, so a kernel that caches its result by data pointer fails.
+4. freshness: before every timed call (baselines and candidate alike, outside the timed region)
+   new values are written *in place* into the inputs, so no timed call sees inputs an earlier
+   call saw and a kernel that memoises on their contents never profits; one candidate call of
+   the first sequence, drawn at random, gets the freshness check's values, whose reference was
+   computed before the candidate was loaded, and its output is compared right after it: a
+   kernel that caches its result by data pointer, or skips the work on some timed calls, fails.
+5. just before the candidate's code is loaded the job gives up its privileges
+   (`tools.job_process.drop_privileges`; `result["isolation"]` says how far it got).
 
 Timing method: `tools.timing`; the freshness check: `tools.freshness`; device peaks and the
 per-kernel breakdown: `tools.gpu_measures`.
@@ -41,9 +47,11 @@ from tools.freshness import (
     FRESH_SEED_OFFSET,
     check_freshness,
     fill_fresh,
+    fresh_finding,
     fresh_moments,
     host_originals,
     reference_on_fresh,
+    refresher,
 )
 from tools.gpu_measures import breakdown, measure_peaks
 from tools.job_common import (
@@ -55,9 +63,11 @@ from tools.job_common import (
     job_device,
     peak_memory,
 )
+from tools.job_process import drop_privileges
 from tools.precision import full_fp32
 from tools.stochastic import fresh_check, reference_trial_on_fresh
 from tools.timing import (
+    Freshness,
     Timer,
     independent_runs,
     input_sets,
@@ -220,6 +230,14 @@ def profile_job(
         k = input_sets(work["input_bytes"], l2)
         sets = timing_sets(base, k)
         result["input_sets"] = k
+        # Every timed call from here on gets new input values (`tools.timing.Freshness`).
+        refresh = refresher(moments)
+        timer.fresh = Freshness(refresh=refresh)
+        if not any(isinstance(x, torch.Tensor) and x.is_floating_point() for x in base):
+            result["notes"].append(
+                "no floating-point inputs to write new values into: the timed calls repeat "
+                "their inputs, so a result cached by their contents is not excluded"
+            )
 
         def eager(args: list) -> Any:
             with torch.no_grad():
@@ -271,6 +289,7 @@ def profile_job(
         result["timings"]["baselines_s"] = time.perf_counter() - t0
 
         # ---- from here on, the candidate's code is loaded ----
+        result["isolation"] = drop_privileges()
         violations_before = len(guard.VIOLATIONS)
         local_path = os.path.join(os.getcwd(), os.path.basename(kernel_path) or "candidate.py")
         with open(local_path, "w") as f:
@@ -292,6 +311,23 @@ def profile_job(
 
         t1 = time.perf_counter()
         result["timings"]["load_s"] = t1 - t_load
+        if fresh_trial is None:
+            # The freshness check as one of the timed calls (a stochastic problem's is
+            # statistical, after the timing)
+            def judge_probe(
+                outputs: Any, _ref=fresh_ref, _ref64=fresh_ref64, _allow=fresh_allow
+            ) -> dict[str, Any]:
+                return fresh_finding(
+                    outputs,
+                    _ref,
+                    atol,
+                    rtol,
+                    expected64=_ref64,
+                    allowance64=_allow,
+                    during_timing=True,
+                )
+
+            timer.fresh = Freshness(refresh=refresh, probe=write_fresh, check=judge_probe)
         try:
             candidate(sets[0])  # the first call compiles: timed apart, for the record
             torch.cuda.synchronize()
@@ -328,16 +364,21 @@ def profile_job(
                 result["notes"].append(
                     f"{why}; timed instead until every stream was done, host launch cost included"
                 )
-            result["fresh"] = check_freshness(
-                candidate,
-                sets[0],
-                write_fresh,
-                fresh_ref,
-                atol,
-                rtol,
-                expected64=fresh_ref64,
-                allowance64=fresh_allow,
-            )
+            fresh = timer.fresh
+            if fresh.finding is not None:
+                result["fresh"] = {**fresh.finding, "timed_call": fresh.probe_rep}
+            else:  # (no probe ran: a stochastic problem, or a sequence that never armed)
+                result["fresh"] = check_freshness(
+                    candidate,
+                    sets[0],
+                    write_fresh,
+                    fresh_ref,
+                    atol,
+                    rtol,
+                    expected64=fresh_ref64,
+                    allowance64=fresh_allow,
+                )
+            timer.fresh = None
             del fresh_ref, fresh_ref64, fresh_allow
             if fresh_trial is not None:
                 # No value of a stochastic output can match the reference's: the check above

@@ -17,13 +17,22 @@ of a 127 us ReLU kernel spread by 14%. Deciding "side stream" from the synchroni
 instead of the profiler flagged honest kernels (its wake-up cost grows with the wait).
 Input sets (clones) are rotated when one set fits in L2. Returns raw samples; statistics are
 computed by the caller.
+
+Inputs never repeat (`Freshness`): before every timed call, outside the timed region, new values
+are written into the floating-point inputs, so a kernel that fingerprints its inputs and returns
+a cached output on a repeat (a token launch keeping "a Triton launch ran" true) never meets a
+repeat, and one that caches by address returns a stale output. One call of each candidate
+sequence, drawn at random once the sequence's length is known, gets the freshness check's values
+instead and its outputs are judged right after it (docs/profiling.md, "Inputs never repeat").
 """
 
 from __future__ import annotations
 
+import secrets
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -47,8 +56,50 @@ def input_sets(input_bytes: int, l2_bytes: int) -> int:
     return input_sets_for(input_bytes, l2_bytes)
 
 
+@dataclass(kw_only=True)
+class Freshness:
+    """What the timed calls run on (set as `Timer.fresh`). Before every timed call, outside the
+    timed region (before the L2 flush), `refresh` writes new values into the call's inputs in
+    place, drawn afresh each time: no timed call sees values any earlier call saw, so a result
+    cached by the inputs' contents is never hit, and one cached by address is stale. While
+    `check` is set and has no `finding` yet, one call of the next armed sequence (`arm`, at a
+    repetition drawn with `secrets`) gets `probe` values instead (the freshness check's, whose
+    reference was computed before the candidate was loaded), and `check(outputs)` judges that
+    call's outputs right after it, outside the timed region: the check is a timed call like the
+    others, not a call after the timing that a kernel could tell apart."""
+
+    refresh: Callable[[list], None]
+    probe: Callable[[list], None] | None = None
+    check: Callable[[Any], dict[str, Any]] | None = None
+    finding: dict[str, Any] | None = None
+    """What `check` said of the probed call (None until one ran)."""
+    probe_at: int = -1
+    probe_rep: int | None = None
+    """Which repetition of its sequence was probed (evidence)."""
+
+    def arm(self, reps: int) -> None:
+        """Draw the probed repetition of the next sequence of `reps` calls (once)."""
+        if self.check is not None and self.probe is not None and self.finding is None:
+            self.probe_at = secrets.randbelow(max(reps, 1))
+
+    def before(self, i: int, args: list) -> None:
+        """Before repetition `i`: the probe's values or new ones, into `args` in place."""
+        if i == self.probe_at and self.probe is not None:
+            self.probe(args)
+        else:
+            self.refresh(args)
+
+    def after(self, i: int, outputs: Any) -> None:
+        """After repetition `i` (its timing recorded): judge the probed call's outputs."""
+        if i == self.probe_at and self.check is not None:
+            self.probe_at, self.probe_rep = -1, i
+            self.finding = self.check(outputs)
+
+
 class Timer:
-    """Padded event timing with an L2 flush before every repetition (see the module doc)."""
+    """Padded event timing with an L2 flush before every repetition (see the module doc).
+    `fresh`: new input values before every timed call (`Freshness`); set it before timing
+    anything that is compared, so that baselines and candidate are timed the same way."""
 
     def __init__(
         self, l2_bytes: int, *, warmup_ms: float, rep_ms: float, min_reps: int, max_reps: int
@@ -62,25 +113,35 @@ class Timer:
         self.pad_us = 50.0
         self.last_host_ms = 0.0
         self.overhead_ms = 0.0
+        self.fresh: Freshness | None = None
         self.overhead_ms = statistics.median(self._run(lambda args: None, [[]], 200, True)[1])
 
-    def _run(self, call: Call, sets: list[list], reps: int, pad: bool):
-        """`reps` timed calls rotating over `sets`. Per call: the time on the caller's stream
-        (start event to an event queued right after the call) and the time until every stream
-        is done (to an event after `torch.cuda.synchronize()`, its wake-up cost subtracted)."""
+    def _run(self, call: Call, sets: list[list], reps: int, pad: bool, armed: bool = False):
+        """`reps` timed calls rotating over `sets`, each on new input values (`fresh`; one of
+        them the probe when `armed`). Per call: the time on the caller's stream (start event to
+        an event queued right after the call) and the time until every stream is done (to an
+        event after `torch.cuda.synchronize()`, its wake-up cost subtracted)."""
         e0, e1, e2 = ([torch.cuda.Event(enable_timing=True) for _ in range(reps)] for _ in "abc")
         cycles = int(self.pad_us * self.cycles_per_us)
+        fresh = self.fresh if sets and sets[0] else None  # (the overhead's empty call: none)
+        if fresh is not None and armed:
+            fresh.arm(reps)
         for i in range(reps):
             args = sets[i % len(sets)]
+            if fresh is not None:
+                fresh.before(i, args)  # before the flush: the new values leave the L2 too
             self.cache.zero_()
             torch.cuda.synchronize()
             if pad:
                 torch.cuda._sleep(cycles)  # the GPU waits here while the host queues the call
             e0[i].record()
-            call(args)
+            out = call(args)
             e1[i].record()
             torch.cuda.synchronize()  # every stream of the device: side-stream work is counted
             e2[i].record()
+            if fresh is not None:
+                fresh.after(i, out)
+            del out
         torch.cuda.synchronize()
         stream = [max(a.elapsed_time(b), 1e-4) for a, b in zip(e0, e1, strict=True)]
         device = [
@@ -88,10 +149,13 @@ class Timer:
         ]
         return stream, device
 
-    def sequence(self, call: Call, sets: list[list], reps: int, *, pad: bool = True) -> list[float]:
+    def sequence(
+        self, call: Call, sets: list[list], reps: int, *, pad: bool = True, armed: bool = False
+    ) -> list[float]:
         """ms per call. Padded: time on the caller's stream, host launch cost hidden.
-        Unpadded: time until every stream is done, host launch cost included (the fallback)."""
-        stream, every = self._run(call, sets, reps, pad)
+        Unpadded: time until every stream is done, host launch cost included (the fallback).
+        `armed`: one of the calls is the freshness probe (`Freshness`)."""
+        stream, every = self._run(call, sets, reps, pad, armed)
         return stream if pad else every
 
     def measure(self, call: Call, sets: list[list], *, pad: bool = True) -> list[float]:
@@ -111,7 +175,7 @@ class Timer:
             call(sets[i % len(sets)])
         torch.cuda.synchronize()
         reps = repetitions(estimate, budget_ms=self.rep_ms, least=self.min_reps, most=self.max_reps)
-        return self.sequence(call, sets, reps, pad=pad)
+        return self.sequence(call, sets, reps, pad=pad, armed=True)
 
 
 def uncounted_work(
