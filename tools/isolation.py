@@ -212,15 +212,13 @@ def unreadable_for_others(device: str = "cpu") -> str:
     import torch
     import triton
 
-    import tools
-
     paths = {
         os.path.dirname(os.path.realpath(sys.executable)),
         os.path.realpath(sysconfig.get_paths()["stdlib"]),
         os.path.realpath(sysconfig.get_paths()["include"]),
         os.path.dirname(os.path.realpath(torch.__file__)),
         os.path.dirname(os.path.realpath(triton.__file__)),
-        os.path.dirname(os.path.realpath(tools.__file__)),
+        os.path.dirname(os.path.realpath(__file__)),  # this harness (tools/)
     }
     for path in sorted(paths):
         why = _others_cannot_read(path)
