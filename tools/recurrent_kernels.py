@@ -232,13 +232,22 @@ def _rnn_recurrence_kernel(
         tl.debug_barrier()
 
 
+RNN_CONFIG = {"BLOCK_B": 16, "BLOCK_N": 32, "BLOCK_K": 32, "num_warps": 4, "precision": "tf32x3"}
+"""The recurrence kernel's launch parameters (each launcher takes them as keywords, for the
+tuner): tl.dot needs tiles of at least 16 on a GPU, so 16 batch rows (masked) a program."""
+
 _RNN_MODES = {"RNN_TANH": (0, 1), "RNN_RELU": (1, 1), "LSTM": (2, 4), "GRU": (3, 3)}
 """mode -> (the recurrence kernel's MODE, gates: rows of W_ih/W_hh per hidden unit)."""
 
 
-def _rnn_layers(mode, x, h0, c0, weights, num_layers, bidirectional, batch_first, has_bias):
+def _rnn_layers(mode, x, h0, c0, weights, num_layers, bidirectional, batch_first, has_bias,
+                config):  # fmt: skip
     """Every layer: its input projection (one GEMM a direction), then its recurrence (one
     persistent launch for both directions). Returns (output, h_n, c_n or None)."""
+    unknown = set(config) - set(RNN_CONFIG)
+    if unknown:
+        raise TypeError(f"unknown launch parameters {sorted(unknown)}; known: {sorted(RNN_CONFIG)}")
+    cfg = {**RNN_CONFIG, **config}
     kernel_mode, gates = _RNN_MODES[mode]
     dirs = 2 if bidirectional else 1
     per_layer = 4 if has_bias else 2
@@ -290,7 +299,7 @@ def _rnn_layers(mode, x, h0, c0, weights, num_layers, bidirectional, batch_first
         cx = c0[first] if c0 is not None else h_n[first]
         hn_l = h_n[first]
         cn_l = c_n[first] if c_n is not None else h_n[first]
-        _rnn_recurrence_kernel[(triton.cdiv(batch, 16), dirs)](
+        _rnn_recurrence_kernel[(triton.cdiv(batch, cfg["BLOCK_B"]), dirs)](
             g, w0, w1, b0, b1, hx, cx, out, hn_l, cn_l,
             steps, batch, hidden,
             g.stride(0), g.stride(1), g.stride(2),
@@ -301,31 +310,33 @@ def _rnn_layers(mode, x, h0, c0, weights, num_layers, bidirectional, batch_first
             sot, sob, out.stride(2), h_n.stride(0), h_n.stride(1),
             cn_l.stride(0) if c_n is None else c_n.stride(0), cn_l.stride(0),
             MODE=kernel_mode, HAS_H0=h0 is not None, HAS_C0=c0 is not None,
-            HAS_BIAS=has_bias, PRECISION="tf32x3", BLOCK_B=16, BLOCK_N=32, BLOCK_K=32,
-            num_warps=4,
+            HAS_BIAS=has_bias, PRECISION=cfg["precision"], BLOCK_B=cfg["BLOCK_B"],
+            BLOCK_N=cfg["BLOCK_N"], BLOCK_K=cfg["BLOCK_K"], num_warps=cfg["num_warps"],
         )  # fmt: skip
         layer_in, lsxt, lsxb, lsxk = out, out.stride(0), out.stride(1), out.stride(2)
     return output, h_n, c_n
 
 
-def triton_lstm(x, h0, c0, weights, num_layers, bidirectional, batch_first, has_bias):
-    """nn.LSTM's forward (dropout 0, no projection): (output, h_n, c_n)."""
+def triton_lstm(x, h0, c0, weights, num_layers, bidirectional, batch_first, has_bias, **config):
+    """nn.LSTM's forward (dropout 0, no projection): (output, h_n, c_n). `config`: RNN_CONFIG."""
     return _rnn_layers("LSTM", x, h0, c0, weights, num_layers, bidirectional, batch_first,
-                       has_bias)  # fmt: skip
+                       has_bias, config)  # fmt: skip
 
 
-def triton_gru(x, h0, weights, num_layers, bidirectional, batch_first, has_bias):
-    """nn.GRU's forward (dropout 0): (output, h_n)."""
+def triton_gru(x, h0, weights, num_layers, bidirectional, batch_first, has_bias, **config):
+    """nn.GRU's forward (dropout 0): (output, h_n). `config`: RNN_CONFIG."""
     output, h_n, _ = _rnn_layers("GRU", x, h0, None, weights, num_layers, bidirectional,
-                                 batch_first, has_bias)  # fmt: skip
+                                 batch_first, has_bias, config)  # fmt: skip
     return output, h_n
 
 
-def triton_rnn(x, h0, weights, num_layers, bidirectional, batch_first, has_bias, nonlinearity):
+def triton_rnn(
+    x, h0, weights, num_layers, bidirectional, batch_first, has_bias, nonlinearity, **config
+):
     """nn.RNN's forward (dropout 0; nonlinearity 'tanh' or 'relu'): (output, h_n)."""
     mode = {"tanh": "RNN_TANH", "relu": "RNN_RELU"}[nonlinearity]
     output, h_n, _ = _rnn_layers(mode, x, h0, None, weights, num_layers, bidirectional,
-                                 batch_first, has_bias)  # fmt: skip
+                                 batch_first, has_bias, config)  # fmt: skip
     return output, h_n
 
 
