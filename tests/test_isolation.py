@@ -183,6 +183,19 @@ def test_control_root_overrides_not_dumpable(sandbox):
     assert got["ptrace"] == "attached"
 
 
+def give_own_directory() -> bool:
+    from tools.isolation import _give_to
+
+    return _give_to(os.getcwd(), os.geteuid())  # to its own owner: changes nothing
+
+
+def test_job_directory_can_be_handed_over_under_the_guard(sandbox):
+    """The drop gives the job's directory to `nobody` while the job's guard is installed (which
+    refuses Python's chown of the directory itself)."""
+    got = sandbox.run("tests.test_isolation:give_own_directory", limits=Limits(timeout_s=60))
+    assert got.kind == "ok" and got.value is True, got.error
+
+
 def test_stderr_tail_follows_no_link(tmp_path):
     """The job's directory is the candidate's: a stderr log replaced by a link to a file only
     the agent may read is not read through the link."""
