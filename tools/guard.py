@@ -501,8 +501,17 @@ _LOCKED_EVENTS = frozenset(
         "sys._getframe",
         "sys._current_frames",
         "ctypes.dlsym",
+        "object.__getattr__",
+        "gc.get_objects",
+        "gc.get_referrers",
+        "gc.get_referents",
     }
 )
+# Attribute reads that hand out a frame (CPython raises `object.__getattr__` for them): from a
+# traceback, a generator, a coroutine. With `sys._getframe` refused they were the other way to
+# the harness's frames and, through `f_back` / `f_locals`, to its objects (the channel to the
+# parent, the pristine inputs, the audit).
+_FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 _BUSY = [False]
 """Set while the guard itself looks at frames (which raises the events it is handling)."""
 # Modules whose purpose is walking the stack: a frame request from them on behalf of the
@@ -528,6 +537,13 @@ def _check_locked(event: str, args: tuple) -> None:
             _deny(f"looking up the native function {name}() from the candidate's code")
     elif event in ("sys._getframe", "sys._current_frames"):
         _check_stack_walk(event)
+    elif event == "object.__getattr__":
+        attr = args[1] if len(args) > 1 else None
+        if attr in _FRAME_ATTRIBUTES:
+            _check_stack_walk(f"reading .{attr}")
+    elif event.startswith("gc."):
+        # the object graph: every object of the process, the harness's included
+        _check_stack_walk(f"{event} (the garbage collector's object graph)")
     elif event == "import":
         name = str(args[0]) if args else ""
         if name.split(".")[0] in REFUSED_IMPORTS:

@@ -81,6 +81,18 @@ def _integrity_targets() -> list[tuple[str, object, str]]:
     add(
         "torch.cuda", torch.cuda, "synchronize", "Event", "Stream", "current_stream", "is_available"
     )
+    # Everything the harness's own code resolves at call time: builtins (`isinstance`, `len`,
+    # `type`...) and every tensor method, inherited ones included (`torch.Tensor.reshape = f`
+    # shadows `TensorBase.reshape` without touching it).
+    import builtins
+
+    add("builtins", builtins, *[n for n, v in vars(builtins).items() if callable(v)])
+    add("torch", torch, *[n for n, v in vars(torch).items() if callable(v) and n[:1] != "_"])
+    add(
+        "torch.Tensor",
+        torch.Tensor,
+        *[n for n in dir(torch.Tensor) if not n.startswith("__") or n in _DUNDERS],
+    )
     add("torch.autograd", torch.autograd, "_profiler_enabled")
     add("torch.autograd.profiler", torch.autograd.profiler, "profile", "record_function")
     import torch.utils._python_dispatch as pd
@@ -179,6 +191,68 @@ def _integrity_targets() -> list[tuple[str, object, str]]:
     return targets
 
 
+_DUNDERS = frozenset(
+    {
+        "__torch_function__",
+        "__torch_dispatch__",
+        "__iter__",
+        "__len__",
+        "__getitem__",
+        "__setitem__",
+        "__bool__",
+        "__float__",
+        "__int__",
+        "__index__",
+        "__array__",
+        "__reduce_ex__",
+        "__deepcopy__",
+        "__eq__",
+        "__ne__",
+        "__hash__",
+        "__repr__",
+        "__format__",
+        "__del__",
+    }
+)
+"""Tensor dunders the harness's code reaches implicitly (iteration, truth, hashing, pickling)."""
+
+HARNESS_MODULES = (
+    "tools.compare",
+    "tools.handover",
+    "tools.worker",
+    "tools.job_common",
+    "tools.forward_checks",
+    "tools.size_guard",
+    "tools.audit",
+    "tools.integrity",
+    "tools.op_profiler",
+    "tools.interp_checks",
+    "tools.guard",
+    "tools.sandbox",
+    "tools.devshim",
+    "tools.job_process",
+)
+"""Modules whose code runs in the candidate's process; a name added to one of their globals
+(`tools.forward_checks.isinstance = f`) shadows the builtin for that module's code."""
+
+
+def _names(namespace: dict) -> frozenset[str]:
+    # dunders excluded: Python adds `__warningregistry__` to a module that warned
+    return frozenset(n for n in namespace if not n.startswith("__"))
+
+
+def _module_keys() -> dict[str, frozenset[str]]:
+    import importlib
+
+    out = {}
+    for modname in HARNESS_MODULES:
+        try:
+            out[modname] = _names(vars(importlib.import_module(modname)))
+        except Exception:  # noqa: BLE001 - a module this build lacks
+            continue
+    return out
+
+
 _BUILDER_METHODS = (
     "set_grid_idx",
     "set_grid_dim",
@@ -218,14 +292,33 @@ class Integrity:
     even when it changes nothing the verifier relies on (the comparison runs in the parent).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, problem: types.ModuleType | None = None) -> None:
+        targets = _integrity_targets()
+        self._problem = problem
+        if problem is not None:
+            # The problem's own functions (`get_inputs` is called by the harness every trial)
+            targets += [
+                (f"the problem's {n}", problem, n)
+                for n, v in vars(problem).items()
+                if callable(v) and not n.startswith("__")
+            ]
         self._values = [
-            (label, owner, name, _fingerprint(_get(owner, name)))
-            for label, owner, name in _integrity_targets()
+            (label, owner, name, _fingerprint(_get(owner, name))) for label, owner, name in targets
         ]
+        self._keys = _module_keys()
+        if problem is not None:
+            self._keys["the problem module"] = _names(vars(problem))
 
     def changed(self) -> list[str]:
         out = []
+        now_keys = _module_keys()
+        if self._problem is not None:
+            now_keys["the problem module"] = _names(vars(self._problem))
+        for modname, keys in now_keys.items():
+            before = self._keys.get(modname)
+            if before is not None and keys != before:
+                added = sorted(keys - before)[:3]
+                out.append(f"the globals of {modname} (names added: {added})")
         for label, owner, name, fp in self._values:
             try:
                 now = _fingerprint(_get(owner, name))
@@ -283,6 +376,7 @@ def hooks() -> list[str]:
                 )
     except Exception:  # noqa: BLE001 - an older Triton without knobs
         pass
+    found += _interrupt_hooks()
     # Counts, not presence: the CPU device shim keeps a function mode of the harness's own on
     # the stack, so a change of the count (a mode added, or the harness's popped) is the sign.
     try:
@@ -293,4 +387,44 @@ def hooks() -> list[str]:
         found.append(f"{torch._C._len_torch_dispatch_stack()} torch dispatch mode(s) on the stack")
     except Exception:  # noqa: BLE001
         pass
+    return found
+
+
+def _interrupt_hooks() -> list[str]:
+    """Code that runs *between* the harness's steps, wherever the interpreter happens to be:
+    signal handlers and armed interval timers, garbage-collector callbacks, and the hooks Python
+    calls on errors and warnings the harness's own code may raise. Identities, so that a hook
+    installed and a hook replaced both show."""
+    import gc
+    import signal as _py_signal
+    import warnings
+
+    found = []
+    try:
+        import _signal
+
+        for sig in range(1, _py_signal.NSIG):
+            try:
+                handler = _signal.getsignal(sig)
+            except (ValueError, OSError):
+                continue
+            if callable(handler):
+                found.append(f"a handler of signal {sig} ({id(handler):x})")
+        for which in ("ITIMER_REAL", "ITIMER_VIRTUAL", "ITIMER_PROF"):
+            if hasattr(_signal, which) and any(_signal.getitimer(getattr(_signal, which))):
+                found.append(f"an armed interval timer ({which})")
+    except Exception:  # noqa: BLE001 - a platform without them
+        pass
+    found += [f"a garbage-collector callback ({id(c):x})" for c in list(gc.callbacks)]
+    for owner, name in (
+        (sys, "excepthook"),
+        (sys, "unraisablehook"),
+        (sys, "displayhook"),
+        (threading, "excepthook"),
+        (warnings, "showwarning"),
+        (warnings, "_showwarnmsg"),
+        (warnings, "formatwarning"),
+    ):
+        fn = getattr(owner, name, None)
+        found.append(f"{getattr(owner, '__name__', owner)}.{name} ({id(fn):x})")
     return found

@@ -263,7 +263,7 @@ def candidate_job(
 
             races = interp_checks.install()  # TF32 dots; cross-program races (armed below)
             budget = install_launch_budget()  # each launch's time, from its grid
-        integrity = Integrity()
+        integrity = Integrity(problem)
         threads_before = set(threading.enumerate())
         tamper: list[str] = []
 
@@ -347,7 +347,7 @@ def candidate_job(
             except Exception as exc:
                 result.setdefault("notes", []).append(f"launch recorder unavailable: {exc}")
         # Second snapshot: the launch recorder above legitimately patched triton's `run`.
-        during = Integrity()
+        during = Integrity(problem)
         observer = stack.enter_context(ProfilerObserver())
         idle_runs: list[str] = []
         prev_args: list | None = None
@@ -393,6 +393,9 @@ def candidate_job(
                     ):
                         out = model_new(*args)
                         _sync()
+                        # Still inside the audit: flattening forward's return value may run the
+                        # candidate's code (a list subclass's __iter__, a __len__).
+                        flat = checked_outputs(normalise_outputs(out), tamper)
                 except BaseException as exc:  # noqa: BLE001
                     gc.enable()
                     failed_launch = launches.failed
@@ -441,7 +444,6 @@ def candidate_job(
                         tamper.append(msg)
                 if launches.count == 0:
                     idle_runs.append(f"trial {trial}, {run} run")
-                flat = checked_outputs(normalise_outputs(out), tamper)
                 audit["triton_launches"] += launches.count
                 for k in launches.names:
                     if k not in audit["kernels"]:
@@ -471,14 +473,23 @@ def candidate_job(
                 reply = channel.recv()  # the judge has compared them: they may go
                 for j in range(len(flat)):
                     _remove_quietly(os.path.join(os.getcwd(), f"out_{trial}_{run}_{j}.bin"))
-                del flat, out
-                gc.enable()
-                prev_args = args
-                del args
-                # The Triton interpreter leaves reference cycles that hold its launches'
-                # arguments (seen on the CPU: RSS grew by two copies of a 1 GiB input per
-                # trial until the cyclic collector ran); collect them with each run.
-                collect_if_large(base)
+                # Freeing forward's outputs and collecting garbage can run the candidate's
+                # code (weakref finalizers, __del__ of its objects): audited, and the process
+                # checked again before the harness goes on (no patch may outlive this point).
+                with torch.no_grad(), audited(poison=False) as (late, _late_launches):
+                    del flat, out
+                    gc.enable()
+                    prev_args = args
+                    del args
+                    # The Triton interpreter leaves reference cycles that hold its launches'
+                    # arguments (seen on the CPU: RSS grew by two copies of a 1 GiB input per
+                    # trial until the cyclic collector ran); collect them with each run.
+                    collect_if_large(base)
+                for op in late.compute:
+                    msg = f"{op} when forward's outputs were freed (a finalizer or __del__)"
+                    if msg not in tamper:
+                        tamper.append(msg)
+                check_integrity("after forward's outputs were freed", during)
                 if isinstance(reply, dict) and reply.get("stop"):
                     break
             del base
