@@ -218,11 +218,17 @@ def test_agent_not_dumpable(sandbox):
 
 
 def dropped_candidate_job(channel, *args, **kwargs) -> dict:
-    """The product's candidate job, with the drop where the worker is to call it (before the
-    candidate is imported; here before the job's own set-up, a stricter place)."""
+    """The product's candidate job with the drop before it (`TA_TEST_DROP`): `user` before the
+    job's own set-up (stricter than where the worker is to call it), `user-after-cuda` once a
+    CUDA context exists (where the worker calls it), `capabilities` keeping uid 0."""
     from tools.worker import candidate_job
 
-    iso = drop_privileges()
+    how = os.environ.get("TA_TEST_DROP", "user")
+    if how == "user-after-cuda":
+        import torch
+
+        torch.empty(1, device="cuda")
+    iso = drop_privileges(change_uid=how != "capabilities")
     out = candidate_job(channel, *args, **kwargs)
     out["isolation"] = dataclasses.asdict(iso)
     return out
@@ -231,19 +237,31 @@ def dropped_candidate_job(channel, *args, **kwargs) -> dict:
 class DroppingSandbox(Sandbox):
     """Runs the verification's candidate job through `dropped_candidate_job`."""
 
-    def start(self, slot, fn, *args, **kwargs):
+    drop = "user"
+
+    def start(self, slot, fn, *args, env=None, **kwargs):
         if fn == "tools.worker:candidate_job":
             fn = "tests.test_isolation:dropped_candidate_job"
-        return super().start(slot, fn, *args, **kwargs)
+            env = {**(env or {}), "TA_TEST_DROP": self.drop}
+        return super().start(slot, fn, *args, env=env, **kwargs)
 
 
-@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
-def test_honest_kernel_still_verified_after_the_drop(device):
+@pytest.mark.parametrize(
+    ("device", "drop"),
+    [
+        ("cpu", "user"),
+        pytest.param("cuda", "user", marks=pytest.mark.gpu),
+        pytest.param("cuda", "user-after-cuda", marks=pytest.mark.gpu),
+        pytest.param("cuda", "capabilities", marks=pytest.mark.gpu),
+    ],
+)
+def test_honest_kernel_still_verified_after_the_drop(device, drop):
     """An honest kernel is still `ok` with its job unprivileged: the job directory, Triton's
     cache, the output handover (and on a GPU the device and CUDA IPC) keep working."""
     from tools.verify import Verifier, VerifyOptions
 
     sb = DroppingSandbox(device=device, max_workers=2, limits=Limits(timeout_s=120))
+    sb.drop = drop
     v = Verifier(VerifyOptions(device=device, trials=2), sandbox=sb)
     from tools.problem import read_problem
 

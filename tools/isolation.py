@@ -136,13 +136,15 @@ def drop_privileges(
     device: str = "cpu",
     uid: int = NOBODY,
     judge_dumpable: bool | None = None,
+    change_uid: bool = True,
 ) -> Isolation:
     """Leave this (the candidate's) job process with no way into the judge or the agent: call it
     after the harness's own set-up (CUDA context, problem loaded) and before the candidate is
     imported. `workdir`: the job's private directory (given to `uid`); `agent_pid`: checked
     unreadable afterwards; `parent_pid`: the process whose death ends this job (PR_SET_PDEATHSIG
     is cleared by a change of uid, so it is set again); `judge_dumpable`: reported as given
-    (`Isolation.judge_dumpable`). Never raises: what could not be done is
+    (`Isolation.judge_dumpable`); `change_uid=False`: capabilities only, whatever the machine
+    allows. Never raises: what could not be done is
     in the result's `mode` and `notes`."""
     if not sys.platform.startswith("linux"):
         return Isolation(
@@ -158,7 +160,7 @@ def drop_privileges(
     make_undumpable()
     mode: Mode = "same-user"
     if os.geteuid() == 0:
-        blocked = unreadable_for_others(device)
+        blocked = unreadable_for_others(device) if change_uid else "asked to keep uid 0"
         mode = "capabilities" if blocked else "user"
         if blocked:
             notes.append(

@@ -114,7 +114,7 @@ def child_main(
         os._exit(0)
 
 
-def drop_privileges() -> Isolation:
+def drop_privileges(*, change_uid: bool = True) -> Isolation:
     """Called by a candidate's job (its worker) after the harness's own set-up and before the
     candidate is imported: this job process gives up every way into the judge, the agent and
     their files it can (`tools.isolation.drop_privileges`: uid `nobody` and no capabilities
@@ -137,6 +137,7 @@ def drop_privileges() -> Isolation:
             parent_pid=_JOB["parent"],
             device=_JOB["device"],
             judge_dumpable=not _JOB["undumpable"],
+            change_uid=change_uid,
         )
     return _JOB["isolation"]
 
