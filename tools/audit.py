@@ -408,6 +408,40 @@ def _escapes() -> list[tuple[object, str]]:
     ]
 
 
+def _toolchain_dirs() -> tuple[str, ...]:
+    import os
+
+    import triton
+
+    return tuple(
+        os.path.dirname(os.path.abspath(m.__file__)) + os.sep
+        for m in (triton, torch, numpy_module())
+    )
+
+
+def numpy_module():
+    import numpy
+
+    return numpy
+
+
+_TOOLCHAIN: list[tuple[str, ...]] = []
+
+
+def _called_by_toolchain() -> bool:
+    """Inside a launch, whether the round-trip was asked for by Triton's (or torch's, numpy's)
+    own code: the interpreter moves a launch's arguments through numpy. Python of anyone else
+    running inside a launch (a `constexpr_function`, a helper the kernel body calls under the
+    interpreter) is the candidate's, and its round-trips are compute like anywhere else."""
+    import sys
+
+    if not _TOOLCHAIN:
+        _TOOLCHAIN.append(_toolchain_dirs())
+    frame = sys._getframe(2)  # <- the wrapper <- its caller
+    name = frame.f_code.co_filename if frame is not None else ""
+    return name.startswith(_TOOLCHAIN[0])
+
+
 @contextlib.contextmanager
 def _watch_escapes(mode: AuditMode, launches: LaunchCounter):
     saved = []
@@ -421,7 +455,7 @@ def _watch_escapes(mode: AuditMode, launches: LaunchCounter):
         if isinstance(original, property):
 
             def getter(self, __get=original.fget, __label=label):
-                if launches.depth == 0:
+                if launches.depth == 0 or not _called_by_toolchain():
                     mode.compute[__label] += 1
                 return __get(self)
 
@@ -429,7 +463,7 @@ def _watch_escapes(mode: AuditMode, launches: LaunchCounter):
         else:
 
             def wrapper(*args, __original=original, __label=label, **kwargs):
-                if launches.depth == 0:
+                if launches.depth == 0 or not _called_by_toolchain():
                     mode.compute[__label] += 1
                 return __original(*args, **kwargs)
 

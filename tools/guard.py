@@ -511,7 +511,8 @@ _LOCKED_EVENTS = frozenset(
 # traceback, a generator, a coroutine. With `sys._getframe` refused they were the other way to
 # the harness's frames and, through `f_back` / `f_locals`, to its objects (the channel to the
 # parent, the pristine inputs, the audit).
-_FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
+_FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "__code__"})
+"""(`__code__` too: code objects rebuilt with another file name would pass for the toolchain's.)"""
 _BUSY = [False]
 """Set while the guard itself looks at frames (which raises the events it is handling)."""
 # Modules whose purpose is walking the stack: a frame request from them on behalf of the

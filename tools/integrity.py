@@ -8,6 +8,7 @@ the import, the constructor and every forward; a difference is tampering.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import types
@@ -133,7 +134,27 @@ def _integrity_targets() -> list[tuple[str, object, str]]:
     from triton.runtime import interpreter
 
     add("triton.GridExecutor", interpreter.GridExecutor, "__call__")
-    add("triton.interpreter_builder", interpreter.interpreter_builder, *_BUILDER_METHODS)
+    # The interpreter's arithmetic (every builder method, not only those the checks wrap: a
+    # `create_fadd` doing a ReLU in numpy is compute inside the launch) and the language it
+    # lowers (`tl.maximum = f` changes what every kernel computes).
+    builder = interpreter.interpreter_builder
+    add(
+        "triton.interpreter_builder",
+        builder,
+        *sorted(
+            {n for n in dir(builder) if n[:2] != "__" and callable(getattr(builder, n, None))}
+            | set(_BUILDER_METHODS)
+        ),
+    )
+    add(
+        "triton.interpreter", interpreter, *[n for n, v in vars(interpreter).items() if callable(v)]
+    )
+    import triton.language as tl
+
+    for lang in (tl, tl.core, tl.math, tl.standard, getattr(tl, "semantic", None)):
+        if lang is not None:
+            label = getattr(lang, "__name__", "triton.language")
+            add(label, lang, *[n for n, v in vars(lang).items() if callable(v) and n[:2] != "__"])
     import _thread
     import threading
 
@@ -267,7 +288,49 @@ _BUILDER_METHODS = (
 def _get(owner: object, name: str) -> object:
     if isinstance(owner, type):
         return owner.__dict__.get(name, getattr(owner, name, None))
-    return getattr(owner, name, None)
+    return _unwrap_interpreter(getattr(owner, name, None))
+
+
+_INTERPRETER_FILE = os.path.join("triton", "runtime", "interpreter.py")
+
+
+def _interpreter_own(value: object) -> bool:
+    """A `triton.language` name the interpreter itself re-pointed while running a launch (and
+    left so): its own functions, partials of them, `print`/`range` (static_print, static_range)."""
+    import builtins
+    import functools
+
+    if isinstance(value, functools.partial):
+        value = value.func
+    if value is builtins.print or value is builtins.range:
+        return True
+    if isinstance(value, type):
+        return value.__module__ == "triton.runtime.interpreter"
+    code = getattr(value, "__code__", None)
+    return (
+        isinstance(value, types.FunctionType)
+        and code is not None
+        and code.co_filename.endswith(_INTERPRETER_FILE)
+    )
+
+
+def _unwrap_interpreter(value: object) -> object:
+    """The Triton interpreter wraps `triton.language` builtins in lambdas of its own (and keeps
+    them after a launch); what it wraps is what must not change."""
+    for _ in range(8):
+        code = getattr(value, "__code__", None)
+        kw = getattr(value, "__kwdefaults__", None)
+        if (
+            isinstance(value, types.FunctionType)
+            and code is not None
+            and code.co_filename.endswith(_INTERPRETER_FILE)
+            and isinstance(kw, dict)
+            and "member" in kw
+        ):
+            value = kw["member"]
+        else:
+            break
+    return value
 
 
 def _fingerprint(value: object) -> tuple:
@@ -324,7 +387,9 @@ class Integrity:
                 now = _fingerprint(_get(owner, name))
             except Exception:
                 now = ()
-            if now != fp:
+            if now != fp and not (
+                label.startswith("triton.language") and _interpreter_own(_get(owner, name))
+            ):
                 out.append(label)
         return out
 

@@ -256,6 +256,17 @@ def candidate_job(
         # From here on the job refuses threads, native code and aten registrations (a
         # candidate's), and the snapshot below covers the guard's replacements.
         local_path = os.path.join(os.getcwd(), os.path.basename(kernel_path) or "candidate.py")
+        # Out of the judge's and the agent's reach before the candidate's first line runs: uid
+        # `nobody` without capabilities where the job runs as root (CAP_SYS_PTRACE would read a
+        # non-dumpable judge's memory), no_new_privs (tools.isolation).
+        from tools.job_process import drop_privileges
+
+        isolation = drop_privileges()
+        result["isolation"] = asdict(isolation)
+        result.setdefault("notes", []).append(
+            f"isolation: {isolation.mode} (uid {isolation.candidate_uid}, "
+            f"capabilities dropped: {isolation.caps_dropped})"
+        )
         guard.lock_down(local_path)
         races = budget = None
         if device == "cpu":
