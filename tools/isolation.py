@@ -137,6 +137,7 @@ def drop_privileges(
     uid: int = NOBODY,
     judge_dumpable: bool | None = None,
     change_uid: bool = True,
+    cuda_ipc: bool = True,
 ) -> Isolation:
     """Leave this (the candidate's) job process with no way into the judge or the agent: call it
     after the harness's own set-up (CUDA context, problem loaded) and before the candidate is
@@ -160,7 +161,12 @@ def drop_privileges(
     make_undumpable()
     mode: Mode = "same-user"
     if os.geteuid() == 0:
-        blocked = unreadable_for_others(device) if change_uid else "asked to keep uid 0"
+        if not change_uid:
+            blocked = "asked to keep uid 0"
+        elif cuda_ipc and device.startswith("cuda"):
+            blocked = "its outputs go to the judge by CUDA IPC, which fails between users"
+        else:
+            blocked = unreadable_for_others(device)
         mode = "capabilities" if blocked else "user"
         if blocked:
             notes.append(

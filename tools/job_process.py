@@ -114,11 +114,13 @@ def child_main(
         os._exit(0)
 
 
-def drop_privileges(*, change_uid: bool = True) -> Isolation:
+def drop_privileges(*, change_uid: bool = True, cuda_ipc: bool = True) -> Isolation:
     """Called by a candidate's job (its worker) after the harness's own set-up and before the
     candidate is imported: this job process gives up every way into the judge, the agent and
     their files it can (`tools.isolation.drop_privileges`: uid `nobody` and no capabilities
-    where it runs as root) and returns what it achieved, for the verdict's evidence. Outside a
+    where it runs as root; uid 0 without capabilities on a GPU while `cuda_ipc`, the job
+    handing its outputs over by CUDA IPC, which fails between users) and returns what it
+    achieved, for the verdict's evidence. Outside a
     job (no `child_main`) it drops nothing and says so."""
     if not _JOB:
         return Isolation(
@@ -138,6 +140,7 @@ def drop_privileges(*, change_uid: bool = True) -> Isolation:
             device=_JOB["device"],
             judge_dumpable=not _JOB["undumpable"],
             change_uid=change_uid,
+            cuda_ipc=cuda_ipc,
         )
     return _JOB["isolation"]
 

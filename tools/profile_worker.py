@@ -289,7 +289,7 @@ def profile_job(
         result["timings"]["baselines_s"] = time.perf_counter() - t0
 
         # ---- from here on, the candidate's code is loaded ----
-        result["isolation"] = drop_privileges()
+        result["isolation"] = drop_privileges(cuda_ipc=False)  # (hands nothing over)
         violations_before = len(guard.VIOLATIONS)
         local_path = os.path.join(os.getcwd(), os.path.basename(kernel_path) or "candidate.py")
         with open(local_path, "w") as f:
