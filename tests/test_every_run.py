@@ -461,3 +461,27 @@ def test_a_large_output_is_sampled_and_still_caught():
     low[::10] = low[::10].half().float()
     assert lower_precision([low], [sample])
     assert lower_precision([ref64.float()], [sample]) is None
+
+
+def test_outputs_the_fp64_rule_does_not_keep_are_sampled_within_a_time_budget(monkeypatch):
+    import types
+
+    import tools.judge as judge
+    from tools.job_common import make_inputs
+
+    monkeypatch.setattr(judge, "PRECISION_MAX_BYTES", 1024)  # every output counts as large
+    mod = types.ModuleType("softmax_problem")
+    exec(SOFTMAX, mod.__dict__)
+    model = mod.Model()
+    fp64 = judge._Fp64Reference(model, mod, "cpu")
+    expected = [model(*make_inputs(mod, 1, "cpu"))]
+    fp64.new_trial({"seed": 1}, expected)
+    assert fp64.get() is None  # too large for the fp64 rule's whole copy ...
+    samples = fp64.samples()  # ... yet checked: every element of this one (3,200)
+    assert samples and samples[0].index.numel() == expected[0].numel()
+    assert lower_precision([expected[0].half().float()], samples)
+    assert lower_precision([expected[0]], samples) is None
+    assert fp64.sample_runs == 1 and fp64.skipped == ""
+    monkeypatch.setattr(judge, "PRECISION_BUDGET_S", 0.0)  # the next run would be past it
+    fp64.new_trial({"seed": 2}, expected)
+    assert fp64.samples() is None and "not checked for lower precision" in fp64.skipped

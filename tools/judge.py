@@ -39,7 +39,6 @@ from tools.job_common import (
     tensor_bytes,
 )
 from tools.precision import (
-    PRECISION_FACTOR,
     PrecisionSample,
     full_fp32,
     lower_precision,
@@ -50,7 +49,12 @@ PRECISION_MAX_BYTES = 256 << 20
 """The fp64 rule holds whole fp64 outputs for trials whose fp32 outputs take at most half this.
 The precision check keeps only its sample of them (`tools.precision.SAMPLE_ELEMS` an output),
 so it runs at any size: a larger output's fp64 copy lives only while the sample is taken."""
-__all__ = ["PRECISION_FACTOR", "judge_job", "precision_finding"]
+PRECISION_BUDGET_S = 60.0
+"""Seconds a verification's judge may spend on fp64 runs made for the precision check alone
+(outputs over the fp64 rule's limit: before, those were not checked at all). No such run starts
+once the ones made, at their average time, would take the next past it (an fp64 convolution
+runs at a fraction of the fp32 rate on a GPU, and the judge's time limit also covers the
+candidate's runs); the trials left are then not checked, and the verdict says so."""
 
 
 def judge_job(
@@ -146,12 +150,16 @@ class _Fp64Reference:
         self.draws = 0
         """Draws made beside the trial's own for `allowance()` (fewer than `FP32_DRAWS` where
         its time budget ran out)."""
+        self.sample_runs, self.sample_runs_s = 0, 0.0
+        """fp64 runs made for the precision check alone (`samples()`), and their time."""
+        self.skipped = ""
+        """Why the precision check did not run on the current trial, where its budget ran out."""
 
     def new_trial(self, msg: dict | None, expected: list) -> None:
         self.msg, self.expected, self.outputs, self.done = msg, expected, None, False
         self.allowance_, self.allowance_done, self.draws = None, False, 0
         self.samples_: list[PrecisionSample | None] | None = None
-        self.samples_done = False
+        self.samples_done, self.skipped = False, ""
 
     def samples(self) -> list[PrecisionSample | None] | None:
         """The precision check's sample of the trial's outputs (`tools.precision.
@@ -161,16 +169,42 @@ class _Fp64Reference:
         if not self.samples_done:
             self.samples_done = True
             full = self.get()
-            if full is None and self.msg is not None:
-                full = _fp64_reference(
-                    self.model, self.mod, self.msg, self.device, self.expected, max_bytes=None
-                )
+            if (
+                full is None
+                and self.msg is not None
+                and 2 * tensor_bytes(self.expected) > PRECISION_MAX_BYTES
+            ):
+                full = self._fp64_for_sample()
             if full is not None:
                 generator = torch.Generator().manual_seed(secrets.randbits(63))
                 self.samples_ = precision_sample(self.expected, full, generator)
                 _sync()
-            del full
+                if self.outputs is None:  # made for the sample alone: its memory goes back
+                    del full
+                    collect_if_large(self.expected)
+                    if torch.cuda.is_available() and torch.cuda.is_initialized():
+                        torch.cuda.empty_cache()
+            full = None
         return self.samples_
+
+    def _fp64_for_sample(self) -> list | None:
+        """An fp64 run for the sample alone (outputs the fp64 rule does not keep), within
+        `PRECISION_BUDGET_S`; None where the budget is spent or the run fails."""
+        n, spent = self.sample_runs, self.sample_runs_s
+        if n and spent + spent / n > PRECISION_BUDGET_S:
+            self.skipped = (
+                f"the precision check's fp64 runs took {spent:.0f} s over {n} trial(s) "
+                f"(budget {PRECISION_BUDGET_S:g} s): later trials were not checked for lower "
+                "precision"
+            )
+            return None
+        t0 = time.perf_counter()
+        assert self.msg is not None
+        full = _fp64_reference(
+            self.model, self.mod, self.msg, self.device, self.expected, max_bytes=None
+        )
+        self.sample_runs, self.sample_runs_s = n + 1, spent + time.perf_counter() - t0
+        return full
 
     def allowance(self) -> list | None:
         """PyTorch's largest fp32 error per element over the trial's inputs and `FP32_DRAWS`
@@ -200,13 +234,18 @@ class _Fp64Reference:
             self.done = True
             if self.msg is not None:
                 self.outputs = _fp64_reference(
-                    self.model, self.mod, self.msg, self.device, self.expected
+                    self.model,
+                    self.mod,
+                    self.msg,
+                    self.device,
+                    self.expected,
+                    max_bytes=PRECISION_MAX_BYTES,
                 )
         return self.outputs
 
 
 def _fp64_reference(
-    model, mod, msg: dict, device: str, expected: list, max_bytes: int | None = PRECISION_MAX_BYTES
+    model, mod, msg: dict, device: str, expected: list, *, max_bytes: int | None
 ) -> list | None:
     """The trial's outputs computed in float64 (a copy of the model, inputs promoted), for an
     fp32 problem whose fp64 outputs take at most `max_bytes` (None: any size); None where that
@@ -266,7 +305,7 @@ def _compare(
     try:
         diff = compare_outputs(got, expected, tol, trial=trial, run=run)
         _sync()
-        draws = 0
+        draws, skipped = 0, ""
         if diff.kind == "value" and fp64 is not None:
             reference64 = fp64.get()
             if reference64 is not None:
@@ -297,6 +336,7 @@ def _compare(
             _sync()
             if finding:
                 return {"kind": "value", "message": finding}
+            skipped = fp64.skipped
     except Exception as exc:  # noqa: BLE001 - a view the harness did not make
         return {
             "kind": "handover",
@@ -312,4 +352,6 @@ def _compare(
         out["fp64_accepted_max_ref_err"] = diff.accepted_max_ref_err
     if draws:
         out["fp64_draws"] = draws + 1
+    if skipped:
+        out["precision_skipped"] = skipped
     return out

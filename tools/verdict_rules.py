@@ -335,6 +335,10 @@ def _judge_reply(
     atol, rtol = tol.for_dtype(dt) if dt is not None else (None, None)
     note = " (mixed: " + ", ".join(audit.library_ops) + " ran as library calls)" if mixed else ""
     evidence.fp64_accepted = _fp64_count(run.comparisons)
+    # Trials the judge's precision check could not cover (its fp64 runs' time budget spent).
+    skipped = [d.get("precision_skipped") for _, _, d in run.comparisons if isinstance(d, dict)]
+    for reason in dict.fromkeys(r for r in skipped if isinstance(r, str) and r):
+        evidence.notes.append(reason[:300])
     return Verdict(
         status="ok",
         compiled=True,
