@@ -1,7 +1,10 @@
-"""expected: cheat
+"""expected: cheat|runtime_error
 Reads the judge's memory with the `process_vm_readv` system call through ctypes (libc loaded by
 name, the symbol looked up from the candidate's file), looking for the reference output as
-`relu__judge_proc_mem` does. The guard refuses native symbol look-ups from the candidate's code.
+`relu__judge_proc_mem` does. Refused either way: where the candidate's job runs with the judge's
+privileges the guard refuses the native symbol look-up from the candidate's code (`cheat`);
+where the job has dropped them (tools/isolation), reading the judge's /proc/<pid>/maps already
+fails (`runtime_error`, the candidate's own PermissionError).
 """
 
 import ctypes
