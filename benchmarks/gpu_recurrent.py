@@ -31,11 +31,12 @@ PROBLEMS = {
     "42_GRUBidirectionalHidden": ("gru", True),
 }
 SWEEP = [
-    {"BLOCK_N": n, "BLOCK_K": k, "num_warps": w, "precision": p}
-    for p in ("tf32x3", "ieee")
-    for n, k in ((32, 32), (64, 32), (32, 64), (64, 64), (16, 64))
-    for w in (4, 8)
-]
+    {"BLOCK_N": n, "BLOCK_K": k, "num_warps": w, "num_stages": st, "PIPELINE": pipe}
+    for pipe in (True, False)
+    for n, k, w, st in ((32, 32, 4, 3), (64, 32, 8, 3), (64, 64, 8, 3), (128, 32, 8, 3),
+                        (128, 32, 8, 2), (256, 16, 8, 2), (128, 64, 8, 2), (64, 64, 4, 2))
+]  # fmt: skip
+"""Launch parameters tried with --sweep (PIPELINE only changes unidirectional stacks)."""
 
 
 def build(kind: str, bidirectional: bool):

@@ -29,13 +29,18 @@ REFUSED = ROOT / "tests" / "fixtures" / "recurrent_refused" / "lstm_dropout.py"
 PROBLEMS = sorted(p.name for p in FIXTURES.glob("*.py"))
 LAUNCHERS = {"lstm": "triton_lstm(", "gru": "triton_gru(", "rnn": "triton_rnn("}
 
-# name -> (module, batch_first, bidirectional, bias, with initial state, B, T, I, H, layers).
-# B = 17 spans two 16-row batch blocks; H = 33..40 spans two 32-wide hidden and reduction blocks.
+# name -> (module, batch_first, bidirectional, bias, with initial state, B, T, I, H, layers[,
+# launch keywords]). B = 17 spans two 16-row batch blocks; H = 33..40 two 32-wide hidden and
+# reduction blocks. Unidirectional stacks take the layer pipeline (PIPELINE, the default) unless
+# a case turns it off; bidirectional ones and single layers never do.
 CASES = {
     "lstm_bf_bidir_bias_state": ("lstm", True, True, True, True, 3, 5, 7, 6, 2),
     "lstm_two_blocks_no_bias_no_state": ("lstm", False, False, False, False, 17, 3, 33, 40, 1),
+    "lstm_pipeline_two_blocks": ("lstm", True, False, True, True, 17, 3, 9, 33, 3),
+    "lstm_layer_by_layer": ("lstm", True, False, True, True, 3, 4, 7, 6, 3, {"PIPELINE": False}),
     "gru_bf_bidir_bias_state": ("gru", True, True, True, True, 3, 5, 7, 6, 2),
     "gru_three_layers_bidir_no_bias": ("gru", False, True, False, True, 17, 4, 5, 37, 3),
+    "gru_pipeline_bias_state": ("gru", False, False, True, True, 3, 5, 7, 6, 3),
     "rnn_tanh_bidir_bias": ("rnn_tanh", False, True, True, True, 2, 6, 9, 33, 2),
     "rnn_relu_bf_no_bias_no_state": ("rnn_relu", True, False, False, False, 5, 4, 3, 6, 3),
 }
@@ -53,7 +58,8 @@ lib = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(lib)
 device = "cuda" if torch.cuda.is_available() else "cpu"
 results = {}
-for name, (kind, bf, bidir, bias, state, B, T, I, H, L) in cases.items():
+for name, (kind, bf, bidir, bias, state, B, T, I, H, L, *launch) in cases.items():
+    launch = launch[0] if launch else {}
     torch.manual_seed(0)
     kw = dict(batch_first=bf, bidirectional=bidir, bias=bias)
     if kind == "lstm":
@@ -76,11 +82,11 @@ for name, (kind, bf, bidir, bias, state, B, T, I, H, L) in cases.items():
     weights = [w.detach().to(device) for w in module._flat_weights]
     args = (L, bidir, bf, bias)
     if kind == "lstm":
-        got = lib.triton_lstm(dev(x), dev(h0), dev(c0), weights, *args)
+        got = lib.triton_lstm(dev(x), dev(h0), dev(c0), weights, *args, **launch)
     elif kind == "gru":
-        got = lib.triton_gru(dev(x), dev(h0), weights, *args)
+        got = lib.triton_gru(dev(x), dev(h0), weights, *args, **launch)
     else:
-        got = lib.triton_rnn(dev(x), dev(h0), weights, *args, kind.split("_")[1])
+        got = lib.triton_rnn(dev(x), dev(h0), weights, *args, kind.split("_")[1], **launch)
     results[name] = {
         "shapes": [[list(g.shape), list(r.shape)] for g, r in zip(got, ref)],
         "contiguous": all(g.is_contiguous() for g in got),
@@ -131,6 +137,7 @@ for path in sys.argv[2:]:
                  "kernels": r.kernels, "notes": r.notes}
 json.dump(out, open(sys.argv[1], "w"))
 """
+
 
 def _env(workdir: Path, interpret: bool) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}

@@ -104,8 +104,36 @@ def _rnn_gate_product(acc, h, w_tile, w_mask, gate_offset, PRECISION: tl.constex
 
 
 @triton.jit
+def _rnn_wait(flag, target):
+    # Spin until *flag >= target (acquire: the producer's stores before its release are seen).
+    seen = tl.atomic_add(flag, 0, sem="acquire")
+    while seen < target:
+        seen = tl.atomic_add(flag, 0, sem="acquire")
+
+
+@triton.jit
+def _rnn_copy_kernel(src_ptr, dst_ptr, N1, N2, total, ss0, ss1, ss2, ds0, ds1, ds2,
+                     BLOCK: tl.constexpr):  # fmt: skip
+    # dst[i0, i1, i2] = src[i0, i1, i2] (any strides, dst's dtype): weights packed per layer.
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = i < total
+    i0 = i // (N1 * N2)
+    i1 = (i // N2) % N1
+    i2 = i % N2
+    v = tl.load(src_ptr + i0 * ss0 + i1 * ss1 + i2 * ss2, mask=mask)
+    tl.store(dst_ptr + i0 * ds0 + i1 * ds1 + i2 * ds2, v.to(dst_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _rnn_zero_kernel(ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(ptr + i, tl.zeros((BLOCK,), dtype=ptr.dtype.element_ty), mask=i < n)
+
+
+@triton.jit
 def _rnn_recurrence_kernel(
     g_ptr, w0_ptr, w1_ptr, b0_ptr, b1_ptr, h0_ptr, c0_ptr, out_ptr, hn_ptr, cn_ptr,
+    wih_ptr, bih_ptr, flag_ptr, stride_wl, stride_bl, stride_ol,
     T, B, H,
     stride_gd, stride_gt, stride_gb,
     stride_w0n, stride_w0k, stride_w1n, stride_w1k, stride_b0, stride_b1,
@@ -113,34 +141,59 @@ def _rnn_recurrence_kernel(
     stride_ot, stride_ob, stride_ok, stride_hnd, stride_hnb, stride_cnd, stride_cnb,
     MODE: tl.constexpr, HAS_H0: tl.constexpr, HAS_C0: tl.constexpr, HAS_BIAS: tl.constexpr,
     PRECISION: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    PIPELINE: tl.constexpr,
 ):  # fmt: skip
     # MODE: 0 RNN tanh, 1 RNN relu, 2 LSTM (gates i, f, g, o), 3 GRU (gates r, z, n).
-    # Program (batch block, direction d); d = 1 runs time backwards. hn/cn/h0/c0 point at this
-    # layer's first direction; out at the layer's output (T, B, D*H) with its strides.
+    # One layer: program (batch block, direction d); d = 1 runs time backwards. hn/cn/h0/c0
+    # point at this layer's first direction; out at the layer's output (T, B, D*H), its strides.
+    # PIPELINE (unidirectional stacks): program (batch block, layer d), every layer in one
+    # launch. W_hh, b_hh (w0, b0), W_ih and b_ih of layers 1.. (wih, bih) are packed per layer
+    # (stride_wl, stride_bl); out holds every layer's output (stride_ol); G only layer 0's.
+    # Layer d computes step t once layer d-1 has (flag_ptr[d-1, batch block] > t), so the
+    # layers run at once, a step apart: (T + layers) steps of time instead of T * layers.
+    pid_b = tl.program_id(0)
     d = tl.program_id(1)
-    rb = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
+    rb = pid_b * BLOCK_B + tl.arange(0, BLOCK_B)
     mask_b = rb < B
-    w_ptr = w0_ptr
-    b_ptr = b0_ptr
-    stride_wn = stride_w0n
-    stride_wk = stride_w0k
-    stride_b = stride_b0
-    if d == 1:
-        w_ptr = w1_ptr
-        b_ptr = b1_ptr
-        stride_wn = stride_w1n
-        stride_wk = stride_w1k
-        stride_b = stride_b1
-    g_base = g_ptr + d * stride_gd + rb[:, None] * stride_gb
-    out_dir = out_ptr + d * H * stride_ok
+    if PIPELINE:
+        rev = 0
+        w_ptr = w0_ptr + d * stride_wl
+        b_ptr = b0_ptr + d * stride_bl
+        stride_wn = stride_w0n
+        stride_wk = stride_w0k
+        stride_b = stride_b0
+        g_base = g_ptr + rb[:, None] * stride_gb
+        out_dir = out_ptr + d * stride_ol
+        use_g = mask_b & ((rb * 0 + d) == 0)  # layer 0 reads G; the others project x here
+        nb = tl.num_programs(0)
+    else:
+        rev = d
+        w_ptr = w0_ptr
+        b_ptr = b0_ptr
+        stride_wn = stride_w0n
+        stride_wk = stride_w0k
+        stride_b = stride_b0
+        if d == 1:
+            w_ptr = w1_ptr
+            b_ptr = b1_ptr
+            stride_wn = stride_w1n
+            stride_wk = stride_w1k
+            stride_b = stride_b1
+        g_base = g_ptr + d * stride_gd + rb[:, None] * stride_gb
+        out_dir = out_ptr + d * H * stride_ok
+        use_g = mask_b
     for step in range(0, T):
-        t = step + d * (T - 1 - 2 * step)  # forward: step; backward: T - 1 - step
+        t = step + rev * (T - 1 - 2 * step)  # forward: step; backward: T - 1 - step
+        if PIPELINE:
+            if d > 0:  # wait for layer d-1's step t (its output row t is this step's input)
+                _rnn_wait(flag_ptr + (d - 1) * nb + pid_b, step + 1)
+                tl.debug_barrier()
         # h_{t-1}: h0 at the first step (zeros without one), else the output row written
         # one step before (t - 1 forward, t + 1 backward).
         h_base = h0_ptr + d * stride_h0d + rb[:, None] * stride_h0b
         h_sk = stride_h0k
         if step > 0:
-            h_base = out_dir + (t - 1 + 2 * d) * stride_ot + rb[:, None] * stride_ob
+            h_base = out_dir + (t - 1 + 2 * rev) * stride_ot + rb[:, None] * stride_ob
             h_sk = stride_ok
         # False only at the first step without h0 (h = 0). Per row, not a 0-d tensor: Triton
         # 3.9's interpreter makes `block_mask & (0-d comparison)` int32, which tl.store refuses.
@@ -154,7 +207,57 @@ def _rnn_recurrence_kernel(
             acc1 = tl.zeros((BLOCK_B, BLOCK_N), dtype=tl.float32)
             acc2 = tl.zeros((BLOCK_B, BLOCK_N), dtype=tl.float32)
             acc3 = tl.zeros((BLOCK_B, BLOCK_N), dtype=tl.float32)
+            x_n = tl.zeros((BLOCK_B, BLOCK_N), dtype=tl.float32)  # PIPELINE GRU: W_in x + b_in
             gate_rows = H * stride_wn  # W_hh's rows: gate 0's H, then gate 1's...
+            if PIPELINE:
+                if d > 0:  # x_t @ W_ih^T + b_ih, x_t = layer d-1's output row t
+                    x_base = out_ptr + (d - 1) * stride_ol + t * stride_ot + rb[:, None] * stride_ob
+                    wx_ptr = wih_ptr + (d - 1) * stride_wl
+                    for k0 in range(0, H, BLOCK_K):
+                        rk = k0 + tl.arange(0, BLOCK_K)
+                        mask_k = rk < H
+                        # .cg: not from L1, which another SM's stores do not update
+                        xk = tl.load(
+                            x_base + rk[None, :] * stride_ok,
+                            mask=mask_b[:, None] & mask_k[None, :],
+                            other=0.0,
+                            cache_modifier=".cg",
+                        )
+                        w_tile = wx_ptr + rn[None, :] * stride_wn + rk[:, None] * stride_wk
+                        w_mask = mask_k[:, None] & mask_n[None, :]
+                        acc0 = _rnn_gate_product(acc0, xk, w_tile, w_mask, 0, PRECISION)
+                        if MODE >= 2:
+                            acc1 = _rnn_gate_product(acc1, xk, w_tile, w_mask, gate_rows, PRECISION)
+                        if MODE == 2:
+                            acc2 = _rnn_gate_product(
+                                acc2, xk, w_tile, w_mask, 2 * gate_rows, PRECISION
+                            )  # fmt: skip
+                            acc3 = _rnn_gate_product(
+                                acc3, xk, w_tile, w_mask, 3 * gate_rows, PRECISION
+                            )  # fmt: skip
+                        if MODE == 3:  # GRU's n: W_in x apart from r * (W_hn h + b_hn)
+                            x_n = _rnn_gate_product(
+                                x_n, xk, w_tile, w_mask, 2 * gate_rows, PRECISION
+                            )  # fmt: skip
+                    if HAS_BIAS:
+                        bx_ptr = bih_ptr + d * stride_bl
+                        acc0 += tl.load(bx_ptr + rn * stride_b, mask=mask_n, other=0.0)[None, :]
+                        if MODE >= 2:
+                            acc1 += tl.load(
+                                bx_ptr + (H + rn) * stride_b, mask=mask_n, other=0.0
+                            )[None, :]  # fmt: skip
+                        if MODE == 2:
+                            acc2 += tl.load(
+                                bx_ptr + (2 * H + rn) * stride_b, mask=mask_n, other=0.0
+                            )[None, :]  # fmt: skip
+                        if MODE == 3:
+                            x_n += tl.load(
+                                bx_ptr + (2 * H + rn) * stride_b, mask=mask_n, other=0.0
+                            )[None, :]  # fmt: skip
+                        if MODE == 2:
+                            acc3 += tl.load(
+                                bx_ptr + (3 * H + rn) * stride_b, mask=mask_n, other=0.0
+                            )[None, :]  # fmt: skip
             for k0 in range(0, H, BLOCK_K):
                 rk = k0 + tl.arange(0, BLOCK_K)
                 mask_k = rk < H
@@ -184,16 +287,17 @@ def _rnn_recurrence_kernel(
                         b_ptr + (3 * H + rn) * stride_b, mask=mask_n, other=0.0
                     )[None, :]  # fmt: skip
             g_row = g_base + t * stride_gt + rn[None, :]
-            x0 = tl.load(g_row, mask=mask_bn, other=0.0)
+            mask_g = use_g[:, None] & mask_n[None, :]
+            x0 = tl.load(g_row, mask=mask_g, other=0.0)
             if MODE == 0:
                 h_new = _rnn_tanh(x0 + acc0)
             elif MODE == 1:
                 h_new = tl.maximum(x0 + acc0, 0.0)
             elif MODE == 2:
                 gate_i = _rnn_sigmoid(x0 + acc0)
-                gate_f = _rnn_sigmoid(tl.load(g_row + H, mask=mask_bn, other=0.0) + acc1)
-                gate_g = _rnn_tanh(tl.load(g_row + 2 * H, mask=mask_bn, other=0.0) + acc2)
-                gate_o = _rnn_sigmoid(tl.load(g_row + 3 * H, mask=mask_bn, other=0.0) + acc3)
+                gate_f = _rnn_sigmoid(tl.load(g_row + H, mask=mask_g, other=0.0) + acc1)
+                gate_g = _rnn_tanh(tl.load(g_row + 2 * H, mask=mask_g, other=0.0) + acc2)
+                gate_o = _rnn_sigmoid(tl.load(g_row + 3 * H, mask=mask_g, other=0.0) + acc3)
                 c_at = cn_ptr + d * stride_cnd + rb[:, None] * stride_cnb + rn[None, :]
                 if step == 0:
                     c_prev = tl.zeros((BLOCK_B, BLOCK_N), dtype=tl.float32)
@@ -211,8 +315,9 @@ def _rnn_recurrence_kernel(
                 h_new = gate_o * _rnn_tanh(c)
             else:
                 gate_r = _rnn_sigmoid(x0 + acc0)
-                gate_z = _rnn_sigmoid(tl.load(g_row + H, mask=mask_bn, other=0.0) + acc1)
-                gate_n = _rnn_tanh(tl.load(g_row + 2 * H, mask=mask_bn, other=0.0) + gate_r * acc2)
+                gate_z = _rnn_sigmoid(tl.load(g_row + H, mask=mask_g, other=0.0) + acc1)
+                x_n += tl.load(g_row + 2 * H, mask=mask_g, other=0.0)
+                gate_n = _rnn_tanh(x_n + gate_r * acc2)
                 h_prev = tl.load(
                     h_base + rn[None, :] * h_sk, mask=h_live[:, None] & mask_n[None, :], other=0.0
                 ).to(tl.float32)
@@ -230,11 +335,17 @@ def _rnn_recurrence_kernel(
             )
         # Every thread's part of h_t (and c_t) is stored before any thread reads it next step.
         tl.debug_barrier()
+        if PIPELINE:  # step t of layer d done: release it to layer d + 1
+            tl.atomic_xchg(flag_ptr + d * nb + pid_b, step + 1, sem="release")
 
 
-RNN_CONFIG = {"BLOCK_B": 16, "BLOCK_N": 32, "BLOCK_K": 32, "num_warps": 4, "precision": "tf32x3"}
+RNN_CONFIG = {
+    "BLOCK_B": 16, "BLOCK_N": 32, "BLOCK_K": 32, "num_warps": 4, "num_stages": 3,
+    "precision": "tf32x3", "PIPELINE": True,
+}  # fmt: skip
 """The recurrence kernel's launch parameters (each launcher takes them as keywords, for the
-tuner): tl.dot needs tiles of at least 16 on a GPU, so 16 batch rows (masked) a program."""
+tuner): tl.dot needs tiles of at least 16 on a GPU, so 16 batch rows (masked) a program.
+PIPELINE: a unidirectional stack of layers in one launch, the layers a step apart."""
 
 _RNN_MODES = {"RNN_TANH": (0, 1), "RNN_RELU": (1, 1), "LSTM": (2, 4), "GRU": (3, 3)}
 """mode -> (the recurrence kernel's MODE, gates: rows of W_ih/W_hh per hidden unit)."""
@@ -249,6 +360,9 @@ def _rnn_layers(mode, x, h0, c0, weights, num_layers, bidirectional, batch_first
         raise TypeError(f"unknown launch parameters {sorted(unknown)}; known: {sorted(RNN_CONFIG)}")
     cfg = {**RNN_CONFIG, **config}
     kernel_mode, gates = _RNN_MODES[mode]
+    if cfg["PIPELINE"] and not bidirectional and num_layers > 1:
+        return _rnn_pipelined(kernel_mode, gates, x, h0, c0, weights, num_layers, batch_first,
+                              has_bias, cfg)  # fmt: skip
     dirs = 2 if bidirectional else 1
     per_layer = 4 if has_bias else 2
     if len(weights) != num_layers * dirs * per_layer:
@@ -301,6 +415,7 @@ def _rnn_layers(mode, x, h0, c0, weights, num_layers, bidirectional, batch_first
         cn_l = c_n[first] if c_n is not None else h_n[first]
         _rnn_recurrence_kernel[(triton.cdiv(batch, cfg["BLOCK_B"]), dirs)](
             g, w0, w1, b0, b1, hx, cx, out, hn_l, cn_l,
+            w0, b0, hn_l, 0, 0, 0,  # PIPELINE's packed weights and flags: unused here
             steps, batch, hidden,
             g.stride(0), g.stride(1), g.stride(2),
             w0.stride(0), w0.stride(1), w1.stride(0), w1.stride(1),
@@ -311,10 +426,89 @@ def _rnn_layers(mode, x, h0, c0, weights, num_layers, bidirectional, batch_first
             cn_l.stride(0) if c_n is None else c_n.stride(0), cn_l.stride(0),
             MODE=kernel_mode, HAS_H0=h0 is not None, HAS_C0=c0 is not None,
             HAS_BIAS=has_bias, PRECISION=cfg["precision"], BLOCK_B=cfg["BLOCK_B"],
-            BLOCK_N=cfg["BLOCK_N"], BLOCK_K=cfg["BLOCK_K"], num_warps=cfg["num_warps"],
+            BLOCK_N=cfg["BLOCK_N"], BLOCK_K=cfg["BLOCK_K"], PIPELINE=False,
+            num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
         )  # fmt: skip
         layer_in, lsxt, lsxb, lsxk = out, out.stride(0), out.stride(1), out.stride(2)
     return output, h_n, c_n
+
+
+def _rnn_copy(src, dst):
+    """dst[...] = src[...] for tensors of the same shape (up to 3-D), any strides."""
+    pad = 3 - src.dim()
+    shape = (1,) * pad + tuple(src.shape)
+    total = src.numel()
+    _rnn_copy_kernel[(triton.cdiv(total, 1024),)](
+        src, dst, shape[1], shape[2], total,
+        *((0,) * pad + tuple(src.stride())), *((0,) * pad + tuple(dst.stride())), BLOCK=1024,
+    )  # fmt: skip
+
+
+def _rnn_pipelined(kernel_mode, gates, x, h0, c0, weights, num_layers, batch_first, has_bias,
+                   cfg):  # fmt: skip
+    """A unidirectional stack in one recurrence launch (PIPELINE): layer 0's input projection
+    as one GEMM; the other layers' projections inside the recurrence, a step behind the layer
+    before. The weights are packed per layer first (copies: 11 MiB for KernelBench's LSTM)."""
+    per_layer = 4 if has_bias else 2
+    if len(weights) != num_layers * per_layer:
+        raise ValueError(f"{len(weights)} weights for {num_layers} layers")
+    hidden = weights[1].shape[1]
+    n_gates = gates * hidden
+    if batch_first:
+        batch, steps = x.shape[0], x.shape[1]
+        sxt, sxb = x.stride(1), x.stride(0)
+    else:
+        steps, batch = x.shape[0], x.shape[1]
+        sxt, sxb = x.stride(0), x.stride(1)
+    device, f32 = x.device, torch.float32
+    shape = (batch, steps, hidden) if batch_first else (steps, batch, hidden)
+    output = torch.empty(shape, dtype=x.dtype, device=device)
+    h_n = torch.empty((num_layers, batch, hidden), dtype=x.dtype, device=device)
+    c_n = torch.empty_like(h_n) if kernel_mode == 2 else h_n
+    w_hh = torch.empty((num_layers, n_gates, hidden), dtype=f32, device=device)
+    w_ih = torch.empty((num_layers - 1, n_gates, hidden), dtype=f32, device=device)
+    b_hh = torch.empty((num_layers, n_gates), dtype=f32, device=device)
+    b_ih = torch.empty((num_layers, n_gates), dtype=f32, device=device)
+    for layer in range(num_layers):
+        lw = weights[layer * per_layer : (layer + 1) * per_layer]
+        _rnn_copy(lw[1], w_hh[layer])
+        if layer > 0:
+            _rnn_copy(lw[0], w_ih[layer - 1])
+        if has_bias:
+            _rnn_copy(lw[2], b_ih[layer])
+            _rnn_copy(lw[3], b_hh[layer])
+    g = torch.empty((1, steps, batch, n_gates), dtype=f32, device=device)
+    w0_ih = weights[0]
+    b0_ih = weights[2] if has_bias else w0_ih
+    rows = steps * batch
+    _rnn_input_proj_kernel[(triton.cdiv(rows, 64), triton.cdiv(n_gates, 64))](
+        x, w0_ih, b0_ih, g[0], rows, batch, n_gates, x.shape[-1],
+        sxt, sxb, x.stride(2), w0_ih.stride(0), w0_ih.stride(1), b0_ih.stride(0), g.stride(2),
+        HAS_BIAS=has_bias, PRECISION="tf32x3", BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, num_warps=4,
+    )  # fmt: skip
+    outs = torch.empty((num_layers, steps, batch, hidden), dtype=f32, device=device)
+    n_blocks = triton.cdiv(batch, cfg["BLOCK_B"])
+    flags = torch.empty((num_layers, n_blocks), dtype=torch.int32, device=device)
+    _rnn_zero_kernel[(triton.cdiv(flags.numel(), 1024),)](flags, flags.numel(), BLOCK=1024)
+    hx = h0 if h0 is not None else h_n
+    cx = c0 if c0 is not None else h_n
+    _rnn_recurrence_kernel[(n_blocks, num_layers)](
+        g, w_hh, w_hh, b_hh, b_hh, hx, cx, outs, h_n, c_n,
+        w_ih, b_ih, flags, w_hh.stride(0), b_hh.stride(0), outs.stride(0),
+        steps, batch, hidden,
+        g.stride(0), g.stride(1), g.stride(2),
+        w_hh.stride(1), w_hh.stride(2), w_hh.stride(1), w_hh.stride(2),
+        b_hh.stride(1), b_hh.stride(1),
+        hx.stride(0), hx.stride(1), hx.stride(2), cx.stride(0), cx.stride(1), cx.stride(2),
+        outs.stride(1), outs.stride(2), outs.stride(3), h_n.stride(0), h_n.stride(1),
+        c_n.stride(0), c_n.stride(1),
+        MODE=kernel_mode, HAS_H0=h0 is not None, HAS_C0=c0 is not None,
+        HAS_BIAS=has_bias, PRECISION=cfg["precision"], BLOCK_B=cfg["BLOCK_B"],
+        BLOCK_N=cfg["BLOCK_N"], BLOCK_K=cfg["BLOCK_K"], PIPELINE=True,
+        num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+    )  # fmt: skip
+    _rnn_copy(outs[num_layers - 1], output.transpose(0, 1) if batch_first else output)
+    return output, h_n, (c_n if kernel_mode == 2 else None)
 
 
 def triton_lstm(x, h0, c0, weights, num_layers, bidirectional, batch_first, has_bias, **config):
