@@ -89,7 +89,7 @@ def measure(name: str, sweep: bool) -> dict:
         record["cudnn_fp32_err"] = errors(flat, want)
         torch.backends.cudnn.allow_tf32 = True  # PyTorch's default, as the baselines time
         state = (h0, c0) if kind == "lstm" else h0
-        record["eager_ms"] = triton.testing.do_bench(lambda: module(x, state), warmup=50, rep=300)
+        record["eager_ms"] = triton.testing.do_bench(lambda: module(x, state), warmup=25, rep=100)
         record["triton"] = []
         for config in [{}] + (SWEEP if sweep else []):
             started = time.monotonic()
@@ -101,7 +101,7 @@ def measure(name: str, sweep: bool) -> dict:
                 got = launch()
                 torch.cuda.synchronize()
                 err = errors(got, want)
-                ms = triton.testing.do_bench(launch, warmup=50, rep=300)
+                ms = triton.testing.do_bench(launch, warmup=25, rep=100)
             except Exception as exc:  # noqa: BLE001 - a config that does not compile
                 record["triton"].append({"config": config, "error": str(exc)[:300]})
                 continue
