@@ -49,7 +49,15 @@ def intruder(pid: int, address: int, size: int, drop: bool) -> dict:
     """Candidate-like: optionally drops its privileges the way a candidate's job does, then
     tries to reach process `pid`."""
     isolation = dataclasses.asdict(drop_privileges()) if drop else None
-    return {"isolation": isolation, "uid": os.geteuid(), **attempts(pid, address, size)}
+    deathsig = ctypes.c_int(0)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(2, ctypes.byref(deathsig), 0, 0, 0)  # PR_GET_PDEATHSIG: a uid change clears it
+    return {
+        "isolation": isolation,
+        "uid": os.geteuid(),
+        "pdeathsig": deathsig.value,
+        **attempts(pid, address, size),
+    }
 
 
 def attempts(pid: int, address: int, size: int) -> dict:
@@ -112,6 +120,7 @@ def test_candidate_job_cannot_reach_the_judge(sandbox):
     assert got["environ"] == "PermissionError", got["environ"]
     assert got["ptrace"] == os.strerror(1)  # EPERM
     assert judge["dumpable"] is False  # not dumpable from its first instruction
+    assert got["pdeathsig"] == 9  # still ends with its parent after the drop
     iso = got["isolation"]
     assert iso["agent_readable"] is False
     assert iso["judge_dumpable"] is False
