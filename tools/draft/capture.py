@@ -22,6 +22,7 @@ from tools.draft.inductor_patches import (
 )
 from tools.draft.loading import LoadedProblem
 from tools.draft.result import DraftUnsupportedError
+from tools.draft.scan_precision import exponents_in_fp64_pass
 from tools.draft.settings import existing_options, inductor_options
 
 
@@ -42,6 +43,8 @@ class Capture:
     """What a dynamic draft assumes about sizes (the shape environment's guards)."""
     symbol_sources: dict[str, str] = dataclasses.field(default_factory=dict)
     """Size symbols (`s27`) as Python inside `forward` (`x.shape[1]`)."""
+    scan_exponents: int = 0
+    """`exp`s of cumulative sums computed in fp64 (tools/draft/scan_precision.py)."""
 
 
 def capture_inductor(
@@ -105,6 +108,14 @@ def capture_inductor(
         # (the sized path) timed 1.4-2.0x slower than their dynamic drafts on the H200 (session 12).
         stack.enter_context(
             inductor_config.patch(existing_options(inductor_config, {"layout_optimization": False}))
+        )
+        # A scan's exponents (exp of differences of cumulative sums: Mamba2) in fp64, rounded
+        # to fp32 once: in fp32 they carry most of the error (tools/draft/scan_precision.py).
+        scan_pass = exponents_in_fp64_pass()
+        stack.enter_context(
+            inductor_config.patch(
+                existing_options(inductor_config, {"post_grad_custom_pre_pass": scan_pass})
+            )
         )
         if dynamic:
             # No duck sizing: two dims that happen to be equal (batch 16, dim 16) stay two sizes.
@@ -188,6 +199,7 @@ def capture_inductor(
         shapes,
         guards,
         symbol_sources,
+        scan_pass.rewritten,
     )
 
 

@@ -343,6 +343,8 @@ def _draft(
     )
     source = with_conv_source(source, conv_source)  # issue 15 hook
     source = with_source_before_call(source, recurrent_source)  # issue 33 hook
+    if capture.scan_exponents:  # issue 33: a selective scan's GEMMs at fp32 accuracy
+        source = _scan_at_fp32_accuracy(source, capture.scan_exponents, notes)
     phases.mark("rewriting")
     if conv_source and device == "cuda" and conv_from is not None:
         from tools.draft.sized import copy_conv_keywords
@@ -374,6 +376,25 @@ def _draft(
         precision=", ".join(dict.fromkeys(precisions(source))) or None,
         settings=settings,
     )
+
+
+def _scan_at_fp32_accuracy(source: str, exponents: int, notes: list[str]) -> str:
+    """A draft whose exponents of cumulative sums Inductor computed in fp64
+    (tools/draft/scan_precision.py) with its GEMMs (and convolutions) at `precision="ieee"`:
+    their operands span the exponentials' range, and on the H200 level3/49's draft with tf32x3
+    GEMMs still had 69 elements farther from fp64 than PyTorch's fp32 value (8 with ieee)."""
+    from tools.tune import full_precision_variant
+
+    notes.append(
+        f"{exponents} exp(s) of cumulative sums (a selective scan) computed in fp64 from the fp32 "
+        "sums' inputs and rounded to fp32 once: in fp32 their arguments' rounding (~1e-6 of "
+        "|x| ~ 20-45) was most of the error (tools/draft/scan_precision.py)"
+    )
+    full = full_precision_variant(source)
+    if full is None:
+        return source
+    notes.append("GEMMs at precision='ieee' (fp32 products): their operands span exp's range")
+    return full
 
 
 class _Phases:
