@@ -31,16 +31,18 @@ LAUNCHERS = {"lstm": "triton_lstm(", "gru": "triton_gru(", "rnn": "triton_rnn("}
 
 # name -> (module, batch_first, bidirectional, bias, with initial state, B, T, I, H, layers[,
 # launch keywords]). B = 17 spans two 16-row batch blocks; H = 33..40 two 32-wide hidden and
-# reduction blocks. Unidirectional stacks take the layer pipeline (PIPELINE, the default) unless
-# a case turns it off; bidirectional ones and single layers never do.
+# reduction blocks. PIPELINE (off by default) runs a unidirectional stack's layers at once;
+# bidirectional stacks and single layers never take it.
+PIPE = {"PIPELINE": True}
 CASES = {
     "lstm_bf_bidir_bias_state": ("lstm", True, True, True, True, 3, 5, 7, 6, 2),
     "lstm_two_blocks_no_bias_no_state": ("lstm", False, False, False, False, 17, 3, 33, 40, 1),
-    "lstm_pipeline_two_blocks": ("lstm", True, False, True, True, 17, 3, 9, 33, 3),
-    "lstm_layer_by_layer": ("lstm", True, False, True, True, 3, 4, 7, 6, 3, {"PIPELINE": False}),
+    "lstm_pipeline_two_blocks": ("lstm", True, False, True, True, 17, 3, 9, 33, 3, PIPE),
+    "lstm_layer_by_layer": ("lstm", True, False, True, True, 3, 4, 7, 6, 3),
     "gru_bf_bidir_bias_state": ("gru", True, True, True, True, 3, 5, 7, 6, 2),
     "gru_three_layers_bidir_no_bias": ("gru", False, True, False, True, 17, 4, 5, 37, 3),
-    "gru_pipeline_bias_state": ("gru", False, False, True, True, 3, 5, 7, 6, 3),
+    "gru_pipeline_bias_state": ("gru", False, False, True, True, 3, 5, 7, 6, 3, PIPE),
+    "rnn_pipeline_relu_no_state": ("rnn_relu", False, False, True, False, 4, 3, 5, 7, 2, PIPE),
     "rnn_tanh_bidir_bias": ("rnn_tanh", False, True, True, True, 2, 6, 9, 33, 2),
     "rnn_relu_bf_no_bias_no_state": ("rnn_relu", True, False, False, False, 5, 4, 3, 6, 3),
 }
@@ -227,19 +229,27 @@ def test_dropout_between_layers_is_refused(drafts):
 
 
 @pytest.mark.parametrize(
-    "name, target",
+    "name, target, pipeline",
     [
-        # LSTM (its kernel has the most live tiles: four gates), h_n; compiled for sm_90 too
-        ("lstm_hn.py", "sm_90"),
-        # GRU, bidirectional, batch_first, no bias, two outputs
-        ("gru_batch_first_no_bias.py", None),
+        # LSTM (its kernel has the most live tiles: four gates), h_n, its layers pipelined
+        # (the candidate's RNN_CONFIG switched); every kernel compiled for sm_90 too
+        ("lstm_hn.py", "sm_90", True),
+        # GRU, bidirectional, batch_first, no bias, two outputs; the default launch
+        ("gru_batch_first_no_bias.py", None, False),
     ],
 )
-def test_draft_verifies_ok_under_strict_policy(drafts, name, target):
+def test_draft_verifies_ok_under_strict_policy(drafts, name, target, pipeline, tmp_path):
     from tools.verify import verify
 
+    source = drafts[name]["source"]
+    if pipeline:
+        default = '"PIPELINE": False'
+        assert source.count(default) == 1, "RNN_CONFIG's PIPELINE not found in the candidate"
+        source = source.replace(default, '"PIPELINE": True')
+    candidate = tmp_path / f"candidate_{name}"
+    candidate.write_text(source)
     verdict = verify(
-        str(FIXTURES / name), drafts[name]["path"], policy="strict", trials=1, aot_target=target,
+        str(FIXTURES / name), str(candidate), policy="strict", trials=1, aot_target=target,
         timeout_s=120,
     )  # fmt: skip
     assert verdict.status == "ok", f"{verdict.status}: {verdict.message}"

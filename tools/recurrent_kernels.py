@@ -341,11 +341,14 @@ def _rnn_recurrence_kernel(
 
 RNN_CONFIG = {
     "BLOCK_B": 16, "BLOCK_N": 32, "BLOCK_K": 32, "num_warps": 4, "num_stages": 3,
-    "precision": "tf32x3", "PIPELINE": True,
+    "precision": "tf32x3", "PIPELINE": False,
 }  # fmt: skip
 """The recurrence kernel's launch parameters (each launcher takes them as keywords, for the
 tuner): tl.dot needs tiles of at least 16 on a GPU, so 16 batch rows (masked) a program.
-PIPELINE: a unidirectional stack of layers in one launch, the layers a step apart."""
+PIPELINE: a unidirectional stack of layers in one launch, the layers a step apart. Off by
+default until measured on a GPU: correct under the interpreter and compiled for sm_90, but its
+flags (one program waiting on another's release) have not run on real hardware yet; the
+layer-by-layer path has (H200, KernelBench sizes: 1e-7 from fp64, benchmarks/gpu_recurrent.py)."""
 
 _RNN_MODES = {"RNN_TANH": (0, 1), "RNN_RELU": (1, 1), "LSTM": (2, 4), "GRU": (3, 3)}
 """mode -> (the recurrence kernel's MODE, gates: rows of W_ih/W_hh per hidden unit)."""
