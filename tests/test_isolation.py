@@ -205,6 +205,25 @@ def test_job_directory_can_be_handed_over_under_the_guard(sandbox):
     assert got.kind == "ok" and got.value is True, got.error
 
 
+def test_bound_prctl_only_drops_rights():
+    """libc's prctl is bound before the guard (which refuses looking it up): the wrapper a
+    candidate could import makes only the calls that drop rights."""
+    import signal
+
+    from tools import isolation
+
+    for option, arg in (
+        (isolation.PR_SET_DUMPABLE, 1),
+        (isolation.PR_SET_PDEATHSIG, 0),
+        (isolation.PR_SET_PDEATHSIG, int(signal.SIGTERM)),
+        (isolation.PR_SET_NO_NEW_PRIVS, 0),
+        (15, 0),  # PR_SET_NAME
+    ):
+        with pytest.raises(OSError, match="not one this module makes"):
+            isolation._prctl(option, arg)
+    assert isolation._prctl(isolation.PR_GET_DUMPABLE) in (0, 1)
+
+
 def test_stderr_tail_follows_no_link(tmp_path):
     """The job's directory is the candidate's: a stderr log replaced by a link to a file only
     the agent may read is not read through the link."""

@@ -78,10 +78,24 @@ class Isolation:
     """Why the isolation is weaker than `user`, in words the verdict can carry."""
 
 
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
 def _bind(name: str):
-    """A libc function, looked up now: the job's guard refuses looking up `prctl` and `syscall`
-    through ctypes once it is installed (`tools.guard.NATIVE_DENY`), and the jobs call these
-    after that, so they are bound when this module is imported (the forkserver, the agent)."""
+    """A libc function, looked up now: the job's guard refuses looking up `prctl`, `syscall`
+    and `lchown` through ctypes once it is installed (`tools.guard.NATIVE_DENY`), and the jobs
+    call these after that, so they are bound when this module is imported (the forkserver, the
+    agent). Each is kept inside a wrapper that does only what this module needs: a candidate
+    importing this module finds no general prctl or syscall to call past the guard."""
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -90,19 +104,63 @@ def _bind(name: str):
         return None
 
 
-_PRCTL = _bind("prctl")
-if _PRCTL is not None:
-    _PRCTL.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4
-_SYSCALL = _bind("syscall")
-_LCHOWN = _bind("lchown")
-if _LCHOWN is not None:
-    _LCHOWN.argtypes = [ctypes.c_char_p, ctypes.c_uint, ctypes.c_uint]
+def _prctl_for_isolation():
+    fn = _bind("prctl")
+    if fn is not None:
+        fn.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4
+    # option -> the second arguments allowed (None: any); only ever dropping rights
+    allowed = {
+        PR_GET_DUMPABLE: {0},
+        PR_SET_DUMPABLE: {0},
+        PR_SET_PDEATHSIG: {int(signal.SIGKILL)},
+        PR_CAPBSET_DROP: None,
+        PR_SET_SECUREBITS: {SECURE_BITS},
+        PR_SET_NO_NEW_PRIVS: {1},
+        PR_CAP_AMBIENT: {PR_CAP_AMBIENT_CLEAR_ALL},
+    }
+
+    def prctl(option: int, arg2: int = 0) -> int:
+        if fn is None:
+            raise OSError("prctl is not available")
+        if option not in allowed or (allowed[option] is not None and arg2 not in allowed[option]):
+            raise OSError(f"prctl({option}, {arg2}) is not one this module makes")
+        return int(fn(option, arg2, 0, 0, 0))
+
+    return prctl
 
 
-def _prctl(option: int, arg2: int = 0, arg3: int = 0, arg4: int = 0, arg5: int = 0) -> int:
-    if _PRCTL is None:
-        raise OSError("prctl is not available")
-    return int(_PRCTL(option, arg2, arg3, arg4, arg5))
+def _capset_for_isolation():
+    import platform
+
+    fn, number = _bind("syscall"), _SYS_CAPSET.get(platform.machine())
+
+    def clear_capabilities() -> str:
+        """capset(): empty effective, permitted and inheritable sets. "" or why it failed."""
+        if fn is None or number is None:
+            return f"capset: no system call number for {platform.machine()} in this libc"
+        header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
+        data = (_CapData * 2)()
+        if fn(number, ctypes.byref(header), ctypes.byref(data)) != 0:
+            return f"capset failed (errno {ctypes.get_errno()})"
+        return ""
+
+    return clear_capabilities
+
+
+def _lchown_for_isolation():
+    fn = _bind("lchown")
+    if fn is not None:
+        fn.argtypes = [ctypes.c_char_p, ctypes.c_uint, ctypes.c_uint]
+
+    def lchown(path: str, uid: int) -> bool:
+        return fn is not None and fn(os.fsencode(path), uid, uid) == 0
+
+    return lchown
+
+
+_prctl = _prctl_for_isolation()
+_capset = _capset_for_isolation()
+_lchown = _lchown_for_isolation()
 
 
 def make_undumpable() -> bool:
@@ -267,12 +325,10 @@ def _give_to(workdir: str, uid: int) -> bool:
     not followed. False when the directory itself could not be handed over. Through libc's
     lchown bound at import: the job's guard refuses Python's chown of the job directory itself
     (only what is under it may change), and this is the harness's step, not the candidate's."""
-    if _LCHOWN is None:
-        return False
     paths = [workdir]
     for root, dirs, files in os.walk(workdir, followlinks=False):
         paths += [os.path.join(root, name) for name in dirs + files]
-    ok = [_LCHOWN(os.fsencode(p), uid, uid) == 0 for p in paths]
+    ok = [_lchown(p, uid) for p in paths]
     return ok[0]
 
 
@@ -300,37 +356,15 @@ def _drop_bounding_set(notes: list[str]) -> None:
         notes.append("securebits could not be locked")
 
 
-class _CapHeader(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-
-class _CapData(ctypes.Structure):
-    _fields_ = [
-        ("effective", ctypes.c_uint32),
-        ("permitted", ctypes.c_uint32),
-        ("inheritable", ctypes.c_uint32),
-    ]
-
-
 def _clear_capabilities(notes: list[str]) -> None:
     """Empty the effective, permitted, inheritable and ambient sets."""
     try:
         _prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
     except (OSError, AttributeError):
         pass
-    import platform
-
-    number = _SYS_CAPSET.get(platform.machine())
-    if number is None:
-        notes.append(f"capset: unknown system call number on {platform.machine()}")
-        return
-    if _SYSCALL is None:
-        notes.append("capset: no syscall() in this libc")
-        return
-    header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
-    data = (_CapData * 2)()
-    if _SYSCALL(number, ctypes.byref(header), ctypes.byref(data)) != 0:
-        notes.append(f"capset failed (errno {ctypes.get_errno()})")
+    why = _capset()
+    if why:
+        notes.append(why)
 
 
 def _status_caps() -> tuple[int, bool]:
