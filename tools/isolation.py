@@ -16,7 +16,8 @@ user. Two things keep them out of its reach:
   which opens every file. Where the job runs as root it becomes the unprivileged user `nobody`
   (65534; its job directory handed to it first) with every capability gone, bounding set
   included, and no_new_privs set (`mode="user"`). Where that would cost it the GPU (a device
-  node `nobody` cannot open) or its own Python (an installation `nobody` cannot read, such as a
+  node `nobody` cannot open, or the CUDA IPC that hands a verification's outputs to the judge,
+  which fails between users) or its own Python (an installation `nobody` cannot read, such as a
   pyenv under a 0700 /root), it stays uid 0 but drops every capability the same way
   (`mode="capabilities"`): /proc and ptrace are refused, but root's files stay readable to it by
   ownership. A job that is not root has no capability to drop (`mode="same-user"`): only
@@ -203,8 +204,11 @@ def drop_privileges(
     unreadable afterwards; `parent_pid`: the process whose death ends this job (PR_SET_PDEATHSIG
     is cleared by a change of uid, so it is set again); `judge_dumpable`: reported as given
     (`Isolation.judge_dumpable`); `change_uid=False`: capabilities only, whatever the machine
-    allows. Never raises: what could not be done is
-    in the result's `mode` and `notes`."""
+    allows; `cuda_ipc`: on a GPU the job hands tensors to another process by CUDA IPC (the
+    verification's candidate job does), which fails between users (the judge's import said
+    cudaErrorMapBufferObjectFailed on the H200, 2026-12-02), so such a job keeps uid 0 and drops
+    every capability. Never raises: what could not be done is in the result's `mode` and
+    `notes`."""
     if not sys.platform.startswith("linux"):
         return Isolation(
             mode="unsupported",
