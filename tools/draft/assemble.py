@@ -9,7 +9,7 @@ from typing import Any
 
 from tools.draft.capture import Capture
 from tools.draft.kernels import Kernel, KernelRewriter
-from tools.draft.loading import LoadedProblem, model_classdef
+from tools.draft.loading import LoadedProblem, model_classdef, uses_introspection
 from tools.draft.result import DraftUnsupportedError
 from tools.draft.rewrite import HostRewriter
 from tools.gemm_template import GEMM_SOURCE
@@ -73,6 +73,7 @@ def model_new_source(
     problem: LoadedProblem, forward_args: ast.arguments, call_args: list[str], output_expr: str
 ) -> str:
     """ModelNew: Model's class body (constructor and helpers) with a forward that calls `call`."""
+    _refuse_introspection("forward's arguments of call", ", ".join(call_args))
     cls = model_classdef(problem.tree)
     methods = []
     for node in cls.body:
@@ -139,6 +140,7 @@ def assemble(
     if host.uses_reinterpret:
         sections.append(_REINTERPRET.strip() + "\n")
     host_source = ast.unparse(call)
+    _refuse_introspection("the host code", host_source)
     # ast.unparse writes `k[63,](...)`; the usual spelling is `k[(63,)](...)`.
     launch = (
         re.compile(rf"\b({'|'.join(map(re.escape, launched))})\[([^\]]*)\]\(") if launched else None
@@ -148,6 +150,18 @@ def assemble(
     sections.append(host_source + "\n")
     sections.append(model_new)
     return "\n\n".join(s.strip("\n") + "\n" for s in sections if s.strip())
+
+
+def _refuse_introspection(where: str, code: str) -> None:
+    """Drafts never reach an object through introspection (a closure's cells, frames,
+    `__dict__`): the verifier refuses a candidate that does (issue 33: minGPT's draft read
+    `self.mlpf.__closure__[0].cell_contents` and was judged `cheat`)."""
+    names = uses_introspection(code)
+    if names:
+        raise DraftUnsupportedError(
+            f"{where} would use introspection ({', '.join(names)}): "
+            + next(line for line in code.splitlines() if uses_introspection(line)).strip()[:300]
+        )
 
 
 def with_conv_source(source: str, conv_source: str) -> str:

@@ -23,7 +23,14 @@ from tools.draft.assemble import (
 from tools.draft.capture import capture_inductor, first_line, source_expr
 from tools.draft.inductor_patches import stand_in_driver_if_needed
 from tools.draft.kernels import KernelRewriter, load_kernels, pick_config
-from tools.draft.loading import LoadedProblem, forward_signature, load_problem, tensor_sources
+from tools.draft.loading import (
+    LoadedProblem,
+    forward_signature,
+    load_problem,
+    plain_expr,
+    plain_sources,
+    tensor_sources,
+)
 from tools.draft.recurrent import RECURRENT_KERNELS, recurrent_layers_as_ops
 from tools.draft.result import LIBRARY_CALLS_ALLOWED, DraftResult, DraftUnsupportedError
 from tools.draft.rewrite import (
@@ -251,6 +258,7 @@ def _draft(
         )
 
     sources = tensor_sources(problem, forward_names, vararg)
+    capture.symbol_sources = plain_sources(problem, capture.symbol_sources)
     call_args, scalars, symbols = [], set(), {}
     for i, value in enumerate(capture.graph_inputs):
         source = capture.input_sources[i] if i < len(capture.input_sources) else None
@@ -258,15 +266,16 @@ def _draft(
         if isinstance(value, torch.Tensor):
             expr = next((e for t, e in sources if t is value), None)
             if expr is None and dynamic and value.dim() == 0 and source:
-                expr = source_expr(source)  # a Python number (`self.eps`) Inductor took as 0-d
+                # a Python number (`self.eps`) Inductor took as 0-d
+                expr = plain_expr(problem, source_expr(source))
                 scalars.add(i)
         elif isinstance(value, (int, float, torch.SymInt, torch.SymFloat)) and source:
-            expr = source_expr(source)
+            expr = plain_expr(problem, source_expr(source))  # issue 33: no closures
             symbols[str(value)] = expr
         if expr is None:
             raise DraftUnsupportedError(
                 "a graph input is neither a forward argument nor a parameter/buffer/tensor attribute "
-                f"of Model (shape {tuple(getattr(value, 'shape', ()))})"
+                f"of Model (shape {tuple(getattr(value, 'shape', ()))}, reached as {source!r})"
             )
         call_args.append(expr)
     first_tensor = next(

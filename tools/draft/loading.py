@@ -10,6 +10,7 @@ import ast
 import contextlib
 import dataclasses
 import linecache
+import re
 import types
 from typing import Any
 
@@ -114,3 +115,125 @@ def tensor_sources(
                 path = f"{mod_name}.{attr}" if mod_name else attr
                 sources.append((value, _attribute_expr(path, "attribute")))
     return sources
+
+
+INTROSPECTION = (
+    "__closure__",
+    "cell_contents",
+    "__dict__",
+    "__globals__",
+    "__code__",
+    "__defaults__",
+    "__kwdefaults__",
+    "__self__",
+    "__func__",
+    "__wrapped__",
+    "__class__",
+    "__builtins__",
+    "f_back",
+    "f_locals",
+    "f_globals",
+    "_getframe",
+    "gi_frame",
+    "tb_frame",
+)
+"""Names through which dynamo may reach an object (a lambda's closure: minGPT's `self.mlpf`)
+and which the verifier refuses in a candidate (docs/verification.md, step 1): a draft must not
+spell any of them."""
+
+_INTROSPECTION_RE = re.compile(r"\b(?:" + "|".join(map(re.escape, INTROSPECTION)) + r")\b")
+
+
+def uses_introspection(text: str) -> list[str]:
+    """The introspection names (`INTROSPECTION`) that `text` spells, in order, once each."""
+    return list(dict.fromkeys(_INTROSPECTION_RE.findall(text)))
+
+
+def plain_expr(problem: LoadedProblem, expr: str) -> str:
+    """`expr` (Python inside `forward`, from a dynamo source: `self.mlpf.__closure__[0]
+    .cell_contents.c_fc.weight.shape[0]`) with the part that reaches an object through
+    introspection replaced by where that object is in the model (`self.mlp.c_fc.weight.shape[0]`),
+    found by identity among the model's submodules, parameters, buffers and tensor attributes.
+    Raises DraftUnsupportedError, naming the expression, where there is no such place."""
+    if not uses_introspection(expr):
+        return expr
+    steps: list[ast.expr] = []
+    node = pyast.parse(expr, mode="eval").body
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        steps.append(node)
+        node = node.value
+    steps.reverse()
+    hidden = [  # the steps that are introspection themselves
+        i
+        for i, s in enumerate(steps)
+        if uses_introspection(s.attr if isinstance(s, ast.Attribute) else ast.unparse(s.slice))
+    ]
+    if not (isinstance(node, ast.Name) and node.id == "self") or not hidden:
+        raise DraftUnsupportedError(
+            f"{expr!r} is reached through introspection ({', '.join(uses_introspection(expr))}), "
+            "which a candidate may not use"
+        )
+    # The first object at or after the last introspective step that the model holds (after
+    # `self.__dict__` comes `['ln_1']`, the submodule `self.ln_1`).
+    for k in range(hidden[-1], len(steps)):
+        prefix = ast.unparse(steps[k])
+        try:
+            # a dynamo source's attribute chain, evaluated on the drafter's own model
+            target = eval(
+                compile(ast.Expression(steps[k]), "<source>", "eval"), {}, {"self": problem.model}
+            )
+        except Exception as exc:
+            raise DraftUnsupportedError(f"{expr!r}: {prefix!r} fails: {exc}") from exc
+        path = attribute_path(problem.model, target)
+        if path is not None:
+            if k + 1 == len(steps):
+                return path
+            steps[k + 1].value = pyast.parse(path, mode="eval").body
+            return ast.unparse(steps[-1])
+    raise DraftUnsupportedError(
+        f"{expr!r} is reached only through introspection ({', '.join(uses_introspection(expr))}): "
+        "no submodule, parameter, buffer or tensor attribute of Model is that object, and a "
+        "candidate may not use introspection"
+    )
+
+
+def attribute_path(model: Any, target: Any) -> str | None:
+    """Python inside `forward` for `target`, found by identity: `self`, a submodule
+    (`self.mlp`, `self.get_submodule("net.0")`), a parameter, a buffer or a tensor attribute of
+    a submodule; None where it is none of them."""
+    import torch
+
+    if target is model:
+        return "self"
+    if isinstance(target, torch.nn.Module):
+        for name, module in model.named_modules(remove_duplicate=False):
+            if module is target and name:
+                if all(p.isidentifier() for p in name.split(".")):
+                    return "self." + name
+                return f"self.get_submodule({name!r})"
+        return None
+    if isinstance(target, torch.Tensor):
+        for name, p in model.named_parameters(remove_duplicate=False):
+            if p is target:
+                return _attribute_expr(name, "parameter")
+        for name, b in model.named_buffers(remove_duplicate=False):
+            if b is target:
+                return _attribute_expr(name, "buffer")
+        for mod_name, mod in model.named_modules():
+            for attr, value in vars(mod).items():
+                if value is target and not attr.startswith("_"):
+                    path = f"{mod_name}.{attr}" if mod_name else attr
+                    return _attribute_expr(path, "attribute")
+    return None
+
+
+def plain_sources(problem: LoadedProblem, names: dict[str, str]) -> dict[str, str]:
+    """`names` (size symbols -> Python) with each expression through `plain_expr`; a symbol
+    whose expression has no plain spelling is left out (it is then named by its symbol)."""
+    out = {}
+    for symbol, expr in names.items():
+        try:
+            out[symbol] = plain_expr(problem, expr)
+        except DraftUnsupportedError:
+            continue
+    return out
