@@ -92,7 +92,9 @@ def sandbox() -> Sandbox:
     return Sandbox(device="cpu", max_workers=2, limits=Limits(timeout_s=120))
 
 
-def _reach_judge(sb: Sandbox, drop: bool, judge_drops: bool = False) -> tuple[dict, dict]:
+def _reach_judge(
+    sb: Sandbox, drop: bool, judge_drops: bool = False, intruder: str = "intruder", *extra
+) -> tuple[dict, dict]:
     """(what the judge-like job said, what the candidate-like job beside it got)."""
     secret = b"REFERENCE-" + secrets.token_hex(8).encode()
     with sb.slot() as slot:
@@ -100,11 +102,11 @@ def _reach_judge(sb: Sandbox, drop: bool, judge_drops: bool = False) -> tuple[di
         try:
             where = judge.recv(timeout=90)
             got = sb.run(
-                "tests.test_isolation:intruder",
+                f"tests.test_isolation:{intruder}",
                 where["pid"],
                 where["address"],
                 len(secret),
-                drop,
+                *((drop,) if intruder == "intruder" else extra),
                 limits=Limits(timeout_s=90, guard=False),
             )
         finally:
@@ -132,6 +134,25 @@ def test_candidate_job_cannot_reach_the_judge(sandbox):
         assert iso["mode"] == "user" or iso["notes"], "a weaker mode says why"
     else:
         assert iso["mode"] == "same-user"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="changing uid needs root")
+def test_user_mode_as_nobody(sandbox, tmp_path):
+    """`mode="user"` even here, where `nobody` cannot read this machine's Python (so the drop
+    would keep uid 0): the job becomes uid 65534, owns its directory, cannot read a file only
+    root may read, and cannot reach the judge."""
+    private = tmp_path / "root_only"
+    private.write_text("the agent's\n")
+    private.chmod(0o600)
+    judge, got = _reach_judge(sandbox, True, False, "intruder_as_nobody", str(private))
+    assert got["isolation"]["mode"] == "user", got["isolation"]
+    assert got["uid"] == 65534 and got["workdir_owner"] == 65534
+    assert got["private_file"] == "PermissionError"
+    assert got["mem"] == "PermissionError", got["mem"]
+    assert got["environ"] == "PermissionError"
+    assert got["ptrace"] == os.strerror(1)
+    assert got["isolation"]["agent_readable"] is False
+    assert got["isolation"]["caps_dropped"] is True
 
 
 def test_not_dumpable_keeps_out_a_job_with_the_same_rights(sandbox):
@@ -291,3 +312,27 @@ def test_honest_kernel_still_verified_after_the_drop(device, drop):
     kernel = (ROOT / "examples" / "kernels" / "relu.py").read_text()
     verdict = v.verify(problem, kernel)
     assert verdict.status == "ok", verdict.message
+
+
+def intruder_as_nobody(pid: int, address: int, size: int, private_file: str) -> dict:
+    """`intruder` in `user` mode on a machine whose Python `nobody` cannot read (the drop
+    would stay uid 0 there): the check of the installation is skipped, and nothing is imported
+    after the drop."""
+    from tools import isolation
+    from tools.job_process import _JOB, _dump_reply
+
+    _dump_reply(("ok", {"warm": [1]}))  # what the reply imports, imported while it can be
+    isolation.unreadable_for_others = lambda device="cpu": ""
+    iso = drop_privileges()
+    try:
+        with open(private_file, "rb"):
+            private = "read"
+    except OSError as exc:
+        private = type(exc).__name__
+    return {
+        "isolation": dataclasses.asdict(iso),
+        "uid": os.geteuid(),
+        "workdir_owner": os.stat(_JOB["workdir"]).st_uid,
+        "private_file": private,
+        **attempts(pid, address, size),
+    }
