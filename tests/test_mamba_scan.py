@@ -189,10 +189,10 @@ def test_draft_is_closer_to_fp64_than_pytorch_fp32(drafts, fp64_runs, name):
     runs = fp64_runs[name]
     assert all(r["finite"] for r in runs), runs
     assert max(r["max_ref"] for r in runs) > 1e8, "the copy lost the scan's magnitudes"
-    # Measured (4 seeds): 0.12-0.46 of PyTorch's summed error a seed with the pass, 1.06-2.49
-    # without it.
-    candidate, pytorch = sum(r["candidate"] for r in runs), sum(r["pytorch"] for r in runs)
-    assert candidate < 0.6 * pytorch, runs
+    # Each seed's summed error against fp64, as a fraction of PyTorch's. Measured over seeds
+    # 0-3: 0.12-0.46 with the pass; without it 1.06-2.49 (final state) and 0.49, 4.4, 0.91, 2.2
+    # (Y).
+    assert all(r["candidate"] < 0.6 * r["pytorch"] for r in runs), runs
 
 
 def test_final_state_draft_verifies_ok(drafts, tmp_path):
