@@ -186,6 +186,7 @@ def test_draft_is_closer_to_fp64_than_pytorch_fp32(drafts, fp64_runs, name):
     assert "tl.float64" in source, "the scan's kernels compute in fp32"
     assert any("computed in fp64" in n for n in draft["notes"]), draft["notes"]
     assert not draft["mixed"]
+    assert draft["precision"] == "ieee", draft["precision"]  # fp32 products in its GEMMs
     runs = fp64_runs[name]
     assert all(r["finite"] for r in runs), runs
     assert max(r["max_ref"] for r in runs) > 1e8, "the copy lost the scan's magnitudes"

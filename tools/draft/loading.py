@@ -17,6 +17,7 @@ from typing import Any
 from tools import pyast
 from tools.draft.result import DraftUnsupportedError
 from tools.errors import ProblemError
+from tools.problem import INTROSPECTION_NAMES
 
 
 @dataclasses.dataclass
@@ -117,29 +118,28 @@ def tensor_sources(
     return sources
 
 
-INTROSPECTION = (
-    "__closure__",
-    "cell_contents",
-    "__dict__",
-    "__globals__",
-    "__code__",
-    "__defaults__",
-    "__kwdefaults__",
-    "__self__",
-    "__func__",
-    "__wrapped__",
-    "__class__",
-    "__builtins__",
-    "f_back",
-    "f_locals",
-    "f_globals",
-    "_getframe",
-    "gi_frame",
-    "tb_frame",
+INTROSPECTION = tuple(
+    sorted(
+        INTROSPECTION_NAMES
+        | {
+            "cell_contents",
+            "__dict__",
+            "__defaults__",
+            "__kwdefaults__",
+            "__self__",
+            "__func__",
+            "__wrapped__",
+            "__class__",
+            "__builtins__",
+            "gi_frame",
+            "tb_frame",
+        }
+    )
 )
-"""Names through which dynamo may reach an object (a lambda's closure: minGPT's `self.mlpf`)
-and which the verifier refuses in a candidate (docs/verification.md, step 1): a draft must not
-spell any of them."""
+"""Names through which dynamo may reach an object (a lambda's closure: minGPT's `self.mlpf`):
+the verifier's tripwire (`tools.problem.INTROSPECTION_NAMES`, docs/verification.md step 1:
+`__closure__`, frames, `__globals__`...) and the other ways to an object's insides. A draft
+spells none of them."""
 
 _INTROSPECTION_RE = re.compile(r"\b(?:" + "|".join(map(re.escape, INTROSPECTION)) + r")\b")
 
