@@ -6,11 +6,13 @@ torch.compile cannot trace them, so before this lowering every problem here draf
   candidates get), against nn.LSTM/GRU/RNN in fp64, sizes that are not powers of two and span
   several batch, hidden and reduction blocks (interpreter; natively on a GPU);
 - every problem in tests/fixtures/recurrent/ (small copies of KernelBench level3/36, 37, 38, 40,
-  41, 42, plus a GRU with batch_first and no bias and an nn.RNN with ReLU and no initial state)
-  drafted with `draft_candidate` on the CPU, then each candidate run against its Model;
+  41, 42, plus a GRU with batch_first and no bias, an nn.RNN with ReLU and no initial state, and
+  an LSTM on an unbatched sequence) drafted with `draft_candidate` on the CPU, then each
+  candidate run against its Model;
 - two candidates verified by the project's verifier under the strict policy (one trial; one of
   them also compiles every kernel for sm_90).
-About 60-70 s on 2 loaded cores, most of it Inductor's drafts and the two verifications.
+About 35 s of CPU: 63 s of wall time on the shared 2-core machine at a moderate load, 4 minutes
+at a load average of 12; most of it Inductor's drafts and the two verifications.
 """
 
 from __future__ import annotations
