@@ -485,3 +485,14 @@ def test_outputs_the_fp64_rule_does_not_keep_are_sampled_within_a_time_budget(mo
     monkeypatch.setattr(judge, "PRECISION_BUDGET_S", 0.0)  # the next run would be past it
     fp64.new_trial({"seed": 2}, expected)
     assert fp64.samples() is None and "not checked for lower precision" in fp64.skipped
+
+
+def test_a_denormal_flushed_to_zero_is_fp32_not_lower_precision():
+    # A softmax row whose small entries underflow into fp32's denormals: a GPU's fast exp
+    # flushes them to zero (an error of up to 2^-126); fp16 would lose far more.
+    x = torch.tensor([[0.0] + [-95.0 - k for k in range(40)]])
+    ref32, ref64 = torch.softmax(x, -1), torch.softmax(x.double(), -1)
+    assert 0 < float(ref32[0, 1]) < torch.finfo(torch.float32).tiny
+    samples = precision_sample([ref32], [ref64], torch.Generator())
+    assert lower_precision([torch.where(ref32 < 1e-38, 0.0, ref32)], samples) is None
+    assert lower_precision([ref32.half().float()], samples) is None  # all 0 or 1 in fp16 too

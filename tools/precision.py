@@ -76,8 +76,9 @@ class PrecisionSample:
     order is an ulp off), and the median of PyTorch's errors over the element and its
     `WINDOW` neighbours each side (where PyTorch is exact by luck on an element whose terms are
     large, a sum that nearly cancels: the median is PyTorch's typical error there, and a few
-    large errors among the neighbours cannot raise it). inf where the references are not finite
-    (nothing is judged there)."""
+    large errors among the neighbours cannot raise it); at least the smallest normal fp32
+    number (a denormal flushed to zero is fp32 arithmetic too). inf where the references are
+    not finite (nothing is judged there)."""
 
 
 def gather_flat(t: Any, index: Any) -> Any:
@@ -123,6 +124,9 @@ def precision_sample(
         r_c, err_c = r_win[:, WINDOW], err[:, WINDOW]
         scale = torch.maximum(err_c, r_c.abs() * eps)
         scale = torch.fmax(scale, err.nanmedian(dim=1).values)
+        # fp32 hardware that flushes denormals (a GPU's fast paths, Triton's default) errs by up
+        # to the smallest normal number; fp16's own smallest normal is 2^112 times larger.
+        scale.clamp_min_(torch.finfo(torch.float32).tiny)
         scale.masked_fill_(~torch.isfinite(r_c) | torch.isnan(err_c), float("inf"))
         out.append(PrecisionSample(index=centre, reference64=r_c, pytorch_err=err_c, scale=scale))
     return out
