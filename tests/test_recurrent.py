@@ -27,7 +27,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "recurrent"
-REFUSED = ROOT / "tests" / "fixtures" / "recurrent_refused" / "lstm_dropout.py"
+REFUSED = sorted((ROOT / "tests" / "fixtures" / "recurrent_refused").glob("*.py"))
 PROBLEMS = sorted(p.name for p in FIXTURES.glob("*.py"))
 LAUNCHERS = {"lstm": "triton_lstm(", "gru": "triton_gru(", "rnn": "triton_rnn("}
 
@@ -173,7 +173,7 @@ def _run(args: list[str], workdir: Path, interpret: bool) -> None:
 def drafts(tmp_path_factory) -> dict[str, dict]:
     workdir = tmp_path_factory.mktemp("recurrent-drafts")
     out = workdir / "drafts.json"
-    paths = [str(FIXTURES / name) for name in PROBLEMS] + [str(REFUSED)]
+    paths = [str(FIXTURES / name) for name in PROBLEMS] + [str(p) for p in REFUSED]
     _run([DRAFT_SCRIPT, str(out), *paths], workdir, interpret=False)
     drafted = {Path(path).name: draft for path, draft in json.loads(out.read_text()).items()}
     for name, draft in drafted.items():
@@ -225,9 +225,16 @@ def test_candidate_matches_model(interpreted, name):
     assert all(isinstance(e, float) and e <= 1e-4 for e in errors), errors
 
 
-def test_dropout_between_layers_is_refused(drafts):
-    error = drafts[REFUSED.name].get("error", "")
-    assert error.startswith("DraftUnsupportedError") and "dropout=0.5" in error, error
+@pytest.mark.parametrize(
+    "name, why",
+    [
+        ("lstm_dropout.py", "dropout=0.5 between recurrent layers"),
+        ("lstm_proj_size.py", "proj_size=4"),
+    ],
+)
+def test_what_the_lowering_cannot_match_is_refused(drafts, name, why):
+    error = drafts[name].get("error", "")
+    assert error.startswith("DraftUnsupportedError") and why in error, error
 
 
 @pytest.mark.parametrize(
