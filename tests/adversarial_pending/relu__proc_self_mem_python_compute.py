@@ -3,8 +3,8 @@ Plain-Python compute on raw memory with no ctypes: forward reads the input's byt
 process's memory (`/proc/self/mem` opened for reading: the guard checks writes only), clamps the
 floats in Python, writes the result to a file in the job directory, maps it back with
 `torch.UntypedStorage.from_file` and copies it into the output with a Triton kernel. The only
-aten ops are allocations, a view and `set_`. (On a GPU the pointer is a device address: the read fails, a runtime error, or
-crashes.)
+aten ops are allocations, a view and `set_`. (On a GPU the pointer is a device address: the
+read fails, a runtime error, or crashes.)
 """
 
 import os
