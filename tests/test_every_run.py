@@ -321,16 +321,22 @@ class _H:  # the interpreter's TensorHandle, as far as the detector reads it
         self.data = np.asarray(data)
 
 
-def _run(det: RaceDetector, programs: list[list[tuple[str, list[int]]]]) -> list[dict]:
-    """One launch: each program's accesses in order, ("load" | "store" | "atomic", addresses)."""
+def _run(det: RaceDetector, programs: list[list[tuple]]) -> list[dict]:
+    """One launch: each program's events in order: ("load" | "store", addresses), ("atomic",
+    addresses) (one that changed memory), ("atomic0", addresses) (one that wrote what was
+    there), ("wait",) (a branch on an atomic's result)."""
     det.armed = True
     det.new_launch((len(programs), 1, 1))
-    for pid, accesses in enumerate(programs):
+    for pid, events in enumerate(programs):
         det.set_program(pid, 0, 0)
-        for what, addrs in accesses:
+        for what, *rest in events:
+            if what == "wait":
+                det._waited()
+                continue
+            addrs = rest[0]
             ptrs = _H(np.array(addrs, dtype=np.uint64))
-            if what == "atomic":
-                det._record_atomic(ptrs, None)
+            if what in ("atomic", "atomic0"):
+                det._record_atomic(ptrs, None, what == "atomic")
             else:
                 into = det._loads if what == "load" else det._stores
                 det._record(into, ptrs, _H(np.ones(len(addrs), bool)))
@@ -348,18 +354,33 @@ def test_an_atomic_elsewhere_in_the_launch_excuses_nothing():
 
 
 def test_atomics_order_a_last_program_reduction_and_a_lock():
-    # Partials stored, then the counter taken; the last program reads them all after it.
+    # Partials stored, then the counter taken; the last program, seeing the count, reads them.
     parts = [[("store", [100 + 4 * p]), ("atomic", [900])] for p in range(3)]
-    parts[-1] += [("load", [100, 104, 108])]
+    parts[-1] += [("wait",), ("load", [100, 104, 108])]
     assert _run(RaceDetector(), parts) == []
     # ... but not when the reading program took a counter the others did not release on.
     parts = [[("store", [100 + 4 * p]), ("atomic", [900])] for p in range(3)]
-    parts[-1] = [("store", [108]), ("atomic", [904]), ("load", [100, 104, 108])]
+    parts[-1] = [("store", [108]), ("atomic", [904]), ("wait",), ("load", [100, 104, 108])]
     found = _run(RaceDetector(), parts)
     assert found == [{"launch": 1, "reader": 2, "writer": 0, "addresses": 1}]
-    # A lock around a read-modify-write (atomic before and after, on the lock's address).
-    locked = [[("atomic", [64]), ("load", [500]), ("store", [500]), ("atomic", [64])]] * 4
+    # A spin lock around a read-modify-write: take it (and wait on the swap), release it.
+    locked = [
+        [("atomic", [64]), ("wait",), ("load", [500]), ("store", [500]), ("atomic", [64])]
+    ] * 4
     assert _run(RaceDetector(), locked) == []
+
+
+def test_atomics_that_order_nothing_excuse_nothing():
+    body = [("load", [500]), ("store", [500])]
+    # atomic_add(counter, 0) before and after: writes nothing new, so it publishes nothing.
+    bracket = [[("atomic0", [64]), ("wait",), *body, ("atomic0", [64])]] * 3
+    assert len(_run(RaceDetector(), bracket)) == 1
+    # Atomics that change the counter, but nothing waits on their result.
+    bracket = [[("atomic", [64]), *body, ("atomic", [64])]] * 3
+    assert len(_run(RaceDetector(), bracket)) == 1
+    # A wait before the acquiring atomic is no wait on it.
+    bracket = [[("wait",), ("atomic", [64]), *body, ("atomic", [64])]] * 3
+    assert len(_run(RaceDetector(), bracket)) == 1
 
 
 def test_a_load_before_another_programs_store_is_a_race_too_and_own_addresses_are_not():

@@ -77,6 +77,8 @@ class RaceDetector:
         self._loads: list[tuple[int, int, np.ndarray]] = []
         self._stores: list[tuple[int, int, np.ndarray]] = []
         self._atomics: list[tuple[int, int, np.ndarray]] = []
+        self._releases: list[tuple[int, int, np.ndarray]] = []  # atomics that changed memory
+        self._waits: list[tuple[int, int]] = []  # (program, moment) of a branch on an atomic
         self._recorded = 0
         self._level = 0  # addresses kept: those whose hash has `_level` leading zero bits
         self._salt = np.uint64(secrets.randbits(64))
@@ -122,13 +124,24 @@ class RaceDetector:
                 records[k] = (pid, seq, kept)
                 self._recorded += kept.size
 
-    def _record_atomic(self, ptrs: Any, mask: Any) -> None:
+    def _record_atomic(self, ptrs: Any, mask: Any, modified: bool) -> None:
+        """An atomic of the current program; `modified`: it changed the memory it touched (an
+        atomic that writes what was there already, `atomic_add(p, 0)`, publishes nothing)."""
         if not self.armed:
             return
         picked = self._addresses(ptrs, mask)
         self._seq += 1
         if picked is not None:
             self._atomics.append((self._pid, self._seq, picked))
+            if modified:
+                self._releases.append((self._pid, self._seq, picked))
+
+    def _waited(self) -> None:
+        """The current program branched on (or masked an access with) a value an atomic
+        returned: it waits on what other programs did."""
+        if self.armed:
+            self._seq += 1
+            self._waits.append((self._pid, self._seq))
 
     def new_launch(self, grid: tuple[int, int, int]) -> None:
         self._check()
@@ -246,32 +259,74 @@ class RaceDetector:
     def _ordered(
         self, early: np.ndarray, late: np.ndarray, e_last: np.ndarray, l_first: np.ndarray
     ) -> np.ndarray:
-        """Per pair of programs: whether the earlier did an atomic after its last conflicting
-        access and the later one an atomic before its first, on a common address."""
+        """Per pair of programs: whether atomics order the earlier one's conflicting accesses
+        before the later one's. The earlier program released: an atomic after its last access
+        that changed memory (a write others can see). The later one acquired: an atomic on the
+        same address before its first access, then a branch on (or a mask made of) an atomic's
+        result before that access (it waited on what others did: a spin lock's compare-and-
+        swap, the last program's counter). Atomics that write nothing new, or whose result
+        nothing waits on, order nothing: on a GPU the programs still run side by side."""
+        ordered = np.zeros(early.size, dtype=bool)
+        if not self._releases or not self._waits:
+            return ordered
         a_pid, a_seq, a_addr = _flatten(self._atomics)
-        addrs, aid = np.unique(a_addr, return_inverse=True)
+        addrs = np.unique(a_addr)
         n_addr = max(int(addrs.size), 1)
-        key = a_pid * n_addr + aid
+        # The later program's last wait before its first conflicting access (-1: none). Moments
+        # grow in program order, so the last wait before `l_first` is the later program's own
+        # exactly when its program id is the later one's.
+        w_pid = np.array([p for p, _ in self._waits], dtype=np.int64)
+        w_seq = np.array([q for _, q in self._waits], dtype=np.int64)
+        i = np.searchsorted(w_seq, l_first) - 1
+        waited = np.where((i >= 0) & (w_pid[np.maximum(i, 0)] == late), w_seq[np.maximum(i, 0)], -1)
+        # First atomic of each (program, address), for the acquire.
+        key = a_pid * n_addr + np.searchsorted(addrs, a_addr)
         keys, kidx = np.unique(key, return_inverse=True)
         a_first = np.full(keys.size, np.iinfo(np.int64).max, dtype=np.int64)
         np.minimum.at(a_first, kidx, a_seq)
-        a_last = np.zeros(keys.size, dtype=np.int64)
-        np.maximum.at(a_last, kidx, a_seq)
-        # The earlier program's atomic addresses (a contiguous run of `keys` per program).
-        lo = np.searchsorted(keys, early * n_addr)
-        hi = np.searchsorted(keys, (early + 1) * n_addr)
+        # Last memory-changing atomic of each (program, address), for the release.
+        r_pid, r_seq, r_addr = _flatten(self._releases)
+        r_key = r_pid * n_addr + np.searchsorted(addrs, r_addr)
+        r_keys, r_idx = np.unique(r_key, return_inverse=True)
+        r_last = np.zeros(r_keys.size, dtype=np.int64)
+        np.maximum.at(r_last, r_idx, r_seq)
+        # The earlier program's release addresses (a contiguous run of `r_keys` per program).
+        lo = np.searchsorted(r_keys, early * n_addr)
+        hi = np.searchsorted(r_keys, (early + 1) * n_addr)
         per = hi - lo
-        ordered = np.zeros(early.size, dtype=bool)
         if not per.any():
             return ordered
         rep = np.repeat(np.arange(early.size), per)
         k = np.repeat(lo, per) + (np.arange(rep.size) - np.repeat(np.cumsum(per) - per, per))
-        released = a_last[k] > e_last[rep]
-        want = late[rep] * n_addr + (keys[k] - early[rep] * n_addr)
+        released = r_last[k] > e_last[rep]
+        want = late[rep] * n_addr + (r_keys[k] - early[rep] * n_addr)
         j = np.clip(np.searchsorted(keys, want), 0, keys.size - 1)
-        acquired = (keys[j] == want) & (a_first[j] < l_first[rep])
+        acquired = (keys[j] == want) & (a_first[j] < waited[rep]) & (waited[rep] < l_first[rep])
         np.logical_or.at(ordered, rep, released & acquired)
         return ordered
+
+
+class _AtomicResult(np.ndarray):
+    """The values an atomic returned, and what numpy computes from them (its ufuncs keep the
+    subclass: `done == n - 1` is one too). A branch on one is the program waiting on an
+    atomic (`RaceDetector._waited`, through `detector`)."""
+
+    detector: RaceDetector | None = None
+
+    def __bool__(self) -> bool:
+        if _AtomicResult.detector is not None:
+            _AtomicResult.detector._waited()
+        return bool(np.asarray(self))
+
+
+def _peek(builder: Any, cls: type, ptr: Any, mask: Any) -> np.ndarray | None:
+    """The memory an atomic is about to touch (or just touched), read without recording."""
+    try:
+        if mask is None:
+            mask = type(ptr)(np.ones_like(ptr.data, dtype=bool), None)
+        return np.array(cls.create_masked_load(builder, ptr, mask, None, None, False).data)
+    except Exception:  # noqa: BLE001 - a pointer shape we do not read: counts as changed
+        return None
 
 
 def _flatten(records: list[tuple[int, int, np.ndarray]]) -> tuple[np.ndarray, ...]:
@@ -456,6 +511,7 @@ def install(builder: Any = None) -> RaceDetector:
 
         _wrap_grid_executor(libdevice_as_tl())
     det = RaceDetector()
+    _AtomicResult.detector = det
     cls = type(builder)
 
     def create_dot(a, b, d, input_precision, max_num_imprecise_acc):
@@ -474,10 +530,14 @@ def install(builder: Any = None) -> RaceDetector:
         return cls.set_grid_idx(builder, x, y, z)
 
     def create_masked_load(ptrs, mask, other, cache_policy, is_volatile):
+        if isinstance(getattr(mask, "data", None), _AtomicResult):
+            det._waited()
         det._record(det._loads, ptrs, mask)
         return cls.create_masked_load(builder, ptrs, mask, other, cache_policy, is_volatile)
 
     def create_masked_store(ptrs, value, mask, cache_policy):
+        if isinstance(getattr(mask, "data", None), _AtomicResult):
+            det._waited()
         det._record(det._stores, ptrs, mask)
         return cls.create_masked_store(builder, ptrs, value, mask, cache_policy)
 
@@ -503,12 +563,19 @@ def install(builder: Any = None) -> RaceDetector:
         def atomic(*args, __method=method, __mask_at=mask_at, **kwargs):
             ptr = args[1] if __method.__name__ == "create_atomic_rmw" else args[0]
             mask = args[__mask_at] if __mask_at is not None and len(args) > __mask_at else None
-            det._record_atomic(ptr, mask)
             det._in_atomic += 1
             try:
-                return __method(builder, *args, **kwargs)
+                before = _peek(builder, cls, ptr, mask) if det.armed else None
+                result = __method(builder, *args, **kwargs)
+                after = _peek(builder, cls, ptr, mask) if det.armed else None
             finally:
                 det._in_atomic -= 1
+            changed = before is None or after is None or before.tobytes() != after.tobytes()
+            det._record_atomic(ptr, mask, changed)
+            data = getattr(result, "data", None)
+            if det.armed and isinstance(data, np.ndarray):
+                result.data = data.view(_AtomicResult)
+            return result
 
         setattr(builder, name, atomic)
     return det
