@@ -13,10 +13,11 @@
   answer. `RaceDetector` records, for every armed forward (the candidate's job arms every run),
   which program loaded and which stored each address, and when, and reports a launch in which a
   program loaded an address another program stored non-atomically (or stored one another program
-  had loaded), unless atomics order the two: the earlier program did an atomic after its access
-  and the later one an atomic before its access, on a common address (the "last program reduces"
-  split reduction, a lock). Atomics are not racing accesses themselves, and an atomic anywhere
-  else in the launch excuses nothing.
+  had loaded), unless atomics order the two: the earlier program did, after its access, an
+  atomic that changed memory, and the later one, before its access, an atomic on the same
+  address and then a branch on an atomic's result (`RaceDetector._ordered`: the "last program
+  reduces" split reduction, a spin lock). Atomics are not racing accesses themselves, and an
+  atomic anywhere else in the launch, or one that orders nothing, excuses nothing.
 - **No libdevice.** The interpreter cannot run `triton.language.extra.libdevice` (its functions
   are stubs there) nor `tl.extra.cuda.libdevice` (extern calls). While a launch is interpreted,
   their functions with a `tl` equivalent (the CPU drafter's table, `tools.draft.interp`) run that
