@@ -234,6 +234,17 @@ def lock_down(candidate_file: str | None = None) -> None:
         return __register(kind, ns, *args, **kwargs)
 
     torch._C._dispatch_library = dispatch_library
+    # ctypes' raw copies raise no audit event: with an address from `data_ptr()` they read and
+    # write a tensor's memory from Python (compute in Python, written back past every audit).
+    # Nothing of torch or Triton uses them in a job; replaced outright (no wrapper keeps the
+    # original within reach), and rebuilding them from `_memmove_addr` raises `ctypes.cdata`.
+    import ctypes
+
+    def refuse_raw_copy(*args: object, **kwargs: object) -> None:
+        _deny("copying raw memory through ctypes (memmove/memset)")
+
+    ctypes.memmove = refuse_raw_copy
+    ctypes.memset = refuse_raw_copy
 
 
 def _trusted_library(name: object) -> bool:
@@ -478,6 +489,10 @@ def _hook(event: str, args: tuple, fs_events: Mapping = _FS_EVENTS) -> None:
             _deny(f"sending signal {sig} to process {target} ({event})")
     elif _state["locked"] and event in _LOCKED_EVENTS:
         _check_locked(event, args)
+    elif _state["locked"] and event == "sys.addaudithook":
+        # An audit hook can never be removed or listed: it would run the candidate's code at
+        # every event the harness raises (each `open` of the export), past every check.
+        _deny("adding an audit hook (sys.addaudithook)")
     elif event == "ctypes.dlsym":
         # ctypes reaches libc directly, past every Python-level check above. Kernels have no
         # use for these symbols; neither torch nor triton look them up through ctypes.

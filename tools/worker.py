@@ -218,7 +218,7 @@ def candidate_job(
     runs before a trial can know that trial's inputs, nor how many trials there will be."""
     from tools.audit import audited, constructor_audited
     from tools.handover import export_outputs
-    from tools.integrity import Integrity, hooks
+    from tools.integrity import Integrity, ProcessSnapshot, hooks
     from tools.op_profiler import ProfilerObserver
 
     device = job_device()
@@ -275,13 +275,23 @@ def candidate_job(
             races = interp_checks.install()  # TF32 dots; cross-program races (armed below)
             budget = install_launch_budget()  # each launch's time, from its grid
         integrity = Integrity(problem)
+        # Everything the harness imports later, loaded now so that the snapshot below covers it
+        # (a module the candidate imported first and patched would otherwise be handed over).
+        for name in ("tools.error_map", "tools.problem", "tools.launch_record", "tools.aot", "ast"):
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - an optional piece; its own use reports it
+                pass
+        process = process_during = ProcessSnapshot()
         threads_before = set(threading.enumerate())
         tamper: list[str] = []
 
         hooks_before = hooks()
 
-        def check_integrity(where: str, snap: Integrity) -> None:
-            for label in snap.changed():
+        def check_integrity(where: str, snap: Integrity, everything: bool = False) -> None:
+            whole = process if snap is integrity else process_during
+            changed = snap.changed() + (whole.changed() if everything else [])
+            for label in changed:
                 msg = f"replacing {label} ({where})"
                 if msg not in tamper:
                     tamper.append(msg)
@@ -299,10 +309,10 @@ def candidate_job(
             cand = exec_module(kernel_source, local_path, "candidate")
         except BaseException as exc:  # noqa: BLE001 - SystemExit from a candidate is an error too
             result.update(error=_map_error(exc, local_path), error_class="compile_error")
-            check_integrity("while importing", integrity)
+            check_integrity("while importing", integrity, everything=True)
             result["violations"] = _violations(tamper)
             return result
-        check_integrity("at import", integrity)
+        check_integrity("at import", integrity, everything=True)
         result["timings"]["import"] = time.perf_counter() - t0 - result["timings"]["setup"]
         result["stage"] = "construct"
         model_new_cls = getattr(cand, "ModelNew", None)
@@ -336,7 +346,7 @@ def candidate_job(
             check_integrity("in the constructor", integrity)
             result["violations"] = _violations(tamper)
             return result
-        check_integrity("in the constructor", integrity)
+        check_integrity("in the constructor", integrity, everything=True)
         del model  # the reference model has no business in this process from here on
         result["stage"] = "run"
         audit: dict[str, Any] = {
@@ -359,6 +369,7 @@ def candidate_job(
                 result.setdefault("notes", []).append(f"launch recorder unavailable: {exc}")
         # Second snapshot: the launch recorder above legitimately patched triton's `run`.
         during = Integrity(problem)
+        process_during = process.rebased()
         observer = stack.enter_context(ProfilerObserver())
         idle_runs: list[str] = []
         prev_args: list | None = None
@@ -500,7 +511,7 @@ def candidate_job(
                     msg = f"{op} when forward's outputs were freed (a finalizer or __del__)"
                     if msg not in tamper:
                         tamper.append(msg)
-                check_integrity("after forward's outputs were freed", during)
+                check_integrity("after forward's outputs were freed", during, everything=True)
                 if isinstance(reply, dict) and reply.get("stop"):
                     break
             del base
@@ -525,7 +536,7 @@ def candidate_job(
         alive = [t for t in threading.enumerate() if t not in threads_before and t.is_alive()]
         if alive:
             tamper.append(f"leaving {len(alive)} thread(s) running after forward ({alive[0].name})")
-    check_integrity("by the end of the job", integrity)
+    check_integrity("by the end of the job", integrity, everything=True)
     result["audit"] = audit
     result["idle_runs"] = idle_runs
     if budget is not None and budget.slow:
