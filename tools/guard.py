@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import os
+import re
 import shutil
 import sys
 import sysconfig
@@ -381,7 +382,16 @@ def _open_dirs() -> list[str]:
     return found
 
 
+_RAW_MEMORY = re.compile(r"^/proc/(self|thread-self|\d+)(/task/\d+)?/(mem|pagemap)$")
+
+
 def _check_open(path: object, mode: object, flags: object) -> None:
+    if _state["locked"] and isinstance(path, (str, bytes, os.PathLike)):
+        # A process's memory as a file (its own included: plain Python computing on raw
+        # memory, with no ctypes and no tensor op), read or written.
+        p = os.path.normpath(os.fsdecode(os.fspath(path)))
+        if _RAW_MEMORY.match(p) or _RAW_MEMORY.match(os.path.realpath(p)):
+            _deny(f"opening {p} (a process's memory)")
     if isinstance(path, int) or path is None or not _is_write(mode, flags):
         return
     root = _state["root"]
@@ -532,7 +542,9 @@ _BUSY = [False]
 """Set while the guard itself looks at frames (which raises the events it is handling)."""
 # Modules whose purpose is walking the stack: a frame request from them on behalf of the
 # candidate's code is the candidate's.
-_STACK_MODULES = ("inspect.py", "traceback.py")
+_STACK_MODULES = ("inspect.py", "traceback.py", "__init__.py")
+# (`__init__.py`: logging's `currentframe` is `lambda: sys._getframe(1)` in logging/__init__.py;
+# a package's top level has no business asking for frames on the candidate's behalf either.)
 
 
 def _check_locked(event: str, args: tuple) -> None:

@@ -538,8 +538,7 @@ class ProcessSnapshot:
                     cd = v.__dict__
                     classes.append((v, cd, frozenset(cd), f"{name}.{k}"))
                     for ck, cv in list(cd.items()):
-                        if ck[:2] == "__" and ck not in _DUNDERS:
-                            continue
+                        # dunders too (a context manager's `__exit__` runs in the harness)
                         if callable(cv) or isinstance(cv, (staticmethod, classmethod, property)):
                             entries.append((cd, ck, cv, f"{name}.{k}"))
         self._entries = entries
@@ -576,8 +575,8 @@ class ProcessSnapshot:
             if len(cd) == len(keys):  # a removed callable shows above; additions change the size
                 continue
             for k in set(cd) - keys:
-                if k[:2] == "__" and k not in _DUNDERS:
-                    continue  # Python adds some on its own (`__annotations__` when read)
+                if k in ("__annotations__", "__abstractmethods__", "_abc_impl"):
+                    continue  # Python adds these on its own (`__annotations__` when read)
                 if where.startswith("triton.language") and _interpreter_own(cd.get(k)):
                     continue  # the interpreter's own (tensor.__repr__ while a launch runs)
                 inherited = next((vars(b)[k] for b in cls.__mro__[1:] if k in vars(b)), _MISSING)

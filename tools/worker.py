@@ -418,6 +418,14 @@ def candidate_job(
                         # Still inside the audit: flattening forward's return value may run the
                         # candidate's code (a list subclass's __iter__, a __len__).
                         flat = checked_outputs(normalise_outputs(out), tamper)
+                        # The arguments are read after forward (mutation, aliasing): their class
+                        # must still be the one the harness made (`x.__class__ = Sub` gives them
+                        # properties that run then).
+                        for i, (a, b) in enumerate(zip(args, base)):
+                            if type(a) is not type(b):
+                                msg = f"changing the class of argument {i} (in forward)"
+                                if msg not in tamper:
+                                    tamper.append(msg)
                 except BaseException as exc:  # noqa: BLE001
                     gc.enable()
                     failed_launch = launches.failed
