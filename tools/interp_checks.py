@@ -391,6 +391,8 @@ class LibdeviceAsTl:
             # The harness's own text (the drafter's table), never the candidate's.
             exec(f"def libdevice_{name}({params}):\n    {body}\n", scope)  # noqa: S102
             self.functions[name] = _scalars_as_tensors(scope[f"libdevice_{name}"])
+        for name, np_name in _NUMPY_ELEMENTWISE.items():
+            self.functions.setdefault(name, _numpy_elementwise(name, np_name))
         self.modules = _libdevice_modules()
         # Every libdevice function: its equivalent, or a clear error (the stubs return None).
         self.replacements: dict[int, Callable[..., Any]] = {}
@@ -424,6 +426,68 @@ class LibdeviceAsTl:
                 fn_globals[gname] = value
 
         return restore
+
+
+_NUMPY_ELEMENTWISE: dict[str, str] = {
+    # libdevice functions with no `tl` spelling: under the interpreter a tensor is a numpy array,
+    # so numpy's function of the same meaning (correctly rounded or within an ulp or two in
+    # float32, as libdevice's are) computes them. The harness's code, not the candidate's.
+    "atan": "arctan",
+    "asin": "arcsin",
+    "acos": "arccos",
+    "atanh": "arctanh",
+    "asinh": "arcsinh",
+    "acosh": "arccosh",
+    "sinh": "sinh",
+    "cosh": "cosh",
+    "tan": "tan",
+    "log10": "log10",
+    "exp10": "exp10",
+    "cbrt": "cbrt",
+    "trunc": "trunc",
+    "rint": "rint",
+    "nearbyint": "rint",
+    "atan2": "arctan2",
+    "hypot": "hypot",
+    "fmod": "fmod",
+    "copysign": "copysign",
+    "pow": "power",
+    "powf": "power",
+    "fdim": "fdim",
+    "nextafter": "nextafter",
+    "isnan": "isnan",
+    "isinf": "isinf",
+    "signbit": "signbit",
+}
+
+
+def _numpy_elementwise(name: str, np_name: str) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        import numpy as np
+        import triton.language as tl
+        from triton.runtime.interpreter import TensorHandle
+
+        kwargs.pop("_semantic", None)
+        like = next((a for a in args if isinstance(a, tl.tensor)), None)
+        if like is None:
+            raise NotImplementedError(f"libdevice.{name} on Python numbers")
+        data = [a.handle.data if isinstance(a, tl.tensor) else a for a in args]
+        if np_name == "exp10":
+            out = np.power(np.asarray(10.0, like.handle.data.dtype), data[0])
+        elif np_name == "fdim":
+            out = np.maximum(data[0] - data[1], 0)
+        else:
+            out = getattr(np, np_name)(*data)
+        if out.dtype == np.bool_:  # isnan/isinf/signbit: libdevice returns int32
+            out, dtype = out.astype(np.int32), tl.int32
+        else:
+            out, dtype = out.astype(like.handle.data.dtype), like.handle.dtype.scalar
+        shape = like.type.shape if like.type.is_block() else None
+        ty = tl.block_type(dtype, shape) if shape else dtype
+        return tl.tensor(TensorHandle(np.ascontiguousarray(out), dtype), ty)
+
+    call.__name__ = f"libdevice_{name}"
+    return call
 
 
 def _unsupported(name: str) -> Callable[..., Any]:
