@@ -16,10 +16,11 @@ from tools.roofline import summarize
 CACHE_VERSION = 1
 
 
-TIMING_METHOD = 2
+TIMING_METHOD = 3
 """Version of the timing method (tools/timing.py). Cached baselines timed another way
 are not compared with a candidate timed this way. 1: session 1's synchronised events; 2: padded
-events on the caller's stream, checked against the profiler."""
+events on the caller's stream, checked against the profiler; 3: new input values before every timed
+call (tools.timing.Freshness: a memo keyed on input contents gains nothing)."""
 
 
 def load_cache() -> dict[str, Any]:

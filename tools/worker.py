@@ -163,10 +163,6 @@ def _same_outputs(a: list, b: list) -> bool:
 
 # The candidate job
 
-RACE_CHECK_MAX_BYTES = 64 << 20
-"""The interpreter's race check (one run a verification) records the addresses every load and
-store touches; past this size of a trial's inputs it is skipped (memory and time)."""
-
 
 def _map_error(exc: BaseException, path: str) -> dict[str, Any]:
     try:
@@ -405,7 +401,7 @@ def candidate_job(
                 # finalizer of its garbage could rewrite an output after the audit closed), and
                 # forward's return value lives until then (freeing it could run a __del__).
                 gc.disable()
-                if races is not None:  # one forward a verification: the check costs a sort
+                if races is not None:  # every run; tools.interp_checks bounds a launch's cost
                     races.armed = True  # every run (interp_checks bounds a launch's cost)
                 try:
                     with (
