@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import stat
 from typing import Any
 
 import torch
@@ -162,16 +163,32 @@ def _import_file(directory: str, name: Any, shape: list[int], dtype: torch.dtype
     if not isinstance(name, str) or os.path.basename(name) != name or name.startswith("."):
         raise HandoverError("an output file name outside the candidate's job directory")
     path = os.path.join(directory, name)
-    if os.path.islink(path) or not os.path.isfile(path):
-        raise HandoverError(f"output file {name} is missing or not a regular file")
     nbytes = numel * torch.empty((), dtype=dtype).element_size()
-    if os.path.getsize(path) != nbytes:
-        raise HandoverError(
-            f"output file {name} holds {os.path.getsize(path)} bytes, its shape needs {nbytes}"
-        )
-    if numel == 0:
-        return torch.empty(shape, dtype=dtype)
-    raw = torch.from_file(path, shared=False, size=nbytes, dtype=torch.uint8)
+    # One descriptor, opened without following a link (the candidate owns its directory and
+    # could swap the file for a link to one only the judge may read between a check and the
+    # open), checked and read through that same descriptor.
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        raise HandoverError(f"output file {name} is missing or not a regular file") from None
+    with os.fdopen(fd, "rb", buffering=0) as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise HandoverError(f"output file {name} is missing or not a regular file")
+        if st.st_size != nbytes:
+            raise HandoverError(
+                f"output file {name} holds {st.st_size} bytes, its shape needs {nbytes}"
+            )
+        if numel == 0:
+            return torch.empty(shape, dtype=dtype)
+        raw = torch.empty(nbytes, dtype=torch.uint8)
+        view = memoryview(raw.numpy())
+        got = 0
+        while got < nbytes:
+            n = f.readinto(view[got:])
+            if not n:
+                raise HandoverError(f"output file {name} ended after {got} of {nbytes} bytes")
+            got += n
     return raw.view(dtype).reshape(shape)
 
 
