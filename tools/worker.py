@@ -203,6 +203,7 @@ def candidate_job(
     seed: int,
     poison: bool = True,
     aot_target: str | None = None,
+    allow_library: bool = False,
 ) -> dict[str, Any]:
     """Import the candidate and build it like the reference; then, trial by trial as the parent
     asks (`{"trial", "seed", "scale"}`, until `{"stop"}`), make the trial's inputs from its seed
@@ -249,6 +250,12 @@ def candidate_job(
         # harness set-up in this fresh process: problem, model, dynamo, CUDA and Triton's driver
         result["timings"]["setup"] = time.perf_counter() - t0
 
+        # PyTorch's compute kernels, made unavailable during each forward (tools.compute_block;
+        # the list and the library handle are the harness's, taken before the candidate runs).
+        from tools.compute_block import blocked_operators, compute_blocked
+
+        backend_key = "CUDA" if device == "cuda" else "CPU"
+        blocked = blocked_operators(backend_key, allow_library=allow_library)
         # From here on the job refuses threads, native code and aten registrations (a
         # candidate's), and the snapshot below covers the guard's replacements.
         local_path = os.path.join(os.getcwd(), os.path.basename(kernel_path) or "candidate.py")
@@ -403,11 +410,13 @@ def candidate_job(
                 gc.disable()
                 if races is not None:  # every run; tools.interp_checks bounds a launch's cost
                     races.armed = True  # every run (interp_checks bounds a launch's cost)
+                refused: list[str] = []
                 try:
                     with (
                         torch.no_grad(),
                         observer.forward(),
                         audited(poison=poison) as (mode, launches),
+                        compute_blocked(blocked, backend_key) as refused,
                     ):
                         out = model_new(*args)
                         _sync()
@@ -424,6 +433,10 @@ def candidate_job(
                                     tamper.append(msg)
                 except BaseException as exc:  # noqa: BLE001
                     gc.enable()
+                    for op in refused:
+                        msg = f"calling {op} in forward (PyTorch compute: its kernel is blocked there)"
+                        if msg not in tamper:
+                            tamper.append(msg)
                     failed_launch = launches.failed
                     err = _map_error(exc, local_path)
                     in_kernel = _line_in_kernel(kernel_source, err.get("line"))
@@ -470,6 +483,10 @@ def candidate_job(
                         tamper.append(msg)
                 if launches.count == 0:
                     idle_runs.append(f"trial {trial}, {run} run")
+                for op in refused:  # called, refused, and the refusal swallowed by forward
+                    msg = f"calling {op} in forward (PyTorch compute: its kernel is blocked there)"
+                    if msg not in tamper:
+                        tamper.append(msg)
                 audit["triton_launches"] += launches.count
                 for k in launches.names:
                     if k not in audit["kernels"]:
