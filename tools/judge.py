@@ -57,6 +57,24 @@ runs at a fraction of the fp32 rate on a GPU, and the judge's time limit also co
 candidate's runs); the trials left are then not checked, and the verdict says so."""
 
 
+FP64_SAMPLE_MAX_HOST_BYTES = 4 * PRECISION_MAX_BYTES
+"""On the CPU, the extra host memory an fp64 run made for the precision sample alone may take:
+a verification's memory is a small multiple of the problem's own tensors (tests/test_large_cpu:
+a 1 GiB ReLU stays under 5 GiB a process; the fp64 run of it took the judge to 7.4 GiB)."""
+
+
+def _room_for(nbytes: int) -> bool:
+    """Whether an fp64 run taking `nbytes` more fits: on a GPU, in the device's free memory (with
+    a margin); on the CPU, under `FP64_SAMPLE_MAX_HOST_BYTES`."""
+    if job_device() == "cuda":
+        try:
+            free, _total = torch.cuda.mem_get_info()
+            return nbytes * 3 // 2 <= free
+        except Exception:  # noqa: BLE001
+            return False
+    return nbytes <= FP64_SAMPLE_MAX_HOST_BYTES
+
+
 def judge_job(
     channel: Any,
     problem_source: str,
@@ -191,6 +209,14 @@ class _Fp64Reference:
         """An fp64 run for the sample alone (outputs the fp64 rule does not keep), within
         `PRECISION_BUDGET_S`; None where the budget is spent or the run fails."""
         n, spent = self.sample_runs, self.sample_runs_s
+        need = 4 * 2 * tensor_bytes(self.expected)  # fp64 inputs, activations and outputs
+        if not _room_for(need):
+            self.skipped = (
+                f"an fp64 run of the model needs about {need / 2**30:.1f} GiB more than the "
+                "judge has room for (its memory stays a small multiple of the problem's "
+                "tensors): not checked for lower precision"
+            )
+            return None
         if n and spent + spent / n > PRECISION_BUDGET_S:
             self.skipped = (
                 f"the precision check's fp64 runs took {spent:.0f} s over {n} trial(s) "
