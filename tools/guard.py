@@ -542,9 +542,12 @@ _BUSY = [False]
 """Set while the guard itself looks at frames (which raises the events it is handling)."""
 # Modules whose purpose is walking the stack: a frame request from them on behalf of the
 # candidate's code is the candidate's.
-_STACK_MODULES = ("inspect.py", "traceback.py", "__init__.py")
-# (`__init__.py`: logging's `currentframe` is `lambda: sys._getframe(1)` in logging/__init__.py;
-# a package's top level has no business asking for frames on the candidate's behalf either.)
+_STACK_MODULES = (
+    os.sep + "inspect.py",
+    os.sep + "traceback.py",
+    # logging's `currentframe` is `lambda: sys._getframe(1)` in logging/__init__.py
+    os.sep + os.path.join("logging", "__init__.py"),
+)
 
 
 def _check_locked(event: str, args: tuple) -> None:
@@ -612,7 +615,7 @@ def _check_stack_walk(event: str, busy: list = _BUSY) -> None:
         name = frame.f_code.co_filename
         if name == target:
             found = True
-        elif os.path.basename(name) in _STACK_MODULES:
+        elif name.endswith(_STACK_MODULES):
             found = False
             back = frame.f_back
             for _ in range(3):
@@ -621,7 +624,7 @@ def _check_stack_walk(event: str, busy: list = _BUSY) -> None:
                 if back.f_code.co_filename == target:
                     found = True
                     break
-                if os.path.basename(back.f_code.co_filename) not in _STACK_MODULES:
+                if not back.f_code.co_filename.endswith(_STACK_MODULES):
                     break
                 back = back.f_back
         else:

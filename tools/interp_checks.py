@@ -325,7 +325,11 @@ def _peek(builder: Any, cls: type, ptr: Any, mask: Any) -> np.ndarray | None:
     try:
         if mask is None:
             mask = type(ptr)(np.ones_like(ptr.data, dtype=bool), None)
-        return np.array(cls.create_masked_load(builder, ptr, mask, None, None, False).data)
+        import inspect
+
+        extra = len(inspect.signature(cls.create_masked_load).parameters) - 4  # self ptr mask other
+        rest = (None,) * (extra - 1) + (False,)  # cache/eviction policies, is_volatile
+        return np.array(cls.create_masked_load(builder, ptr, mask, None, *rest).data)
     except Exception:  # noqa: BLE001 - a pointer shape we do not read: counts as changed
         return None
 
@@ -594,17 +598,19 @@ def install(builder: Any = None) -> RaceDetector:
         det.set_program(x, y, z)
         return cls.set_grid_idx(builder, x, y, z)
 
-    def create_masked_load(ptrs, mask, other, cache_policy, is_volatile):
+    # `*rest`: the cache/eviction/volatile arguments, whose number differs between Triton
+    # versions (3.9: cache_policy, is_volatile; 3.6 one more, seen on the H200).
+    def create_masked_load(ptrs, mask, other, *rest):
         if isinstance(getattr(mask, "data", None), _AtomicResult):
             det._waited()
         det._record(det._loads, ptrs, mask)
-        return cls.create_masked_load(builder, ptrs, mask, other, cache_policy, is_volatile)
+        return cls.create_masked_load(builder, ptrs, mask, other, *rest)
 
-    def create_masked_store(ptrs, value, mask, cache_policy):
+    def create_masked_store(ptrs, value, mask, *rest):
         if isinstance(getattr(mask, "data", None), _AtomicResult):
             det._waited()
         det._record(det._stores, ptrs, mask)
-        return cls.create_masked_store(builder, ptrs, value, mask, cache_policy)
+        return cls.create_masked_store(builder, ptrs, value, mask, *rest)
 
     builder.create_dot = create_dot
     builder.set_grid_dim = set_grid_dim

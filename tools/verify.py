@@ -306,7 +306,6 @@ class Verifier:
                 seed=self.options.seed,
                 poison=self.options.poison,
                 aot_target=self.options.aot_target if self.device == "cpu" else None,
-                allow_library=self.options.policy != "strict",
                 limits=lim,
                 # the interpreter's per-launch time limit is lifted in the job, where it applies
                 env={ALLOW_LARGE_ENV: "1"} if self.options.allow_large else None,

@@ -203,7 +203,6 @@ def candidate_job(
     seed: int,
     poison: bool = True,
     aot_target: str | None = None,
-    allow_library: bool = False,
 ) -> dict[str, Any]:
     """Import the candidate and build it like the reference; then, trial by trial as the parent
     asks (`{"trial", "seed", "scale"}`, until `{"stop"}`), make the trial's inputs from its seed
@@ -255,7 +254,10 @@ def candidate_job(
         from tools.compute_block import blocked_operators, compute_blocked
 
         backend_key = "CUDA" if device == "cuda" else "CPU"
-        blocked = blocked_operators(backend_key, allow_library=allow_library)
+        # Library GEMMs and convolutions are not blocked: the strict policy's verdict for them
+        # is `policy`, from the observers (a library call hidden below both stays unseen:
+        # tests/adversarial_pending/matmul__mm_redispatch_below_python).
+        blocked = blocked_operators(backend_key, allow_library=True)
         # From here on the job refuses threads, native code and aten registrations (a
         # candidate's), and the snapshot below covers the guard's replacements.
         local_path = os.path.join(os.getcwd(), os.path.basename(kernel_path) or "candidate.py")
@@ -437,6 +439,8 @@ def candidate_job(
                         msg = f"calling {op} in forward (PyTorch compute: its kernel is blocked there)"
                         if msg not in tamper:
                             tamper.append(msg)
+                        if op not in audit["torch_compute_ops"]:
+                            audit["torch_compute_ops"].append(op)
                     failed_launch = launches.failed
                     err = _map_error(exc, local_path)
                     in_kernel = _line_in_kernel(kernel_source, err.get("line"))
@@ -487,6 +491,8 @@ def candidate_job(
                     msg = f"calling {op} in forward (PyTorch compute: its kernel is blocked there)"
                     if msg not in tamper:
                         tamper.append(msg)
+                    if op not in audit["torch_compute_ops"]:
+                        audit["torch_compute_ops"].append(op)
                 audit["triton_launches"] += launches.count
                 for k in launches.names:
                     if k not in audit["kernels"]:
