@@ -118,7 +118,10 @@ def test_resuming_a_run_with_a_corrupt_config_is_bad_input(text, message, tmp_pa
     "args, message",
     [
         (["verify", RELU, RELU_KERNEL, "--timeout", "0"], "--timeout must be a finite number > 0"),
-        (["verify", RELU, RELU_KERNEL, "--timeout", "nan"], "--timeout must be a finite number > 0"),
+        (
+            ["verify", RELU, RELU_KERNEL, "--timeout", "nan"],
+            "--timeout must be a finite number > 0",
+        ),
         (["optimize", RELU, "--timeout", "-1"], "--timeout must be a finite number > 0"),
         (["optimize", RELU, "--time-limit", "0"], "--time-limit must be a finite number > 0"),
         (["optimize", RELU, "--temperature", "-1"], "--temperature must be a finite number >= 0"),

@@ -15,7 +15,7 @@ EX = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
 # A problem whose output tells which precision its reference ran in: x when TF32 is off, 2x
 # when PyTorch's TF32 switches are on.
-_PROBLEM = '''
+_PROBLEM = """
 import torch
 import torch.nn as nn
 
@@ -32,7 +32,7 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
 
 def test_full_fp32_switches_tf32_off_and_restores_the_settings():

@@ -40,7 +40,9 @@ _SCHEMAS = {
 def _zeros_if_none(h: Any, x: Any, layers: int, hidden: int, batch: int) -> Any:
     import torch
 
-    return h if h is not None else torch.zeros(layers, batch, hidden, dtype=x.dtype, device=x.device)
+    return (
+        h if h is not None else torch.zeros(layers, batch, hidden, dtype=x.dtype, device=x.device)
+    )
 
 
 def _eager(name: str, x, h0, c0, weights, num_layers, bidirectional, batch_first, has_bias,
@@ -66,7 +68,9 @@ def _fake(name: str, x, h0, c0, weights, num_layers, bidirectional, batch_first,
     dirs = 2 if bidirectional else 1
     hidden = weights[1].shape[1]
     steps, batch = (x.shape[1], x.shape[0]) if batch_first else (x.shape[0], x.shape[1])
-    out = x.new_empty((batch, steps, dirs * hidden) if batch_first else (steps, batch, dirs * hidden))
+    out = x.new_empty(
+        (batch, steps, dirs * hidden) if batch_first else (steps, batch, dirs * hidden)
+    )
     states = 2 if name == "lstm" else 1
     return (out, *(x.new_empty((num_layers * dirs, batch, hidden)) for _ in range(states)))
 
@@ -78,6 +82,7 @@ def register_ops() -> None:
 
     for name, schema in _SCHEMAS.items():
         if name == "lstm":
+
             def real(x, h0, c0, weights, num_layers, bidirectional, batch_first, has_bias):
                 return _eager("lstm", x, h0, c0, weights, num_layers, bidirectional,
                               batch_first, has_bias)  # fmt: skip
@@ -86,6 +91,7 @@ def register_ops() -> None:
                 return _fake("lstm", x, h0, c0, weights, num_layers, bidirectional,
                              batch_first, has_bias)  # fmt: skip
         elif name == "gru":
+
             def real(x, h0, weights, num_layers, bidirectional, batch_first, has_bias):
                 return _eager("gru", x, h0, None, weights, num_layers, bidirectional,
                               batch_first, has_bias)  # fmt: skip
@@ -94,6 +100,7 @@ def register_ops() -> None:
                 return _fake("gru", x, h0, None, weights, num_layers, bidirectional,
                              batch_first, has_bias)  # fmt: skip
         else:
+
             def real(x, h0, weights, num_layers, bidirectional, batch_first, has_bias,
                      nonlinearity):  # fmt: skip
                 return _eager("rnn", x, h0, None, weights, num_layers, bidirectional,
@@ -103,6 +110,7 @@ def register_ops() -> None:
                      nonlinearity):  # fmt: skip
                 return _fake("rnn", x, h0, None, weights, num_layers, bidirectional,
                              batch_first, has_bias)  # fmt: skip
+
         op = torch.library.custom_op(f"tagent::{name}", real, mutates_args=(), schema=schema)
         op.register_fake(fake)
 
