@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 16 (verifier hardening) on the GPU, at most about 145 s on one H200 (all parts at once,
-# each cut at 135 s):
+# each cut at $CAP_S s, default 135):
 #   1. the adversarial corpus on CUDA (benchmarks/adversarial_figures.py --device cuda): false
 #      accepts, harness crashes and wrong statuses must all be 0 (CPU-only kinds are skipped);
 #   2. at the same time, Liger-Kernel ops wrapped as ModelNew (benchmarks/liger/run_liger.py):
@@ -19,6 +19,7 @@
 # case), adversarial_cuda.json, liger.json, sanitize_ok.json, sanitize_oob.json.
 set -u
 START=$SECONDS
+CAP_S=${CAP_S:-135} # seconds each part may take
 source "$(dirname "$0")/_gpu_env.sh"
 LOG=$OUT/verifier.txt
 : >"$LOG"
@@ -37,20 +38,20 @@ echo "compute-sanitizer: $(command -v compute-sanitizer || ls /usr/local/cuda/bi
 } >>"$LOG" 2>&1
 
 log "all at once (one GPU): the corpus (4 jobs), Liger ops (2 jobs), two verify --sanitize"
-ADV_JOBS_PER_GPU=4 timeout 135 python3 benchmarks/adversarial_figures.py --device cuda --json --no-write \
+ADV_JOBS_PER_GPU=${ADV_JOBS_PER_GPU:-4} timeout $CAP_S python3 benchmarks/adversarial_figures.py --device cuda --json --no-write \
   >"$OUT/adversarial_cuda.json" 2>"$OUT/adversarial_cuda.log" &
 ADV=$!
-timeout 135 python3 benchmarks/liger/run_liger.py --device cuda --jobs 2 --json "$OUT/liger.json" \
+timeout $CAP_S python3 benchmarks/liger/run_liger.py --device cuda --jobs 2 --json "$OUT/liger.json" \
   >/dev/null 2>/tmp/gv_liger.log &
 LIG=$!
 # the ReLU example, and a ReLU whose load has no mask (reads past its input: may still compare
 # equal, since the stores are masked; memcheck's call)
 sed 's/tl.load(x_ptr + offsets, mask=mask)/tl.load(x_ptr + offsets)/' examples/kernels/relu.py >/tmp/relu_oob.py
 grep -q "tl.load(x_ptr + offsets)$" /tmp/relu_oob.py || echo "(the OOB variant did not apply: check examples/kernels/relu.py)" >>"$LOG"
-timeout 135 python3 -m agent verify examples/problems/relu.py examples/kernels/relu.py --device cuda \
+timeout $CAP_S python3 -m agent verify examples/problems/relu.py examples/kernels/relu.py --device cuda \
   --trials 2 --sanitize --json 2>/tmp/gv_sanitize_ok.log | tail -1 >"$OUT/sanitize_ok.json" &
 SOK=$!
-timeout 135 python3 -m agent verify examples/problems/relu.py /tmp/relu_oob.py --device cuda \
+timeout $CAP_S python3 -m agent verify examples/problems/relu.py /tmp/relu_oob.py --device cuda \
   --trials 2 --sanitize --json 2>/tmp/gv_sanitize_oob.log | tail -1 >"$OUT/sanitize_oob.json" &
 SOOB=$!
 
@@ -63,7 +64,7 @@ SOOB=$!
   done ) >/tmp/gv_honest.log 2>&1 &
 HON=$!
 
-wait $ADV; log "adversarial rc=$? (124: cut at 135 s; the log has every case that finished)"
+wait $ADV; log "adversarial rc=$? (124: cut at $CAP_S s; the log has every case that finished)"
 grep -v "^ok  " "$OUT/adversarial_cuda.log" | tail -40 >>"$LOG"
 python3 - "$OUT/adversarial_cuda.json" >>"$LOG" 2>&1 <<'PY'
 import json, sys
