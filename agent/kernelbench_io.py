@@ -7,16 +7,20 @@ be the KernelBench checkout, its `KernelBench/` folder or the level folder itsel
 Out: KernelBench's `scripts/eval_from_generations.py` reads a run from `runs/<run>/` as
 `level_<L>_problem_<id>_sample_<s>_kernel.py` (sample ids from 0) and keeps its results in
 `runs/<run>/eval_results.json`: `{"<problem id>": [{"sample_id", "compiled", "correctness",
-"metadata", "runtime", "runtime_stats"}, ...]}` (runtime: mean ms, -1.0 when not timed).
-`export_run(BENCH_OUT, RUN_DIR)` writes both from a bench directory's files, so KernelBench's own
-scripts can re-evaluate our generations and its analysis can read our verdicts; with timings of
-the `kernelbench` protocol it also writes `baseline_time_torch.json` in the shape of KernelBench's
+"metadata", "runtime", "runtime_stats"}, ...]}` (runtime: mean ms, -1.0 when not timed). It
+skips every problem already listed in that file, so `export_run(BENCH_OUT, RUN_DIR)` writes the
+kernels under KernelBench's names and our verdicts in the same format beside them, under a name of
+our own (`triton_agent_eval_results.json`): KernelBench's scripts then re-evaluate every exported
+generation, and the two files compare entry by entry. With timings of the `kernelbench` protocol
+it also writes `baseline_time_torch.json` in the shape of KernelBench's
 `results/timing/<GPU>/baseline_time_torch.json` (`{"level<L>": {"<file>.py": stats}}`).
 """
 
 from __future__ import annotations
 
+import builtins
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,20 +33,31 @@ from tools.results import strict_json
 _ID = re.compile(r"^(\d+)_")
 _LEVEL = re.compile(r"level_?(\d+)$")
 
-# Our verdict statuses as the metadata key KernelBench files the failure under.
+# Our verdict statuses as the metadata key KernelBench files the failure under (its
+# eval_kernel_against_ref writes `<key>` and `<key>_name`; its batch_eval writes a timeout as
+# `{"error": "Evaluation timed out"}`, see `TIMEOUT_METADATA`).
 _KB_ERROR_KEY = {
     "syntax_error": "compilation_error",
     "compile_error": "compilation_error",
     "bad_input": "compilation_error",
     "runtime_error": "runtime_error",
     "crash": "runtime_error",
-    "timeout": "runtime_error",
     "resource": "runtime_error",
     "mismatch": "correctness_issue",
     "shape_mismatch": "correctness_issue",
     "policy": "correctness_issue",
     "cheat": "correctness_issue",
 }
+
+TIMEOUT_METADATA = {"error": "Evaluation timed out"}
+"""KernelBench's record of a sample that ran past its timeout (scripts/eval_from_generations.py,
+batch_eval): not compiled, not correct, runtime -1.0, no stats."""
+
+RESULTS_NAME = "triton_agent_eval_results.json"
+"""Our verdicts in RUN_DIR, in eval_results.json's format under a name KernelBench never reads."""
+
+_KB_RESULTS_NAME = "eval_results.json"
+_EXPORT_MODE = 0o644  # write_atomic's temporary files are 0600; KernelBench's readers may be others
 
 
 def parse_ids(text: str) -> list[int]:
@@ -191,7 +206,7 @@ def export_run(bench_out: str | Path, run_dir: str | Path, level: int | None = N
                 continue  # not evaluated yet: KernelBench would not find it either
             kernel = sd / "kernel.py"
             if kernel.exists():
-                write_atomic(run_dir / kernel_name(level, pid, sample), kernel.read_text())
+                _write_export(run_dir / kernel_name(level, pid, sample), kernel.read_text())
                 kernels += 1
             verdict = _read(sd / "verdict.json") or {}
             profile = _read(sd / "profile.json") or {}
@@ -202,9 +217,10 @@ def export_run(bench_out: str | Path, run_dir: str | Path, level: int | None = N
             if eager and f"{name}.py" not in baselines:
                 baselines[f"{name}.py"] = _stats(eager, profile)
     ordered = {k: results[k] for k in sorted(results, key=int)}
-    write_atomic(run_dir / "eval_results.json", strict_json(ordered, indent=4) + "\n")
+    _write_export(run_dir / RESULTS_NAME, strict_json(ordered, indent=4) + "\n")
+    _drop_our_old_eval_results(run_dir / _KB_RESULTS_NAME)
     if baselines:
-        write_atomic(
+        _write_export(
             run_dir / "baseline_time_torch.json",
             strict_json({f"level{level}": baselines}, indent=4) + "\n",
         )
@@ -237,11 +253,15 @@ def eval_entry(
     trials = verdict.get("trials") or (verdict.get("evidence") or {}).get("trials")
     if isinstance(trials, int) and trials > 0:
         metadata["correctness_trials"] = f"({trials if correct else 0} / {trials})"
-    if not correct:
+    if status == "timeout":
+        metadata.update(TIMEOUT_METADATA)
+    elif not correct:
         key = _KB_ERROR_KEY.get(status, "other_error")
         metadata[key] = (verdict.get("message") or record.get("summary") or status)[:1024]
+        metadata[f"{key}_name"] = _error_name(key, status, verdict)
     if not has_kernel:
         metadata["other_error"] = "no code in the generation"
+        metadata["other_error_name"] = "triton_agent.no_code"
     runtime, stats = -1.0, {}
     kb = (profile.get("kernelbench") or {}).get("candidate")
     if correct and kb:
@@ -261,12 +281,49 @@ def eval_entry(
             metadata["timing_method"] = "triton-agent median (not KernelBench's mean)"
     return {
         "sample_id": sample,
-        "compiled": bool(record.get("compiled")),
+        "compiled": bool(record.get("compiled")) and status != "timeout",
         "correctness": correct,
         "metadata": metadata,
         "runtime": runtime,
         "runtime_stats": stats,
     }
+
+
+def _error_name(key: str, status: str, verdict: dict[str, Any]) -> str:
+    """The `<key>_name` KernelBench writes beside a failure: the exception's class as
+    `module.Class` (its get_error_name), `SyntaxError` for code that does not parse, and
+    `correctness_issue` for a wrong output; ours where the verdict names no exception."""
+    if key == "correctness_issue":
+        return "correctness_issue"
+    if status == "syntax_error":
+        return "SyntaxError"
+    error = (verdict.get("evidence") or {}).get("error")
+    kind = str(error.get("kind") or "") if isinstance(error, dict) else ""
+    if kind.isidentifier():
+        builtin = getattr(builtins, kind, None)
+        if isinstance(builtin, type) and issubclass(builtin, BaseException):
+            return f"builtins.{kind}"
+        return kind
+    return f"triton_agent.{status or 'unknown'}"
+
+
+def _write_export(path: Path, text: str) -> None:
+    write_atomic(path, text)
+    os.chmod(path, _EXPORT_MODE)
+
+
+def _drop_our_old_eval_results(path: Path) -> None:
+    """Remove an `eval_results.json` that an earlier export wrote (every entry carries our
+    `triton_agent_status`): left there, KernelBench would skip every problem it lists. One that
+    KernelBench wrote is its results and stays."""
+    old = _read(path)
+    if not isinstance(old, dict) or not old:
+        return
+    entries = [e for v in old.values() if isinstance(v, list) for e in v]
+    if entries and all(
+        isinstance(e, dict) and "triton_agent_status" in (e.get("metadata") or {}) for e in entries
+    ):
+        path.unlink()
 
 
 def _stats(kb: dict[str, Any], profile: dict[str, Any]) -> dict[str, Any]:
@@ -312,7 +369,8 @@ def add_cli_options(p: Any, *, export: bool) -> None:
             default=None,
             metavar="RUN_DIR",
             help="also write the generations and verdicts in KernelBench's layout "
-            "(RUN_DIR/level_<L>_problem_<id>_sample_<s>_kernel.py, RUN_DIR/eval_results.json)",
+            "(RUN_DIR/level_<L>_problem_<id>_sample_<s>_kernel.py for KernelBench's "
+            f"eval_from_generations.py; our verdicts in RUN_DIR/{RESULTS_NAME})",
         )
 
 

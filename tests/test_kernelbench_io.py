@@ -110,7 +110,8 @@ def test_bench_kernelbench_level_and_export(kb_root: Path, tmp_path: Path, capsy
     assert "level_1_problem_19_sample_1_kernel.py" not in files
     assert "class ModelNew" in (run_dir / "level_1_problem_19_sample_0_kernel.py").read_text()
 
-    results = json.loads((run_dir / "eval_results.json").read_text())
+    results = json.loads((run_dir / kb.RESULTS_NAME).read_text())
+    assert not (run_dir / "eval_results.json").exists()  # KernelBench would skip what it lists
     assert set(results) == {"19"}
     for entries in results.values():
         assert [e["sample_id"] for e in entries] == [0, 1]
@@ -125,7 +126,7 @@ def test_bench_kernelbench_level_and_export(kb_root: Path, tmp_path: Path, capsy
     # --rebuild with --export-kernelbench exports the same run again (level from the folder)
     again = tmp_path / "again"
     assert main(["bench", "--rebuild", str(out), "--export-kernelbench", str(again)]) in (0, 1)
-    assert json.loads((again / "eval_results.json").read_text()) == results
+    assert json.loads((again / kb.RESULTS_NAME).read_text()) == results
 
 
 def test_export_uses_kernelbench_timing_when_there(tmp_path: Path):
@@ -154,7 +155,7 @@ def test_export_uses_kernelbench_timing_when_there(tmp_path: Path):
     )
     done = kb.export_run(out, tmp_path / "run")
     assert done.level == 1 and done.kernels == 1
-    entry = json.loads((tmp_path / "run" / "eval_results.json").read_text())["19"][0]
+    entry = json.loads((tmp_path / "run" / kb.RESULTS_NAME).read_text())["19"][0]
     assert entry["runtime"] == 0.123
     assert entry["runtime_stats"]["num_trials"] == 100
     assert entry["runtime_stats"]["hardware"] == "NVIDIA H200"

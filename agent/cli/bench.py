@@ -248,7 +248,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         report["kernelbench_export"] = done.to_dict()
         err_console.print(
             f"KernelBench layout: {done.kernels} kernel(s) of {done.problems} problem(s) in "
-            f"{done.run_dir} (eval_results.json)"
+            f"{done.run_dir} (our verdicts: {kernelbench_io.RESULTS_NAME})"
         )
     if args.json:
         emit_json(report)
