@@ -69,10 +69,34 @@ def _prelude(problem: LoadedProblem) -> str:
     return "\n".join(parts).strip()
 
 
+def tensor_attributes(model: Any) -> dict[str, int]:
+    """Plain tensor attributes of `model` and its submodules (not parameters or buffers), by
+    dotted name: the identity of each, to see which forward reassigns."""
+    import torch
+
+    found = {}
+    for prefix, module in model.named_modules():
+        for name, value in vars(module).items():
+            if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter):
+                found[f"{prefix}.{name}" if prefix else name] = id(value)
+    return found
+
+
+def reassigned_attributes(before: dict[str, int], model: Any) -> list[str]:
+    """The names of `before` that `model` now holds a different tensor under."""
+    now = tensor_attributes(model)
+    return [name for name, ident in before.items() if name in now and now[name] != ident]
+
+
 def model_new_source(
-    problem: LoadedProblem, forward_args: ast.arguments, call_args: list[str], output_expr: str
+    problem: LoadedProblem,
+    forward_args: ast.arguments,
+    call_args: list[str],
+    output_expr: str,
+    stores: list[str] = (),
 ) -> str:
-    """ModelNew: Model's class body (constructor and helpers) with a forward that calls `call`."""
+    """ModelNew: Model's class body (constructor and helpers) with a forward that calls `call`
+    (and, `stores`, puts back the tensor attributes Model's forward reassigns)."""
     _refuse_introspection("forward's arguments of call", ", ".join(call_args))
     cls = model_classdef(problem.tree)
     methods = []
@@ -89,7 +113,8 @@ def model_new_source(
     forward = (
         f"    def forward({args}):\n"
         f"        outputs = call([{', '.join(call_args)}])\n"
-        f"        return {output_expr}\n"
+        + "".join(f"        {line}\n" for line in stores)
+        + f"        return {output_expr}\n"
     )
     bases = ", ".join(ast.unparse(b) for b in cls.bases) or "nn.Module"
     doc = '    """Model with its forward in the Triton kernels above (drafted from Inductor)."""\n'

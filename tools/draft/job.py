@@ -17,6 +17,8 @@ from tools.draft.assemble import (
     describe_sizes,
     model_new_source,
     output_structure,
+    reassigned_attributes,
+    tensor_attributes,
     with_conv_source,
     with_source_before_call,
 )
@@ -238,8 +240,13 @@ def _draft(
     # In full fp32 (tools.precision): Inductor's GEMM/convolution templates read PyTorch's TF32
     # switches when they generate code (cuDNN's is on by default), and a TF32 template in an
     # fp32 candidate fails the judge's full-fp32 reference at KernelBench's sizes.
+    before = tensor_attributes(problem.model)
     with torch.no_grad(), full_fp32():
         reference = problem.model(*problem.inputs)
+    # issue 33: a forward that keeps state in a plain tensor attribute (`self.hidden = ...`,
+    # level3/33): Dynamo returns the new value as an extra output of the graph, after forward's
+    # own, and the candidate's forward stores it back the same way
+    state = reassigned_attributes(before, problem.model)
     phases.mark("reference forward")
     with full_fp32(), recurrent_layers_as_ops(problem.model):  # issue 33: RNN/LSTM/GRU as ops
         capture = capture_inductor(problem, device, dynamic, settings)
@@ -306,11 +313,16 @@ def _draft(
         )
     counter = [0]
     output_expr = output_structure(reference, counter)
-    if counter[0] != returned_count(call):
+    stores = [f"self.{name} = outputs[{counter[0] + i}]" for i, name in enumerate(state)]
+    if counter[0] + len(stores) != returned_count(call):
         raise DraftUnsupportedError(
-            f"Model.forward returns {counter[0]} tensors, Inductor's call returns {returned_count(call)} "
+            f"Model.forward returns {counter[0]} tensors"
+            + (f" and reassigns {len(stores)} tensor attributes" if stores else "")
+            + f", Inductor's call returns {returned_count(call)} "
             "(outputs that alias inputs are not supported)"
         )
+    if stores:
+        notes.append("forward's state kept as Model keeps it: " + "; ".join(stores))
 
     if kernel_rewriter.libdevice_kept and device == "cpu":
         notes.append(
@@ -341,7 +353,7 @@ def _draft(
         kernel_rewriter,
         call,
         host,
-        model_new_source(problem, forward_args, call_args, output_expr),
+        model_new_source(problem, forward_args, call_args, output_expr, stores),
         sizes_doc
         + (
             "\nGEMMs: this project's template, tl.dot input precision tf32x3 for fp32 operands\n"
