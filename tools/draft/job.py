@@ -22,6 +22,7 @@ from tools.draft.assemble import (
     with_conv_source,
     with_source_before_call,
 )
+from tools.draft.attention import attention_as_op  # issue 33 hook
 from tools.draft.capture import capture_inductor, first_line, source_expr
 from tools.draft.inductor_patches import stand_in_driver_if_needed
 from tools.draft.kernels import KernelRewriter, load_kernels, pick_config
@@ -36,6 +37,7 @@ from tools.draft.loading import (
 from tools.draft.recurrent import RECURRENT_KERNELS, recurrent_layers_as_ops
 from tools.draft.result import LIBRARY_CALLS_ALLOWED, DraftResult, DraftUnsupportedError
 from tools.draft.rewrite import (
+    attention_in_triton,
     convolutions_in_triton,
     recurrent_in_triton,
     returned_count,
@@ -249,7 +251,8 @@ def _draft(
     state = reassigned_attributes(before, problem.model)
     phases.mark("reference forward")
     with full_fp32(), recurrent_layers_as_ops(problem.model):  # issue 33: RNN/LSTM/GRU as ops
-        capture = capture_inductor(problem, device, dynamic, settings)
+        with attention_as_op(problem.module):  # issue 33: SDPA as one op
+            capture = capture_inductor(problem, device, dynamic, settings)
     phases.mark("Inductor")
 
     with tempfile.TemporaryDirectory(prefix="inductor_draft_") as workdir:
@@ -299,6 +302,11 @@ def _draft(
         from tools.recurrent_kernels import PRECISION_NOTE as RECURRENT_NOTE
 
         notes.append(RECURRENT_NOTE)
+    attention_source = attention_in_triton(call)  # issue 33 hook
+    if attention_source:
+        from tools.attention_kernels import PRECISION_NOTE as ATTENTION_NOTE
+
+        notes.append(ATTENTION_NOTE)
     if n_args != len(capture.graph_inputs):
         raise DraftUnsupportedError(
             f"Inductor's call takes {n_args} tensors but the graph had {len(capture.graph_inputs)} inputs"
@@ -343,7 +351,7 @@ def _draft(
                 else ""
             )
         )
-    if not host.launched and not recurrent_source:
+    if not host.launched and not recurrent_source and not attention_source:
         notes.append("Inductor emitted no Triton kernel for this problem")
     source = assemble(
         problem,
@@ -364,6 +372,7 @@ def _draft(
     )
     source = with_conv_source(source, conv_source)  # issue 15 hook
     source = with_source_before_call(source, recurrent_source)  # issue 33 hook
+    source = with_source_before_call(source, attention_source)  # issue 33 hook
     if capture.scan_exponents:  # issue 33: a selective scan's GEMMs at fp32 accuracy
         source = _scan_at_fp32_accuracy(source, capture.scan_exponents, notes)
     phases.mark("rewriting")
@@ -390,7 +399,8 @@ def _draft(
         library_calls=library_calls,
         kernels=list(dict.fromkeys(host.launched))
         + (["_gemm_kernel"] if host.gemms else [])
-        + (list(RECURRENT_KERNELS) if recurrent_source else []),
+        + (list(RECURRENT_KERNELS) if recurrent_source else [])
+        + (["_attention_kernel"] if attention_source else []),
         notes=notes,
         dynamic=dynamic,
         fixed_sizes=fixed,

@@ -318,3 +318,25 @@ def recurrent_in_triton(call: ast.FunctionDef) -> str:
             node.func = ast.Name(targets[_dotted(node.func)], ast.Load())
             replaced = True
     return recurrent_kernels.candidate_source() if replaced else ""
+
+
+# --------------------------------------------------------------------------------------------
+# Hook (issue 33): attention's custom op (tools/draft/attention.py) becomes this project's fused
+# Triton kernel (tools/attention_kernels.py), copied into the candidate
+# (`assemble.with_source_before_call`). Called in `job._draft` beside the recurrent hook.
+
+
+def attention_in_triton(call: ast.FunctionDef) -> str:
+    """Point the host code's `torch.ops.tagent.attention[.default](...)` calls at
+    `triton_attention`, which takes the same arguments. Returns the kernel's source for the
+    candidate ("" when the host code has no attention)."""
+    from tools import attention_kernels
+    from tools.draft.attention import OP
+
+    targets = {"torch.ops.tagent.attention", "torch.ops.tagent.attention.default"}
+    replaced = False
+    for node in ast.walk(call):
+        if isinstance(node, ast.Call) and _dotted(node.func) in targets:
+            node.func = ast.Name(OP, ast.Load())
+            replaced = True
+    return attention_kernels.candidate_source() if replaced else ""
