@@ -219,18 +219,19 @@ DRAFT_CACHE_VERSION = "1"
 
 def drafter_files() -> list[str]:
     """The files a compiler draft's text depends on besides the problem: the drafter's package,
-    the Triton convolutions, GEMM template and recurrent kernels it copies into candidates, and the call-site
-    rewriting it uses (tools/tune.py)."""
+    the Triton convolutions, GEMM template, recurrent and attention kernels it copies into
+    candidates, and the call-site rewriting it uses (tools/tune.py)."""
     import glob
     import os
 
-    from tools import draft, gemm_template, recurrent_kernels, triton_conv, tune
+    from tools import attention_kernels, draft, gemm_template, recurrent_kernels, triton_conv, tune
 
     package = os.path.dirname(draft.__file__)
     copied = [
         triton_conv.__file__,
         gemm_template.__file__,
         recurrent_kernels.__file__,
+        attention_kernels.__file__,
         tune.__file__,
     ]
     return sorted(glob.glob(os.path.join(package, "*.py"))) + copied
