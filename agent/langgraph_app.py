@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+import os
 import threading
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -60,6 +61,7 @@ class ServeContext:
     timeout_s: float = DEFAULTS["timeout_s"]
     aot_target: str | None = DEFAULTS["aot_target"]
     runs_dir: str | None = None
+    """Where run directories go; default `served_runs_dir()`, outside the served project."""
     time_limit_s: float | None = None
     approve: bool = False
     """Stop for a person's approval (an interrupt) before a kernel is accepted."""
@@ -71,7 +73,22 @@ class ServeContext:
         names = {f.name for f in dataclasses.fields(self)} - {"approve", "approve_spend"}
         opts = {n: getattr(self, n) for n in names}
         opts.update({k: v for k, v in (configurable or {}).items() if k in names})
+        opts["runs_dir"] = opts.get("runs_dir") or served_runs_dir()
         return {k: v for k, v in opts.items() if v is not None or k == "aot_target"}
+
+
+def served_runs_dir() -> str:
+    """Where a served run writes when its options name no `runs_dir`: `$TRITON_AGENT_RUNS`
+    when set, else `$XDG_CACHE_HOME/triton-agent/served-runs` (`~/.cache/...`).
+
+    Not `./runs`: `langgraph dev` reloads its server (uvicorn, watching every `*.py` under its
+    working directory, the project root) when a file changes there, and a run writes
+    `best_kernel.py` and `attempts/NN/kernel.py`: the server restarted mid-run, cancelled the
+    run, retried it from the checkpoint and lost the stream's events meanwhile."""
+    if os.environ.get("TRITON_AGENT_RUNS"):
+        return os.environ["TRITON_AGENT_RUNS"]
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "triton-agent", "served-runs")
 
 
 class ServedState(AgentState, total=False):
@@ -80,7 +97,7 @@ class ServedState(AgentState, total=False):
     kernel: str | None
     """Input (optional): a failing kernel to repair, path or source."""
     run_id: str
-    """The run directory's id (runs/<run_id>/), set by `setup`."""
+    """The run directory's id (<runs_dir>/<run_id>/), set by `setup`."""
     needs_approval: bool
     """Stop before accepting a kernel (from the context's `approve`)."""
     needs_spend_approval: bool
