@@ -17,6 +17,7 @@ A job never outlives the agent that started it, whatever the process tree (agent
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import pickle
@@ -84,6 +85,9 @@ def child_main(
         agent=agent[0] if agent is not None else None,
         undumpable=undumpable,
     )
+    # Opened before the guard and the candidate's lower privileges: the stats are written to
+    # this descriptor when the job function returns (`_profiled`).
+    profile_fd = _open_profile(env.get(PROFILE_ENV))
     try:
         fn_ref, args, kwargs, interactive = pickle.loads(conn.recv_bytes())
         from tools import guard
@@ -95,7 +99,8 @@ def child_main(
         func = _resolve(fn_ref)
         if interactive:
             args = (Channel(conn), *args)
-        result = ("ok", func(*args, **kwargs))
+        with _profiled(profile_fd):
+            result = ("ok", func(*args, **kwargs))
     except BaseException:  # noqa: BLE001 - everything becomes a message for the parent
         result = ("error", traceback.format_exc(limit=-12))
     try:
@@ -112,6 +117,46 @@ def child_main(
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
+
+
+PROFILE_ENV = "TA_JOB_PROFILE"
+"""A job's environment key: a file path that the job writes cProfile's stats of its job function
+to (`marshal`, what `pstats.Stats` reads). Set by `tools.sandbox` from the agent's own
+`TRITON_AGENT_JOB_PROFILE` (a directory), for benchmarks/depth_scaling.py: where a job's time
+goes. The profile function is installed before the job function runs, so the integrity
+check's hooks (taken inside the job) count it among the harness's own."""
+
+
+def _open_profile(path: str | None) -> int | None:
+    if not path:
+        return None
+    try:
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    except OSError:
+        return None
+
+
+@contextlib.contextmanager
+def _profiled(fd: int | None):
+    """Run the body under cProfile and write its stats to `fd`, when there is one."""
+    if fd is None:
+        yield
+        return
+    import cProfile
+    import marshal
+
+    prof = cProfile.Profile()
+    prof.enable()
+    try:
+        yield
+    finally:
+        prof.disable()
+        try:
+            prof.create_stats()
+            os.write(fd, marshal.dumps(prof.stats))
+            os.close(fd)
+        except (OSError, ValueError):
+            pass
 
 
 def drop_privileges(*, change_uid: bool = True, cuda_ipc: bool = True) -> Isolation:

@@ -40,7 +40,7 @@ from typing import Any, Literal
 from tools.errors import SandboxError
 from tools.isolation import make_undumpable
 from tools.job_files import copy_cache, stderr_tail
-from tools.job_process import agent_identity, child_main, load_reply
+from tools.job_process import PROFILE_ENV, agent_identity, child_main, load_reply
 from tools.limits import Limits, rss_mb
 from tools.slots import (
     GPU_SHARE,
@@ -51,6 +51,10 @@ from tools.slots import (
     gpu_memory_mb,
     visible_device_id,
 )
+
+JOB_PROFILE_DIR_ENV = "TRITON_AGENT_JOB_PROFILE"
+"""The agent's environment key naming a directory: when set, every job writes cProfile's stats
+of its job function there (`tools.job_process.PROFILE_ENV`; benchmarks/depth_scaling.py)."""
 
 log = logging.getLogger(__name__)
 
@@ -227,6 +231,12 @@ class Sandbox:
         if triton_cache_in:
             copy_cache(triton_cache_in, os.path.join(workdir, "triton_cache"), rebase=True)
         job_env = dict(env or {})
+        profile_dir = os.environ.get(JOB_PROFILE_DIR_ENV)
+        if profile_dir:  # benchmarks/depth_scaling.py: each job's cProfile stats, one file a job
+            name = fn.rsplit(":", 1)[-1]
+            job_env[PROFILE_ENV] = os.path.join(
+                profile_dir, f"{time.time_ns()}-{os.getpid()}-{name}.pstats"
+            )
         if slot.device.startswith("cuda:"):
             job_env["CUDA_VISIBLE_DEVICES"] = visible_device_id(int(slot.device.split(":", 1)[1]))
             job_env["TA_DEVICE"] = "cuda"

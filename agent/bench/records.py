@@ -8,6 +8,7 @@ import dataclasses
 import logging
 import math
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,6 +73,10 @@ class SampleRecord:
     precision: str = ""
     """The tl.dot input precisions of the candidate's GEMM template and convolution calls
     (`code_precision`: "tf32x3", "bf16x3, tf32x3", ...); empty where it makes neither call."""
+    phases: dict[str, float] = field(default_factory=dict)
+    """Seconds by phase (`phase_seconds`): the draft job's own phases (`draft.<phase>`, from its
+    notes), the verification (`verify`) and its candidate job's stages (`candidate.<stage>`), the
+    timing job's (`profile.<stage>`): where a network's minutes went (issue 33)."""
 
     def __post_init__(self) -> None:
         timed = [self.speedups[k] for k in ("eager", "compile") if self.speedups.get(k)]
@@ -150,6 +155,7 @@ def evaluate_sample(
         memory=peak_memory(verdict_dict, ev.profile),
         limit=(slowdown_reason(ev.profile) or "") if ev.correct else "",
         precision=code_precision(draft.code),
+        phases=phase_seconds(draft_s, draft.response, verdict_dict, ev.profile),
     )
     return Evaluated(record=record, verdict=verdict_dict, profile=ev.profile, draft=draft)
 
@@ -166,6 +172,44 @@ def code_precision(code: str | None) -> str:
         return ", ".join(dict.fromkeys(precisions(code)))
     except (SyntaxError, ValueError):
         return ""
+
+
+_DRAFT_PHASES = re.compile(r"(?:(sized path): )?(\w+) draft took ([\d.]+) s: (.*)")
+_PHASE = re.compile(r"([A-Za-z][\w -]*?) ([\d.]+) s\b")
+
+
+def phase_seconds(
+    draft_s: float, response: str, verdict: dict[str, Any], profile: dict[str, Any] | None
+) -> dict[str, float]:
+    """Where one candidate's time went: `draft` (the draft job, as the bench saw it) and the
+    phases its notes give ("dynamic draft took 14.4 s: reference forward 0.2 s, Inductor
+    14.2 s, ..." -> `draft.dynamic.Inductor`), `verify` and the candidate job's stages
+    (`candidate.import`, `candidate.runs`, `candidate.aot`), the timing job's
+    (`profile.baselines_s`, ...). Absent or malformed entries are skipped."""
+    out: dict[str, float] = {}
+    if draft_s:
+        out["draft"] = round(float(draft_s), 3)
+    for line in (response or "").splitlines():
+        m = _DRAFT_PHASES.search(line)
+        if not m:
+            continue
+        what = f"draft.{'sized.' if m.group(1) else ''}{m.group(2)}"
+        out[what] = float(m.group(3))
+        for name, secs in _PHASE.findall(m.group(4)):
+            out[f"{what}.{name.strip()}"] = float(secs)
+    if isinstance(verdict, dict):
+        if isinstance(verdict.get("duration_s"), (int, float)):
+            out["verify"] = float(verdict["duration_s"])
+        timings = (verdict.get("evidence") or {}).get("timings") or {}
+        for k, v in timings.items() if isinstance(timings, dict) else ():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                out[f"candidate.{k}"] = round(float(v), 3)
+    if isinstance(profile, dict):
+        timings = profile.get("timings") or {}
+        for k, v in timings.items() if isinstance(timings, dict) else ():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                out[f"profile.{k}"] = round(float(v), 3)
+    return out
 
 
 def peak_memory(*sources: Any) -> dict[str, float]:
