@@ -235,6 +235,31 @@ def test_allowance_is_pytorchs_largest_error_over_draws_and_no_more():
     assert far.kind == "value"
 
 
+class _ScanOfParameter(torch.nn.Module):
+    """A selective scan's character (issue 33, level3/49): the output's rounding error comes from
+    the model's own parameter (exp of a cumulative sum of A), not from the input."""
+
+    def __init__(self):
+        super().__init__()
+        self.A = torch.nn.Parameter(torch.randn(4096, generator=torch.Generator().manual_seed(1)))
+
+    def forward(self, x):
+        return torch.exp(torch.cumsum(self.A, 0) / 8) + 0 * x
+
+
+def test_draws_move_the_models_parameters_too():
+    model, x = _ScanOfParameter(), torch.ones(4096)
+    with torch.no_grad():
+        ref32, ref64 = model(x), model.double()(x.double())
+        model.float()
+    own = (ref32.double() - ref64).abs().float()
+    allow = fp32_error_allowance(model, lambda: [x.clone()], [ref32], [ref64], seed=0, factor=1.0)
+    assert len(allow) == 1
+    # Draws that moved only x (an exact 1.0 times 0) would repeat the trial's own error exactly.
+    assert bool((allow[0] >= own).all()) and bool((allow[0] > own).sum() > 100)
+    assert torch.equal(model.A, _ScanOfParameter().A)  # the judge's own model is left as it was
+
+
 def test_allowance_that_is_not_finite_allows_nothing_and_a_failing_model_gives_none():
     r64 = torch.tensor([1.0, 1.0, 1.0], dtype=torch.float64)
     e = torch.tensor([1.0, 1.0, 1.0])

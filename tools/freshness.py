@@ -197,8 +197,8 @@ def fp32_error_allowance(
 ) -> list:
     """PyTorch's largest fp32 error at each output element over `draws` + 1 draws: the trial's
     own (|expected - reference64|) and `draws` more, each on the trial's inputs with every
-    element moved an fp32 ulp (`perturb_one_ulp`), as |fp32 forward - fp64 forward| of those
-    same inputs. An ulp moves the exact values by next to nothing (the fp64 run of the same
+    element moved an fp32 ulp (`perturb_one_ulp`), the model's floating-point parameters and
+    buffers too, as |fp32 forward - fp64 forward| of those same inputs and weights. An ulp moves the exact values by next to nothing (the fp64 run of the same
     inputs takes it out), but it changes the low bits of every product and partial sum, so
     PyTorch's rounding errors come out as a new draw: where one draw happened to be nearly
     exact, the others are not. Per output, float32 (rounded to nearest from float64: 2^-24 of
@@ -220,6 +220,18 @@ def fp32_error_allowance(
         # Copies: a forward that updates the model's state (running statistics) leaves the
         # judge's own model as the candidate's side expects it.
         model32, model64 = copy.deepcopy(model), copy.deepcopy(model).double()
+        # The model's own floating-point parameters and buffers move an ulp too, each draw from
+        # their values (issue 33: in a selective scan, A's exponentials of cumulative sums carry
+        # most of PyTorch's rounding error; draws that move only the inputs leave it out).
+        weights = [
+            (w32, w64, w32.detach().clone())
+            for w32, w64 in zip(
+                [*model32.parameters(), *model32.buffers()],
+                [*model64.parameters(), *model64.buffers()],
+                strict=True,
+            )
+            if w32.is_floating_point() and w64.is_floating_point()
+        ]
         start, made = time.monotonic(), 0
         for k in range(draws):
             spent = time.monotonic() - start
@@ -235,6 +247,14 @@ def fp32_error_allowance(
                         )
                     perturb_one_ulp(x, generators[x.device])
             with torch.no_grad():
+                for w32, w64, values in weights:
+                    if w32.device not in generators:
+                        generators[w32.device] = torch.Generator(device=w32.device).manual_seed(
+                            seed * 1000 + k
+                        )
+                    w32.copy_(values)
+                    perturb_one_ulp(w32, generators[w32.device])
+                    w64.copy_(w32)
                 out32 = normalise_outputs(model32(*inputs))
                 promoted = [
                     x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
