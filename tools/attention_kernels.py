@@ -29,7 +29,8 @@ Precision: fp32 products with `tl.dot(..., input_precision="tf32x3")` (three TF3
 fp32 accuracy; the GEMM template's choice, see its PRECISION_NOTE; plain TF32 is ~1e-3 relative
 and fails fp32's 1e-4), fp32 softmax statistics and accumulator; fp16/bf16 inputs are widened to
 fp32 in the kernel and the output rounded once. `exp` is `tl.exp` (no libdevice, so it runs
-under the interpreter). `ATTENTION_CONFIG` has the launch parameters (keywords of the launcher).
+under the interpreter). `ATTENTION_CONFIG` (head dims up to 64) and `ATTENTION_CONFIG_WIDE`
+(above) have the launch parameters (keywords of the launcher).
 
 The code between the `candidate source` markers is self-contained (torch, triton, tl): the
 compiler drafter copies it into a candidate file with `candidate_source()`, so a candidate
@@ -130,12 +131,23 @@ def _attention_kernel(
 
 
 ATTENTION_CONFIG = {
-    "BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "num_stages": 2, "precision": "tf32x3",
+    "BLOCK_M": 64, "BLOCK_N": 16, "num_warps": 4, "num_stages": 2, "precision": "tf32x3",
 }  # fmt: skip
-"""The kernel's launch parameters (the launcher takes them as keywords, for the tuner). tl.dot
-needs tiles of at least 16 on a GPU. 64 query rows x 32 keys at 4 warps: no spill for sm_90 at
-head dim 64 with tf32x3 (tests/test_attention.py compiles it); not yet timed on a GPU
-(benchmarks/gpu_attention.py sweeps a few)."""
+"""The kernel's launch parameters for head dims up to 64 (the launcher takes them as keywords,
+for the tuner). tl.dot needs tiles of at least 16 on a GPU. Chosen by the register count for
+sm_90 (ptxas, tests/test_attention.py), not yet by time: tf32x3 keeps each operand as two TF32
+halves, and at head dim 64 64x32 tiles at 4 warps spilled 96 bytes with a boolean mask (255
+registers), 64x16 at 4 warps spills nothing in any variant (163-242 registers: causal, boolean
+mask, additive mask with dropout). benchmarks/gpu_attention.py times the alternatives."""
+
+ATTENTION_CONFIG_WIDE = {**ATTENTION_CONFIG, "BLOCK_M": 32, "num_stages": 1}
+"""For head dims above 64 (up to 128): at 128, 64x16 tiles spilled 64-188 bytes; 32x16 at
+4 warps and 1 stage spills nothing (250-255 registers)."""
+
+
+def attention_config(head_dim: int) -> dict:
+    """The default launch parameters for a head dim (the larger of q's and v's)."""
+    return dict(ATTENTION_CONFIG if head_dim <= 64 else ATTENTION_CONFIG_WIDE)
 
 
 def triton_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
@@ -146,7 +158,6 @@ def triton_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, sc
         raise TypeError(
             f"unknown launch parameters {sorted(unknown)}; known: {sorted(ATTENTION_CONFIG)}"
         )
-    cfg = {**ATTENTION_CONFIG, **config}
     if q.dim() not in (3, 4) or k.dim() != q.dim() or v.dim() != q.dim():
         raise ValueError(
             f"attention on tensors of {q.dim()}, {k.dim()}, {v.dim()} dimensions: "
@@ -163,6 +174,7 @@ def triton_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, sc
     heads, L, E = q.shape[1], q.shape[2], q.shape[3]
     S, EV = k.shape[2], v.shape[3]
     kv_heads = k.shape[1]
+    cfg = {**attention_config(max(E, EV)), **config}
     if enable_gqa and kv_heads != heads:
         if heads % kv_heads:
             raise ValueError(f"{heads} query heads are not a multiple of {kv_heads} key heads")
