@@ -1,7 +1,8 @@
 """Work too large for the Triton interpreter on the CPU, refused before it runs for minutes.
 
 - **The problem** (`estimate_work`, `too_large_message`): elements moved and FLOPs of one forward,
-  counted on the meta device before anything is allocated; past the limits the problem is refused.
+  counted from shapes alone (fake tensors) before anything is allocated; past the limits the
+  problem is refused.
 - **Each launch** (`LaunchBudget`): the interpreter runs a launch's programs one after another,
   so its time is the number of programs (the grid's product) times the cost of one. Known at
   the launch: the grid, checked at once against a floor cost a program, then the cost measured
@@ -40,23 +41,26 @@ def too_large_message(moved: int, flops: float) -> str:
 
 
 def estimate_work(mod: types.ModuleType) -> dict[str, Any]:
-    """Sizes, bytes and FLOPs of one forward, computed on the meta device (nothing allocated)."""
+    """Sizes, bytes and FLOPs of one forward, from shapes alone: the model, its inputs and the
+    forward run under a FakeTensorMode on the meta device, so nothing is allocated, even for a
+    tensor created with an explicit `device="cpu"` (which the meta device alone would
+    allocate for real: KernelBench's 6.4 GB inputs)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.utils.flop_counter import FlopCounterMode
 
     est: dict[str, Any] = {"input_elements": None, "output_elements": None, "flops": None}
     try:
-        with torch.device("meta"):
+        with torch.device("meta"), FakeTensorMode(allow_non_fake_inputs=True):
             inputs = list(mod.get_inputs())
-            est["input_elements"] = sum(t.numel() for t in inputs if isinstance(t, torch.Tensor))
-            est["input_bytes"] = sum(
-                t.numel() * t.element_size() for t in inputs if isinstance(t, torch.Tensor)
-            )
+            tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
+            est["input_elements"] = sum(t.numel() for t in tensors)
+            est["input_bytes"] = sum(t.numel() * t.element_size() for t in tensors)
             model = mod.Model(*mod.get_init_inputs())
             with torch.no_grad(), FlopCounterMode(display=False) as fc:
                 out = normalise_outputs(model(*inputs))
             est["output_elements"] = sum(t.numel() for t in out if isinstance(t, torch.Tensor))
             est["flops"] = int(fc.get_total_flops())
-    except Exception as exc:  # meta tensors don't support every op; the estimate is best-effort
+    except Exception as exc:  # not every op runs on shapes alone; the estimate is best-effort
         est["error"] = f"{type(exc).__name__}: {exc}"
     return est
 

@@ -240,7 +240,12 @@ def peak_memory(*sources: Any) -> dict[str, float]:
 def _draft_compiler(verifier: Verifier, problem: Problem, draft: Draft) -> Draft:
     from agent.drafters import CompilerDrafter
 
-    gpu_mb = verifier.gpu_mb(verifier.reference(problem)) if verifier.device == "cuda" else None
+    # The problem's check first, on every device: it refuses a problem too large for the CPU
+    # from shapes alone, where the drafting job would build its inputs for real (a KernelBench
+    # problem of 6.4 GB inputs peaked at 13 GB before the refusal). Cached: the evaluation
+    # that follows does not check it again.
+    reference = verifier.reference(problem)
+    gpu_mb = verifier.gpu_mb(reference) if verifier.device == "cuda" else None
     cand = CompilerDrafter(verifier.sandbox, verifier.device).draft(
         problem.source, os.path.abspath(problem.path), gpu_mb=gpu_mb
     )
