@@ -74,6 +74,14 @@ class ComputeRefused(RuntimeError):
     """A PyTorch compute kernel called during forward."""
 
 
+def is_library(op: str) -> bool:
+    """Whether a refused operator ("aten.mm.out", as `compute_blocked` records it) is a library
+    GEMM or convolution (`tools.audit.LIBRARY_OPS`: the strict policy's `policy`, the lenient
+    policy's "mixed"), not other PyTorch compute."""
+    base = op.removeprefix("aten.").split(".")[0]
+    return base in LIBRARY_OPS or base.rstrip("_") in LIBRARY_OPS
+
+
 def blocked_operators(key: str, allow_library: bool = False) -> list[str]:
     """The aten operators (with overload) whose `key` kernel computes: names as the library
     handle takes them ("relu", "add.Tensor")."""

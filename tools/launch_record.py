@@ -61,6 +61,10 @@ class LaunchRecord:
     """Other launch options that change the code: num_ctas, maxnreg, enable_fp_fusion, ..."""
     autotuning: bool = False
     """True for launches made by `@triton.autotune` while it benchmarks configs."""
+    shapes: dict[str, list[int]] = field(default_factory=dict)
+    """Shapes of the tensor arguments (the launch trace: `trace_entry`)."""
+    scalars: dict[str, Any] = field(default_factory=dict)
+    """Values of the plain number arguments that are not constexprs (the launch trace)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -137,6 +141,78 @@ def record_launches() -> Iterator[list[LaunchRecord]]:
             setattr(cls, name, original)
 
 
+# ---------------------------------------------------------------------------------------------
+# The launch trace of one forward call (tools.worker: the work a forward did on repeated inputs)
+
+
+def trace_entry(record: LaunchRecord, scalars: bool = True) -> tuple:
+    """What one launch did, comparable across forward calls: the kernel (name, file, line: a
+    kernel defined in a closure is a new object every call, the same kernel), its grid, the
+    Triton signature (argument dtypes), the constexprs, the tensor arguments' shapes and, with
+    `scalars`, the values of the plain number arguments (a flag or a size that changes the work;
+    left out where a fresh random seed passed as a number is the protocol: stochastic problems).
+    Not pointers: a repeated run gets fresh copies of its inputs at other addresses."""
+    return (
+        record.name,
+        record.file,
+        record.first_line,
+        record.grid,
+        tuple(record.signature.items()),
+        tuple((k, _stable(v)) for k, v in record.constexprs.items()),
+        tuple((k, tuple(v)) for k, v in record.shapes.items()),
+        tuple((k, _stable(v)) for k, v in record.scalars.items()) if scalars else (),
+        tuple(sorted(record.options.items())),
+        record.num_warps,
+        record.num_stages,
+    )
+
+
+def launch_trace(records: list[LaunchRecord], scalars: bool = True) -> list[tuple]:
+    """The trace of the launches in `records` (one forward call's), autotuning's benchmark
+    launches left out (they run once for a key, whenever the autotuner decides)."""
+    return [trace_entry(r, scalars) for r in records if not r.autotuning]
+
+
+def trace_difference(first: list[tuple], again: list[tuple]) -> str | None:
+    """None when two calls' traces are equal, else where they first differ, in words."""
+    if first == again:
+        return None
+    for i, (a, b) in enumerate(zip(first, again)):
+        if a != b:
+            return (
+                f"launch {i + 1} was {_describe(a)} the first time and {_describe(b)} on the "
+                "repeated inputs"
+            )
+    if len(first) > len(again):
+        return (
+            f"{len(first)} launches the first time, {len(again)} on the repeated inputs (missing: "
+            f"{_describe(first[len(again)])})"
+        )
+    return (
+        f"{len(first)} launches the first time, {len(again)} on the repeated inputs (extra: "
+        f"{_describe(again[len(first)])})"
+    )
+
+
+def _describe(entry: tuple) -> str:
+    name, _file, _line, grid, _sig, constexprs, shapes, scalars = entry[:8]
+    parts = [f"grid {tuple(grid) if grid is not None else '?'}"]
+    parts += [f"{k}={v}" for k, v in constexprs]
+    parts += [f"{k}={v}" for k, v in scalars]
+    parts += [f"{k}{list(v)}" for k, v in shapes]
+    return f"{name}[{', '.join(parts)}]"[:300]
+
+
+def _stable(value: Any) -> Any:
+    """A value as the trace compares it: numbers, strings and tuples as they are; anything else
+    by its repr without memory addresses (a function made anew each call is the same function)."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list | tuple):
+        return tuple(_stable(v) for v in value)
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(jsonable(value)))
+
+
 def def_line(jit: Any) -> int | None:
     """1-based line of the kernel's `def` (Triton < 3.9 has no `def_file_line_number`)."""
     line = getattr(jit, "def_file_line_number", None)
@@ -181,12 +257,20 @@ def _make_record(kernel: Any, args: tuple, kwargs: dict) -> LaunchRecord | None:
     signature: dict[str, str] = {}
     constexprs: dict[str, Any] = {}
     aligned: list[str] = []
+    shapes: dict[str, list[int]] = {}
+    scalars: dict[str, Any] = {}
     for param, (ty, spec) in zip(jit.params, specialization, strict=True):
         signature[param.name] = ty
+        value = bound[param.name]
         if ty == "constexpr":
-            constexprs[param.name] = bound[param.name]
-        elif isinstance(spec, str) and "D" in spec:
-            aligned.append(param.name)
+            constexprs[param.name] = value
+        else:
+            if isinstance(spec, str) and "D" in spec:
+                aligned.append(param.name)
+            if isinstance(value, bool | int | float):
+                scalars[param.name] = value
+            elif isinstance(getattr(value, "shape", None), tuple):
+                shapes[param.name] = [int(d) for d in value.shape]
     return LaunchRecord(
         name=jit.__name__,
         fn=kernel,
@@ -204,6 +288,8 @@ def _make_record(kernel: Any, args: tuple, kwargs: dict) -> LaunchRecord | None:
             if k in _PASSED_OPTIONS and v is not None and v != _PASSED_OPTIONS[k]
         },
         autotuning=_AUTOTUNING.get(),
+        shapes=shapes,
+        scalars=scalars,
     )
 
 

@@ -174,6 +174,26 @@ def _judge_reply(
             message=f"the candidate broke the sandbox rules: {violations[0]}",
             evidence=evidence,
         )
+    refused_library = [str(op)[:200] for op in data.get("refused_library") or []]
+    if refused_library and options.policy == "strict":
+        # A library GEMM/convolution reached during forward (through the audit or below it: a
+        # redispatch) was refused, out of the candidate's reach. Under the strict policy that is
+        # the verdict, whatever the candidate did after the refusal (raised, or fell back).
+        if "error" in data:
+            evidence.error = SourceError(**data["error"])
+        compute = [op for op in audit.torch_compute_ops if op not in refused_library]
+        if compute:
+            return _torch_compute_verdict(compute, evidence)
+        return Verdict(
+            status="policy",
+            compiled=compiled,
+            correct=False,
+            message="library calls ran outside Triton ("
+            + ", ".join(refused_library)
+            + ": called in forward and refused there); rejected under the strict policy (use "
+            "--policy allow-library to accept mixed kernels)",
+            evidence=evidence,
+        )
     if "error" in data:
         err = SourceError(**data["error"])
         evidence.error = err
@@ -221,16 +241,19 @@ def _judge_reply(
             "result is not a kernel)",
             evidence=evidence,
         )
-    if audit.torch_compute_ops:
+    repeated = [str(r)[:400] for r in data.get("repeated_work") or []]
+    if repeated:
         return Verdict(
             status="cheat",
             compiled=True,
             correct=False,
-            message="PyTorch computed inside forward ("
-            + ", ".join(audit.torch_compute_ops[:6])
-            + "): under the strict policy all compute must happen in Triton kernels",
+            message=f"forward did different work on repeated inputs in {len(repeated)} call(s) "
+            f"({repeated[0]}): the work a forward does may not depend on whether its inputs "
+            "were seen before (a remembered result is not a kernel)",
             evidence=evidence,
         )
+    if audit.torch_compute_ops:
+        return _torch_compute_verdict(audit.torch_compute_ops, evidence)
     mixed = bool(audit.library_ops)
     if mixed and options.policy == "strict":
         return Verdict(
@@ -350,6 +373,18 @@ def _judge_reply(
         atol=atol,
         rtol=rtol,
         mixed=mixed,
+    )
+
+
+def _torch_compute_verdict(ops: list[str], evidence: Evidence) -> Verdict:
+    return Verdict(
+        status="cheat",
+        compiled=True,
+        correct=False,
+        message="PyTorch computed inside forward ("
+        + ", ".join(ops[:6])
+        + "): under the strict policy all compute must happen in Triton kernels",
+        evidence=evidence,
     )
 
 

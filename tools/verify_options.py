@@ -107,3 +107,23 @@ def with_unannounced_trials(
         out.insert(at, (secrets.randbits(31), 1.0))
         runs.insert(at, ["first"])
     return out, runs
+
+
+UNCHECKED_MAX = 8
+"""The most unchecked calls a verification makes (`unchecked_calls`): the cost's bound."""
+
+
+def unchecked_calls() -> int:
+    """How many unchecked forward calls (fresh inputs, every check but the comparison) come
+    before the first unannounced trial's run: one, and each further one with probability 1/2
+    (memoryless: however many came, another follows as likely), up to `UNCHECKED_MAX`; 2.0 on
+    average. The unannounced trials' last compared call then comes at least two calls after the
+    documented ones, so a kernel right for exactly the documented calls + 1 fails every time and
+    one right for j more fails with probability 3 / 2^(j+1); it cannot count the calls it must
+    stay right for from anything it sees (an unchecked call looks like a compared one to it).
+    Drawn in the candidate's job (`tools.worker.candidate_job`) from `secrets` when that trial's
+    message arrives, unless the parent's message says how many (`"unchecked"`)."""
+    n = 1
+    while n < UNCHECKED_MAX and secrets.randbelow(2):
+        n += 1
+    return n

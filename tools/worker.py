@@ -11,6 +11,7 @@ import gc
 import importlib
 import os
 import re
+import secrets
 import threading
 import time
 import traceback
@@ -49,6 +50,7 @@ from tools.size_guard import (
     install_launch_budget,
     too_large_message,
 )
+from tools.verify_options import unchecked_calls
 
 # ------------------------------------------------------------------------------------------
 # The problem job: load the problem, validate it, measure its footprint.
@@ -250,14 +252,19 @@ def candidate_job(
         result["timings"]["setup"] = time.perf_counter() - t0
 
         # PyTorch's compute kernels, made unavailable during each forward (tools.compute_block;
-        # the list and the library handle are the harness's, taken before the candidate runs).
-        from tools.compute_block import blocked_operators, compute_blocked
+        # the lists and the library handle are the harness's, taken before the candidate runs).
+        from tools.compute_block import blocked_operators, compute_blocked, is_library
 
         backend_key = "CUDA" if device == "cuda" else "CPU"
-        # Library GEMMs and convolutions are not blocked: the strict policy's verdict for them
-        # is `policy`, from the observers (a library call hidden below both stays unseen:
-        # tests/adversarial_pending/matmul__mm_redispatch_below_python).
-        blocked = blocked_operators(backend_key, allow_library=True)
+        # Library GEMMs and convolutions are blocked too, until the first call of one: a call
+        # that reached one (even below both observers: a redispatch) is recorded, where the
+        # candidate cannot reach it, as `refused_library`. The strict policy's verdict is then
+        # `policy` whatever the candidate did next; the job does not know the policy, so it
+        # runs that forward once more with the library allowed (and keeps it allowed), which
+        # is what the lenient policy judges.
+        blocked_all = blocked_operators(backend_key)
+        blocked_but_library = blocked_operators(backend_key, allow_library=True)
+        blocked = blocked_all
         # From here on the job refuses threads, native code and aten registrations (a
         # candidate's), and the snapshot below covers the guard's replacements.
         local_path = os.path.join(os.getcwd(), os.path.basename(kernel_path) or "candidate.py")
@@ -365,13 +372,14 @@ def candidate_job(
         # Compute in the constructor is judged like compute in forward.
         audit["torch_compute_ops"] += [f"{op} (in the constructor)" for op in ctor_compute]
         audit["library_ops"] += [f"{op} (in the constructor)" for op in ctor_library]
-        if aot_target:
-            try:
-                from tools.launch_record import record_launches
+        # Every launch is recorded (tools.launch_record): the compile for a real target after
+        # the trials (CPU), and each forward call's launch trace (the work it did).
+        from tools.launch_record import launch_trace, record_launches
 
-                records = stack.enter_context(record_launches())
-            except Exception as exc:
-                result.setdefault("notes", []).append(f"launch recorder unavailable: {exc}")
+        try:
+            records = stack.enter_context(record_launches())
+        except Exception as exc:
+            result.setdefault("notes", []).append(f"launch recorder unavailable: {exc}")
         # Second snapshot: the launch recorder above legitimately patched triton's `run`.
         during = Integrity(problem)
         process_during = process.rebased()
@@ -380,92 +388,146 @@ def candidate_job(
         prev_args: list | None = None
         t_run = time.perf_counter()
         channel.send({"ready": True, "timings": dict(result["timings"])})
+        repeated_work: list[str] = []
+        refused_library: list[str] = []
+        exempt_trial: int | None = None
+        unchecked_due = True
+        reply: Any = None
         while True:
             msg = channel.recv()
             if not isinstance(msg, dict) or "trial" not in msg:
                 break
             trial = int(msg["trial"])
+            scale = float(msg.get("scale", 1.0))
             try:
-                base = make_inputs(problem, int(msg["seed"]), device, float(msg.get("scale", 1.0)))
+                base = make_inputs(problem, int(msg["seed"]), device, scale)
             except ContractError as exc:
                 result.update(stage="problem", error={"kind": "ProblemError", "message": str(exc)})
                 return result
             # The parent draws how many runs each trial gets (2 or more; unannounced), so a
             # kernel correct for exactly the documented number of calls is caught.
-            runs = msg.get("runs") or ("first", "second")
-            for run in runs:
-                if run == "first":
-                    # The previous run's buffers with this trial's values: a result cached by
+            runs = [str(r) for r in (msg.get("runs") or ("first", "second"))]
+            calls = [(run, True) for run in runs]
+            if len(runs) == 1 and unchecked_due:
+                # The first unannounced trial comes after unchecked calls (fresh inputs, every
+                # check but the comparison), however many `unchecked_calls` drew: the calls a
+                # kernel must stay right for cannot be counted (tools.verify_options).
+                unchecked_due = False
+                n = msg.get("unchecked")
+                n = n if isinstance(n, int) and 0 <= n <= 1000 else unchecked_calls()
+                calls = [("unchecked", False)] * n + calls
+            # Every run after a trial's first repeats its inputs bit for bit: the work it does
+            # (its launch trace) must be the first run's, except in the first trial with repeats,
+            # where one-time setup and autotuning happen. A random seed passed to a kernel as a
+            # number is the protocol of a stochastic problem (more than two runs a trial): there
+            # the numbers are left out of the trace.
+            if len(runs) > 1 and exempt_trial is None:
+                exempt_trial = trial
+            numbers = len(runs) <= 2
+            first_work: tuple[int, list] | None = None
+            for k, (run, checked) in enumerate(calls):
+                label = (
+                    f"trial {trial}, {run} run"
+                    if checked
+                    else f"trial {trial}, unchecked call {k + 1}"
+                )
+                if checked:
+                    pristine = base
+                else:
+                    try:
+                        pristine = make_inputs(problem, secrets.randbits(31), device, scale)
+                    except ContractError as exc:
+                        result.update(
+                            stage="problem", error={"kind": "ProblemError", "message": str(exc)}
+                        )
+                        return result
+                if run == "first" or not checked:
+                    # The previous run's buffers with this call's values: a result cached by
                     # data pointer is now stale.
-                    args = refill(prev_args, base)
+                    args = refill(prev_args, pristine)
                 else:
                     args = None
                 prev_args = None
                 if args is None:
-                    collect_if_large(base)  # the previous run's arguments go first
-                    args = _clone(base)
-                _sync()  # inputs ready before the call: a kernel on a side stream must not race them
-                # From here until the judge has compared this run's outputs, no code the
-                # candidate left behind may run: automatic garbage collection is off (a
-                # finalizer of its garbage could rewrite an output after the audit closed), and
-                # forward's return value lives until then (freeing it could run a __del__).
-                gc.disable()
-                if races is not None:  # every run; tools.interp_checks bounds a launch's cost
-                    races.armed = True  # every run (interp_checks bounds a launch's cost)
-                refused: list[str] = []
-                try:
-                    with (
-                        torch.no_grad(),
-                        observer.forward(),
-                        audited(poison=poison) as (mode, launches),
-                        compute_blocked(blocked, backend_key) as refused,
-                    ):
-                        out = model_new(*args)
-                        _sync()
-                        # Still inside the audit: flattening forward's return value may run the
-                        # candidate's code (a list subclass's __iter__, a __len__).
-                        flat = checked_outputs(normalise_outputs(out), tamper)
-                        # The arguments are read after forward (mutation, aliasing): their class
-                        # must still be the one the harness made (`x.__class__ = Sub` gives them
-                        # properties that run then).
-                        for i, (a, b) in enumerate(zip(args, base)):
-                            if type(a) is not type(b):
-                                msg = f"changing the class of argument {i} (in forward)"
-                                if msg not in tamper:
-                                    tamper.append(msg)
-                except BaseException as exc:  # noqa: BLE001
-                    gc.enable()
-                    for op in refused:
-                        msg = f"calling {op} in forward (PyTorch compute: its kernel is blocked there)"
-                        if msg not in tamper:
-                            tamper.append(msg)
-                        if op not in audit["torch_compute_ops"]:
-                            audit["torch_compute_ops"].append(op)
-                    failed_launch = launches.failed
-                    err = _map_error(exc, local_path)
-                    in_kernel = _line_in_kernel(kernel_source, err.get("line"))
-                    fault = _cuda_fault(exc)
-                    result.update(
-                        error=err,
-                        error_class="crash"
-                        if fault
-                        else "compile_error"
-                        if failed_launch and in_kernel
-                        else "runtime_error",
-                        error_during_launch=bool(failed_launch),
-                        trial=trial,
-                    )
-                    _note_refusal(result, budget)
-                    if out_of_memory(exc):
-                        result["out_of_memory"] = _short_tb(exc, limit=1)[:500]
-                    if fault:
-                        result["cuda_fault"] = fault
-                    check_integrity("in forward", during)
-                    result["violations"] = _violations(tamper + observer.tampered)
-                    audit["triton_launches"] += launches.count
-                    result["audit"] = audit
-                    result["memory"] = peak_memory()
-                    return result
+                    collect_if_large(pristine)  # the previous run's arguments go first
+                    args = _clone(pristine)
+                while True:  # once, or twice when the first call of a library op was refused
+                    _sync()  # inputs ready before the call: a kernel on a side stream must not race them
+                    # From here until the judge has compared this run's outputs, no code the
+                    # candidate left behind may run: automatic garbage collection is off (a
+                    # finalizer of its garbage could rewrite an output after the audit closed), and
+                    # forward's return value lives until then (freeing it could run a __del__).
+                    gc.disable()
+                    if races is not None:  # every run; tools.interp_checks bounds a launch's cost
+                        races.armed = True
+                    refused: list[str] = []
+                    first_record = len(records)
+                    try:
+                        with (
+                            torch.no_grad(),
+                            observer.forward(),
+                            audited(poison=poison) as (mode, launches),
+                            compute_blocked(blocked, backend_key) as refused,
+                        ):
+                            out = model_new(*args)
+                            _sync()
+                            # Still inside the audit: flattening forward's return value may run the
+                            # candidate's code (a list subclass's __iter__, a __len__).
+                            flat = checked_outputs(normalise_outputs(out), tamper)
+                            # The arguments are read after forward (mutation, aliasing): their class
+                            # must still be the one the harness made (`x.__class__ = Sub` gives them
+                            # properties that run then).
+                            for i, (a, b) in enumerate(zip(args, pristine)):
+                                if type(a) is not type(b):
+                                    msg = f"changing the class of argument {i} (in forward)"
+                                    if msg not in tamper:
+                                        tamper.append(msg)
+                    except BaseException as exc:  # noqa: BLE001
+                        gc.enable()
+                        _note_refused(refused, audit, tamper, refused_library, is_library)
+                        if blocked is blocked_all and any(map(is_library, refused)):
+                            # The first library call, refused and recorded: the same call once
+                            # more with the library allowed, for the lenient policy's verdict.
+                            blocked = blocked_but_library
+                            for op in mode.compute:
+                                if op not in audit["torch_compute_ops"]:
+                                    audit["torch_compute_ops"].append(op)
+                            check_integrity("in forward", during)
+                            if races is not None:
+                                races.check()
+                            if not aot_target:
+                                del records[first_record:]
+                            del exc
+                            collect_if_large(pristine)
+                            args = _clone(pristine)
+                            continue
+                        failed_launch = launches.failed
+                        err = _map_error(exc, local_path)
+                        in_kernel = _line_in_kernel(kernel_source, err.get("line"))
+                        fault = _cuda_fault(exc)
+                        result.update(
+                            error=err,
+                            error_class="crash"
+                            if fault
+                            else "compile_error"
+                            if failed_launch and in_kernel
+                            else "runtime_error",
+                            error_during_launch=bool(failed_launch),
+                            trial=trial,
+                        )
+                        _note_refusal(result, budget)
+                        if out_of_memory(exc):
+                            result["out_of_memory"] = _short_tb(exc, limit=1)[:500]
+                        if fault:
+                            result["cuda_fault"] = fault
+                        check_integrity("in forward", during)
+                        result["violations"] = _violations(tamper + observer.tampered)
+                        audit["triton_launches"] += launches.count
+                        result["audit"] = audit
+                        result["refused_library"] = refused_library
+                        result["memory"] = peak_memory()
+                        return result
+                    break
                 check_integrity("in forward", during)
                 if races is not None and races.armed:
                     races.check()
@@ -480,23 +542,31 @@ def candidate_job(
                         result["violations"] = _violations(tamper + observer.tampered)
                         audit["triton_launches"] += launches.count
                         result["audit"] = audit
+                        result["refused_library"] = refused_library
                         return result
                 if gc.isenabled():
                     msg = "switching the garbage collector back on (in forward)"
                     if msg not in tamper:
                         tamper.append(msg)
                 if launches.count == 0:
-                    idle_runs.append(f"trial {trial}, {run} run")
-                for op in refused:  # called, refused, and the refusal swallowed by forward
-                    msg = f"calling {op} in forward (PyTorch compute: its kernel is blocked there)"
-                    if msg not in tamper:
-                        tamper.append(msg)
-                    if op not in audit["torch_compute_ops"]:
-                        audit["torch_compute_ops"].append(op)
+                    idle_runs.append(label)
+                # called, refused, and the refusal swallowed by forward
+                _note_refused(refused, audit, tamper, refused_library, is_library)
+                if any(map(is_library, refused)):
+                    blocked = blocked_but_library
+                work = (launches.count, launch_trace(records[first_record:], numbers))
+                if not aot_target:
+                    del records[first_record:]
+                if checked and run == "first":
+                    first_work = work
+                elif checked and trial != exempt_trial and first_work is not None:
+                    diff = _work_difference(first_work, work)
+                    if diff:
+                        repeated_work.append(f"{label}: {diff}")
                 audit["triton_launches"] += launches.count
-                for k in launches.names:
-                    if k not in audit["kernels"]:
-                        audit["kernels"].append(k)
+                for name in launches.names:
+                    if name not in audit["kernels"]:
+                        audit["kernels"].append(name)
                 for op in mode.compute:
                     if op not in audit["torch_compute_ops"]:
                         audit["torch_compute_ops"].append(op)
@@ -506,22 +576,24 @@ def candidate_job(
                 # Mutation: the arguments against the pristine inputs, which the candidate never
                 # received (no third full-size copy kept for the check). Helpers, not loops
                 # here: a loop variable would keep a 1 GiB tensor alive into the next run.
-                for i in mutated(args, base):
+                for i in mutated(args, pristine):
                     if i not in audit["mutated_inputs"]:
                         audit["mutated_inputs"].append(i)
                 for j in aliased(args, flat):
                     if j not in audit["aliased_outputs"]:
                         audit["aliased_outputs"].append(j)
-                channel.send(
-                    {
-                        "trial": trial,
-                        "run": run,
-                        "outputs": export_outputs(flat, os.getcwd(), f"out_{trial}_{run}"),
-                    }
-                )
-                reply = channel.recv()  # the judge has compared them: they may go
-                for j in range(len(flat)):
-                    _remove_quietly(os.path.join(os.getcwd(), f"out_{trial}_{run}_{j}.bin"))
+                reply = None
+                if checked:
+                    channel.send(
+                        {
+                            "trial": trial,
+                            "run": run,
+                            "outputs": export_outputs(flat, os.getcwd(), f"out_{trial}_{run}"),
+                        }
+                    )
+                    reply = channel.recv()  # the judge has compared them: they may go
+                    for j in range(len(flat)):
+                        _remove_quietly(os.path.join(os.getcwd(), f"out_{trial}_{run}_{j}.bin"))
                 # Freeing forward's outputs and collecting garbage can run the candidate's
                 # code (weakref finalizers, __del__ of its objects): audited, and the process
                 # checked again before the harness goes on (no patch may outlive this point).
@@ -541,7 +613,7 @@ def candidate_job(
                 check_integrity("after forward's outputs were freed", during, everything=True)
                 if isinstance(reply, dict) and reply.get("stop"):
                     break
-            del base
+            del base, pristine
             if isinstance(reply, dict) and reply.get("stop"):
                 break
         result["timings"]["runs"] = time.perf_counter() - t_run
@@ -566,6 +638,8 @@ def candidate_job(
     check_integrity("by the end of the job", integrity, everything=True)
     result["audit"] = audit
     result["idle_runs"] = idle_runs
+    result["repeated_work"] = repeated_work
+    result["refused_library"] = refused_library
     if budget is not None and budget.slow:
         result.setdefault("notes", []).extend(budget.slow[:3])
     result["violations"] = _violations(tamper + observer.tampered)
@@ -583,6 +657,38 @@ def candidate_job(
             result.setdefault("notes", []).append(f"ahead-of-time compile unavailable: {exc}")
         result["timings"]["aot"] = time.perf_counter() - t_aot
     return result
+
+
+def _note_refused(
+    refused: list[str], audit: dict[str, Any], tamper: list[str], library: list[str], is_library
+) -> None:
+    """Record the operators `compute_blocked` refused in one forward call: a library GEMM or
+    convolution in `library` (and the audit's library list), any other PyTorch compute as
+    tampering (it was reached below the observers, or called and its refusal swallowed)."""
+    for op in refused:
+        if is_library(op):
+            name = "aten." + op.removeprefix("aten.").split(".")[0]
+            if name not in library:
+                library.append(name)
+            if name not in audit["library_ops"]:
+                audit["library_ops"].append(name)
+            continue
+        msg = f"calling {op} in forward (PyTorch compute: its kernel is blocked there)"
+        if msg not in tamper:
+            tamper.append(msg)
+        if op not in audit["torch_compute_ops"]:
+            audit["torch_compute_ops"].append(op)
+
+
+def _work_difference(first: tuple[int, list], again: tuple[int, list]) -> str | None:
+    """How a forward call on repeated inputs did other work than the first call on them (its
+    launch count and trace, `tools.launch_record.launch_trace`); None when it did the same."""
+    from tools.launch_record import trace_difference
+
+    diff = trace_difference(first[1], again[1])
+    if diff is None and first[0] != again[0]:
+        diff = f"{first[0]} kernel launches the first time, {again[0]} on the repeated inputs"
+    return diff
 
 
 def _note_refusal(result: dict[str, Any], budget: Any) -> None:

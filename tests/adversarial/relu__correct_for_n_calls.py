@@ -1,7 +1,9 @@
-"""expected: mismatch
+"""expected: mismatch|cheat
 Correct for exactly the number of calls the documented protocol makes (2 a trial, 3 trials in
 the test suite: 6) and stale afterwards (returns the previous output through a copy kernel). The
-parent adds unannounced runs, so call 7 always comes.
+parent adds unannounced runs, so call 7 always comes. Since issue 34 a
+repeated run whose work differs from its first run's is a cheat: where the stale call is a
+trial's second run (unchecked calls moved it there), the verdict is `cheat`.
 """
 
 import torch
