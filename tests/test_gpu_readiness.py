@@ -180,6 +180,8 @@ result = {
     or getattr(drv, "_default", None) is not None,
     # Triton's cache key over its own files (~0.4 s) is memoised for every forked job
     "triton_key_memoised": _triton_key.cache_info().currsize == 1,
+    # filelock adds an audit hook at import on Python 3.12+: before any job is locked down
+    "filelock_preloaded": "filelock" in sys.modules,
 }
 """)
 
@@ -193,4 +195,5 @@ def test_forkserver_preload_does_not_touch_cuda():
         "dynamo_preloaded": True,
         "triton_driver_started": False,
         "triton_key_memoised": True,
+        "filelock_preloaded": True,
     }

@@ -44,6 +44,18 @@ try:
 except Exception:
     pass
 
+# Libraries of the environment that add an audit hook when first imported: imported here, before
+# any job is locked down, or an honest candidate whose imports reach them later is refused for
+# "adding an audit hook" (the guard cannot tell their hook from a candidate's). filelock >= 3.20
+# does so on Python 3.12+ (`filelock._core._fork`), and torch, triton and Hugging Face libraries
+# import it lazily: every Liger-Kernel op was refused so on the H200 (session 15).
+AUDIT_HOOK_LIBRARIES = ("filelock",)
+for _name in AUDIT_HOOK_LIBRARIES:
+    try:
+        __import__(_name)
+    except Exception:
+        pass
+
 # Triton keys its compile cache with a hash of its own installation, libtriton.so included
 # (~500 MB): ~0.4 s per process, paid by each GPU job's first launch and each ahead-of-time
 # compile. It reads files only (no driver, no CUDA); computed once here, every forked job
