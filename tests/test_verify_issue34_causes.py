@@ -1,0 +1,214 @@
+"""Issue 34's last three causes, piece by piece (no sandbox jobs): the work a forward call on
+repeated inputs must reproduce (its launch trace), the unchecked calls before the first
+unannounced trial, a library call refused in forward and the order of the judgement. The
+corpus kinds that show each cause (tests/adversarial/matmul__memo_*, relu__correct_for_*,
+matmul__*_hidden_*/mm_redispatch_*) go through whole verifications in tests/test_adversarial.py."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from tools.launch_record import LaunchRecord, launch_trace, record_launches, trace_difference
+from tools.reference import Reference
+from tools.sandbox import JobOutcome
+from tools.verdict_rules import TrialRun, judge
+from tools.verify_options import UNCHECKED_MAX, VerifyOptions, unchecked_calls
+from tools.worker import _note_refused, _work_difference
+
+# ---------------------------------------------------------------------------------------------
+# The launch trace
+
+
+def _rec(name="k", *, scalars=None, shapes=None, constexprs=None, autotuning=False):
+    return LaunchRecord(
+        name=name,
+        file="candidate.py",
+        first_line=3,
+        grid=(4,),
+        signature={"x": "*fp32", "n": "i32", "BLOCK": "constexpr"},
+        constexprs={"BLOCK": 1024} if constexprs is None else constexprs,
+        shapes={"x": [13, 1000]} if shapes is None else shapes,
+        scalars={"n": 13000} if scalars is None else scalars,
+        autotuning=autotuning,
+    )
+
+
+def test_the_same_launches_are_the_same_work():
+    first = launch_trace([_rec("checksum"), _rec("matmul")])
+    again = launch_trace([_rec("checksum"), _rec("matmul")])
+    assert trace_difference(first, again) is None
+    assert _work_difference((2, first), (2, again)) is None
+
+
+def test_another_kernel_a_flag_a_shape_or_a_missing_launch_is_other_work():
+    first = launch_trace([_rec("checksum"), _rec("matmul")])
+    swapped = trace_difference(first, launch_trace([_rec("checksum"), _rec("copy")]))
+    assert swapped and "launch 2 was matmul[" in swapped and "copy[" in swapped
+    flag = trace_difference(
+        launch_trace([_rec(scalars={"mode": 2})]), launch_trace([_rec(scalars={"mode": 3})])
+    )
+    assert flag and "mode=2" in flag and "mode=3" in flag
+    assert trace_difference(
+        launch_trace([_rec(shapes={"x": [67, 129]})]), launch_trace([_rec(shapes={"x": [1, 129]})])
+    )
+    assert trace_difference(launch_trace([_rec(constexprs={"BLOCK": 64})]), launch_trace([_rec()]))
+    assert "missing: matmul" in trace_difference(first, first[:1])
+    assert "extra: matmul" in trace_difference(first[:1], first)
+    # launches the recorder does not see (a CompiledKernel launched directly) still count
+    assert _work_difference((3, first), (2, first)) == (
+        "3 kernel launches the first time, 2 on the repeated inputs"
+    )
+
+
+def test_stochastic_numbers_and_autotuning_benchmarks_are_left_out():
+    seeds = [launch_trace([_rec(scalars={"seed": s})], scalars=False) for s in (1, 2)]
+    assert trace_difference(*seeds) is None
+    assert launch_trace([_rec(autotuning=True), _rec()]) == launch_trace([_rec()])
+
+
+def test_a_function_made_anew_each_call_is_the_same_constexpr():
+    def make():
+        return lambda x: x  # a new object, at a new address, every call
+
+    a, b = make(), make()
+    assert a is not b
+    first = launch_trace([_rec(constexprs={"FN": a})])
+    assert trace_difference(first, launch_trace([_rec(constexprs={"FN": b})])) is None
+
+
+_counter = itertools.count()
+KERNEL = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_kernel(x_ptr, y_ptr, n, alpha, mode, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=m) * alpha, mask=m)
+"""
+
+
+def test_a_real_launch_records_its_shapes_and_numbers(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "cand.py"
+    path.write_text(KERNEL)
+    name = f"issue34_kernel_{next(_counter)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    x = torch.randn(3, 100)
+    traces = []
+    for mode in (2, 2, 3):
+        y = torch.empty_like(x)
+        with record_launches() as records:
+            module.scale_kernel[(2,)](x, y, x.numel(), 0.5, mode, BLOCK=256)
+        traces.append(launch_trace(records))
+    (rec,) = records
+    assert rec.shapes == {"x_ptr": [3, 100], "y_ptr": [3, 100]}
+    assert rec.scalars == {"n": 300, "alpha": 0.5, "mode": 3}
+    assert trace_difference(traces[0], traces[1]) is None  # other buffers, same work
+    assert "mode=3" in trace_difference(traces[0], traces[2])
+
+
+# ---------------------------------------------------------------------------------------------
+# Unchecked calls
+
+
+def test_unchecked_calls_are_at_least_one_bounded_and_memoryless():
+    draws = [unchecked_calls() for _ in range(4000)]
+    assert min(draws) == 1 and max(draws) <= UNCHECKED_MAX
+    ones = draws.count(1) / len(draws)
+    twos_of_more = draws.count(2) / max(1, sum(d >= 2 for d in draws))
+    # P(n = 1) = 1/2 and, past one, half stop at each step (a 4000-draw sample: +-0.05)
+    assert 0.44 < ones < 0.56 and 0.42 < twos_of_more < 0.58
+    assert 1.85 < sum(draws) / len(draws) < 2.15
+
+
+# ---------------------------------------------------------------------------------------------
+# The judgement
+
+
+def _ref() -> Reference:
+    return Reference(
+        estimate={},
+        footprint={"input_bytes": 4, "output_bytes": 4, "param_bytes": 0},
+        expected=[{"shape": [1], "dtype": "torch.float32"}],
+        memory={},
+        timings={},
+    )
+
+
+OK = {"kind": "ok", "message": ""}
+RUNS = [["first", "second"], ["first"]]
+COMPARED = [(0, "first", OK), (0, "second", OK), (1, "first", OK)]
+
+
+def _verdict(policy: str = "strict", **value):
+    base = {"stage": "done", "audit": {"triton_launches": 5, "kernels": ["k"]}, "violations": []}
+    run = TrialRun(
+        outcome=JobOutcome(kind="ok", value={**base, **value}),
+        expected_trials=1,
+        runs=RUNS,
+        comparisons=[] if "error" in value else COMPARED,
+    )
+    return judge(run, _ref(), VerifyOptions(trials=1, policy=policy))
+
+
+def test_other_work_on_repeated_inputs_is_a_cheat():
+    assert _verdict().status == "ok"
+    v = _verdict(repeated_work=["trial 1, second run: launch 2 was matmul[...] ..."])
+    assert v.status == "cheat" and "different work on repeated inputs" in v.message
+    assert "trial 1, second run" in v.message
+
+
+ERROR = {"kind": "ComputeRefused", "message": "PyTorch compute refused", "line": 9, "code": "x"}
+LIBRARY_AUDIT = {"triton_launches": 5, "kernels": ["k"], "library_ops": ["aten.mm"]}
+
+
+@pytest.mark.parametrize("error", [None, ERROR], ids=["fell back", "raised"])
+def test_a_refused_library_call_is_policy_under_strict_whatever_followed(error):
+    extra = {"error": error, "error_class": "runtime_error"} if error else {}
+    v = _verdict(refused_library=["aten.mm"], audit=LIBRARY_AUDIT, **extra)
+    assert v.status == "policy" and "aten.mm" in v.message and not v.correct
+    # without the refusal on record, the candidate's exception is the verdict (as before)
+    if error:
+        assert _verdict(audit=LIBRARY_AUDIT, **extra).status == "runtime_error"
+
+
+def test_under_allow_library_a_refused_library_call_is_mixed():
+    v = _verdict("allow-library", refused_library=["aten.mm"], audit=LIBRARY_AUDIT)
+    assert v.status == "ok" and v.mixed and "aten.mm" in v.message
+
+
+def test_refused_operators_are_sorted_into_library_and_compute():
+    audit = {"library_ops": [], "torch_compute_ops": []}
+    tamper: list[str] = []
+    library: list[str] = []
+    from tools.compute_block import is_library
+
+    _note_refused(["aten.mm.out", "aten.addmm_", "aten.relu"], audit, tamper, library, is_library)
+    assert library == ["aten.mm", "aten.addmm_"] and audit["library_ops"] == library
+    assert audit["torch_compute_ops"] == ["aten.relu"] and "aten.relu" in tamper[0]
+
+
+def test_the_pending_folder_no_longer_holds_these_kinds():
+    corpus = Path(__file__).parent / "adversarial"
+    for name in (
+        "matmul__memo_by_fingerprint",
+        "matmul__memo_skip_flag",
+        "relu__correct_for_seven_calls",
+        "relu__correct_for_four_input_sets",
+        "matmul__mm_redispatch_below_python",
+        "matmul__addmm_hidden_with_fallback",
+    ):
+        assert (corpus / f"{name}.py").exists(), name
