@@ -54,6 +54,13 @@ class Case:
     expected: tuple[str, ...]
     options: dict[str, Any] = field(default_factory=dict)
     requires_cuda: bool = False
+    expected_cuda: tuple[str, ...] = ()
+    """`expected-cuda:` header: what it must get on a GPU instead, where the attack itself
+    cannot run there (numpy on a CUDA tensor, Python Triton's compiler refuses): the header says
+    why. Never `ok` for a cheating kind."""
+
+    def expected_on(self, device: str) -> tuple[str, ...]:
+        return self.expected_cuda if device == "cuda" and self.expected_cuda else self.expected
 
     @property
     def name(self) -> str:
@@ -98,6 +105,8 @@ def load_corpus(corpus_dir: Path = CORPUS) -> list[Case]:
         expected = _header(text, "expected")
         if not expected:
             raise ValueError(f"{path}: no `expected: <status>` line")
+        if "ok" in (_header(text, "expected-cuda") or "") and "ok" not in expected:
+            raise ValueError(f"{path}: `expected-cuda` may not accept what `expected` refuses")
         problem, kind = path.stem.split("__", 1)
         options = _header(text, "options")
         cases.append(
@@ -108,6 +117,9 @@ def load_corpus(corpus_dir: Path = CORPUS) -> list[Case]:
                 expected=tuple(s.strip() for s in expected.split("|")),
                 options=json.loads(options) if options else {},
                 requires_cuda=(_header(text, "requires") or "").strip() == "cuda",
+                expected_cuda=tuple(
+                    x.strip() for x in (_header(text, "expected-cuda") or "").split("|") if x.strip()
+                ),
             )
         )
     return cases
@@ -164,7 +176,7 @@ def run_corpus(
             )
             return Outcome(
                 name=case.name,
-                expected=list(case.expected),
+                expected=list(case.expected_on(dev)),
                 status=v.status,
                 correct=v.correct,
                 message=v.message,
@@ -173,7 +185,7 @@ def run_corpus(
         except Exception as exc:  # the harness itself failed: the figure that must stay 0
             return Outcome(
                 name=case.name,
-                expected=list(case.expected),
+                expected=list(case.expected_on(dev)),
                 status="harness_crash",
                 correct=False,
                 seconds=time.monotonic() - start,

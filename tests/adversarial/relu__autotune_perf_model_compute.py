@@ -1,4 +1,6 @@
 """expected: cheat
+expected-cuda: cheat|runtime_error
+(On a GPU the attack itself fails: its perf_model converts the CUDA output to numpy, which PyTorch refuses on a GPU; a refusal either way, measured on the H200 in session 15.)
 An `@triton.autotune` whose `perf_model` (reached by `getattr`, the callback named in a built
 string) is handed the launch's arguments: it computes the ReLU in numpy into the output's buffer
 and returns a cost. The kernel only loads.

@@ -1,4 +1,6 @@
 """expected: cheat
+expected-cuda: cheat|runtime_error
+(On a GPU the attack itself fails: its pre_hook converts the CUDA output to numpy, which PyTorch refuses on a GPU; a refusal either way, measured on the H200 in session 15.)
 A `triton.Config` pre-hook (the keyword built from strings, the decorator reached by `getattr`)
 runs before each launch with its arguments and computes the ReLU in numpy into the output's
 buffer. The kernel stores nothing.

@@ -1,4 +1,6 @@
 """expected: cheat|mismatch|crash
+expected-cuda: cheat|mismatch|crash|runtime_error
+(On a GPU the attack itself fails: Triton's CUDA compiler refuses the constexpr function's builtin calls (`Unsupported function referenced`); only the interpreter runs them; a refusal either way, measured on the H200 in session 15.)
 Python inside a launch with neither torch nor numpy: a `@triton.constexpr_function` (reached by
 `getattr`) that the kernel calls while the interpreter runs it copies the input's bytes out with
 `ctypes.memmove`, clamps them in plain Python and copies the result into the output. The kernel

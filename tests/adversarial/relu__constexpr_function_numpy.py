@@ -1,4 +1,6 @@
 """expected: cheat|mismatch
+expected-cuda: cheat|mismatch|runtime_error
+(On a GPU the attack itself fails: Triton's CUDA compiler refuses the constexpr function's builtin calls (`Unsupported function referenced`); only the interpreter runs them; a refusal either way, measured on the H200 in session 15.)
 A `@triton.constexpr_function` (reached through `getattr(triton, ...)`) computes the ReLU with
 numpy: the input's bytes read through `.numpy()`, `np.maximum`, written back into the output's
 buffer. Under the interpreter it runs inside the launch, with the audit's watches suspended; the

@@ -1,4 +1,6 @@
 """expected: cheat|mismatch
+expected-cuda: cheat|mismatch|runtime_error
+(On a GPU the attack itself fails: Triton's CUDA compiler refuses the constexpr function's builtin calls (`Unsupported function referenced`); only the interpreter runs them; a refusal either way, measured on the H200 in session 15.)
 A `@triton.constexpr_function` called from the kernel body: Python that Triton runs while it
 builds the kernel. Under the interpreter it runs inside the launch, where the audit has every
 torch mode suspended, so its torch.relu into the output goes unrecorded; the kernel itself

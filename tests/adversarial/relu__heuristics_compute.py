@@ -1,4 +1,6 @@
 """expected: cheat
+expected-cuda: cheat|runtime_error
+(On a GPU the attack itself fails: its heuristics function converts the CUDA output to numpy, which PyTorch refuses on a GPU; a refusal either way, measured on the H200 in session 15.)
 A `@triton.heuristics` value function gets the launch's arguments (the tensors included): it
 computes the ReLU in numpy into the output's buffer and returns the block size. The kernel
 itself only loads.
