@@ -112,3 +112,42 @@ def test_probe_problem_and_fit():
     assert fit_exponent([(4, 1.0), (8, 2.0), (16, 4.0)]) == 1.0
     assert fit_exponent([(4, 1.0), (8, 4.0), (16, 16.0)]) == 2.0
     assert fit_exponent([(4, 1.0)]) is None
+
+
+TWO_LAYERS = """
+
+def call(args):
+    x, w, b, w2, b2 = args
+    buf0 = triton_convolution(x, w, stride=(1, 1), padding=(1, 1), dilation=(1, 1), transposed=False, output_padding=(0, 0), groups=1, bias=None, precision='bf16x3', X_SPLIT=True)
+    ps0 = x.shape[2] * x.shape[3]
+    xnumel = 20 * x.shape[0] * ps0
+    del x
+    buf1 = buf0
+    del buf0
+    triton_poi_fused_bias_relu_0[lambda meta: (triton.cdiv(xnumel, meta['XBLOCK']),)](buf1, b, xnumel, XBLOCK=64, KS0=ps0, num_warps=4, num_stages=1)
+    del b
+    buf2 = triton_convolution(buf1, w2, stride=(1, 1), padding=(1, 1), dilation=(1, 1), transposed=False, output_padding=(0, 0), groups=1, bias=None, precision='bf16x3', X_SPLIT=True)
+    del buf1
+    buf3 = buf2
+    del buf2
+    triton_poi_fused_bias_relu_0[lambda meta: (triton.cdiv(xnumel, meta['XBLOCK']),)](buf3, b2, xnumel, XBLOCK=64, KS0=ps0, num_warps=4, num_stages=1)
+    del b2
+    return (buf3,)
+"""
+
+
+def test_one_fused_epilogue_kernel_per_pointwise_kernel():
+    """Two layers whose convolutions are followed by the same Inductor kernel get one fused
+    kernel, launched at both sites (before: a copy of the split GEMM per site, each compiled
+    and autotuned on the GPU)."""
+    from tests.test_conv_epilogue import EPILOGUE
+    from tools.draft.conv_epilogue import fuse_conv_epilogues
+    from tools.triton_conv import candidate_source
+
+    source = "import torch\nimport torch.nn as nn\n\n" + candidate_source() + EPILOGUE + TWO_LAYERS
+    fused, notes = fuse_conv_epilogues(source)
+    ast.parse(fused)
+    assert fused.count("def _conv_split_kernel_epi") == 1, notes
+    assert fused.count("EPILOGUE=(_conv_split_kernel_epi0, _conv_split_kernel_epi0_tuned") == 2
+    assert "triton_poi_fused_bias_relu_0[" not in fused.split("def call(")[1]
+    assert sum("fused into its store" in n for n in notes) == 2

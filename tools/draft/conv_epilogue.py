@@ -66,7 +66,11 @@ def fuse_conv_epilogues(source: str) -> tuple[str, list[str]]:
     body = list(call_fn.body)
     kernels_added: list[str] = []
     notes: list[str] = []
-    n = 0
+    # One fused kernel per pointwise kernel, however many convolutions it follows: its text
+    # depends on the pointwise kernel only (the launch's values are arguments), and a deep
+    # network launches the same Inductor kernel after every layer (a copy per site was a
+    # compile and an autotuning per layer on the GPU: issue 33).
+    fused_names: dict[str, str] = {}
     i = 0
     while i < len(body):
         stmt = body[i]
@@ -75,14 +79,20 @@ def fuse_conv_epilogues(source: str) -> tuple[str, list[str]]:
             continue
         target = stmt.targets[0].id  # type: ignore[attr-defined]
         try:
-            body, kernel_text, launched = _fuse_one(source, funcs, body, i, split_text, n)
+            body, kernel_text, launched = _fuse_one(
+                source, funcs, body, i, split_text, len(kernels_added), fused_names
+            )
         except NotFusable as why:
             notes.append(f"{target} = triton_convolution(...): epilogue not fused ({why})")
             i += 1
             continue
-        kernels_added.append(kernel_text)
-        notes.append(f"{target} = triton_convolution(...): {launched} fused into its store")
-        n += 1  # body[i] is now the statement after the convolution (its call moved down)
+        if kernel_text:
+            kernels_added.append(kernel_text)
+        notes.append(
+            f"{target} = triton_convolution(...): {launched} fused into its store"
+            + ("" if kernel_text else f" ({fused_names[launched]}, as at an earlier one)")
+        )
+        # body[i] is now the statement after the convolution (its call moved down)
     if not kernels_added:
         return source, notes
     call_fn.body = body
@@ -95,8 +105,18 @@ def fuse_conv_epilogues(source: str) -> tuple[str, list[str]]:
 
 
 def _fuse_one(
-    source: str, funcs: dict, body: list, i: int, split_text: str, n: int
+    source: str,
+    funcs: dict,
+    body: list,
+    i: int,
+    split_text: str,
+    n: int,
+    fused_names: dict[str, str] | None = None,
 ) -> tuple[list, str, str]:
+    """The body with the convolution at `i` and the pointwise kernel after it fused, the fused
+    kernel's text ("" where `fused_names` already holds one for that pointwise kernel: it is
+    reused) and the pointwise kernel's name. A new fused kernel is `_epi{n}`."""
+    fused_names = {} if fused_names is None else fused_names
     conv = body[i]
     a = conv.targets[0].id
     conv_names = {x.id for x in ast.walk(conv.value) if isinstance(x, ast.Name)}
@@ -135,6 +155,10 @@ def _fuse_one(
                 raise NotFusable(f"the next kernel to read it, {kernel_name}, is not pointwise")
             text, extra_args, consts = _fused_kernel(source, kernel, call, split_text, n)
             name = f"{SPLIT_KERNEL}_epi{n}"
+            if kernel_name in fused_names:
+                text, name = "", fused_names[kernel_name]
+            else:
+                fused_names[kernel_name] = name
             epilogue = ast.Tuple(
                 elts=[
                     ast.Name(name),
