@@ -16,6 +16,10 @@ to run: a run with budget left read as finished. A Ctrl-C that arrives there is 
 as the next node starts (milliseconds later), or when the graph returns.
 
 `bench` does not use it: its SIGINT lets the running candidates finish for a grace period.
+
+Once a command has finished and said so, `ignore_sigint_while_exiting()`: the interpreter's
+shutdown (seconds: torch's and the sandbox's teardown) restores SIGINT's default action midway,
+and a Ctrl-C then killed a run that had succeeded with 130 and no word.
 """
 
 from __future__ import annotations
@@ -161,3 +165,14 @@ def jobs_stop_on_sigint() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def ignore_sigint_while_exiting() -> None:
+    """Ignore Ctrl-C from now on: the command has finished and printed its outcome, what is left
+    is the interpreter's shutdown. Python restores SIGINT's default action part way through it
+    (a handler of its own is reset; an ignored signal stays ignored), and the teardown after that
+    lasts seconds (measured: a SIGINT 1 s after `optimize` printed its table killed the
+    process, exit -SIGINT, 130 in a shell, with nothing said). For the program's own process
+    only (the CLI's entry points): a host that calls `main` keeps its SIGINT as it was."""
+    if _main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -23,7 +23,7 @@ from rich.markup import escape
 
 from agent.cli import bench, dataset, optimize, profile, serve, verify
 from agent.cli.common import Parser, emit_json, err_console
-from agent.interrupt import jobs_stop_on_sigint
+from agent.interrupt import ignore_sigint_while_exiting, jobs_stop_on_sigint
 from tools.errors import BadInputError, TritonAgentError
 from tools.size_guard import ALLOW_LARGE_ENV
 
@@ -56,6 +56,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; its exit code. `argv` None: the program itself (`python -m agent`, the
+    `triton-agent` script), whose exit a late Ctrl-C no longer turns into 130 once the command
+    has finished (`agent.interrupt.ignore_sigint_while_exiting`)."""
+    status = _main(argv)
+    if argv is None:
+        ignore_sigint_while_exiting()
+    return status
+
+
+def _main(argv: Sequence[str] | None) -> int:
     # Job processes are SIGKILLed once their result is in; the resource tracker then reports the
     # semaphores they never released. Nothing leaks past the run: silence that noise.
     if "ignore::UserWarning:multiprocessing.resource_tracker" not in sys.warnoptions:

@@ -129,10 +129,16 @@ def cmd_run(args: argparse.Namespace) -> int:
             )
     except KeyboardInterrupt:
         run_id = progress.run_id or args.resume
-        err_console.print(
-            "interrupted: every finished attempt is checkpointed"
-            + (f"; continue with --resume {run_id}" if run_id else "")
-        )
+        if run_id is None:  # before the run directory was made: nothing was saved
+            err_console.print(
+                "interrupted before the run started: no run directory was made, so there is "
+                "nothing to --resume; run the command again"
+            )
+        else:
+            err_console.print(
+                "interrupted: every finished attempt is checkpointed; "
+                f"continue with --resume {run_id}"
+            )
         return 130
     print_table(result)
     if args.json:
