@@ -121,6 +121,24 @@ def td(text: str, *, num: Any = None, raw: bool = False) -> str:
 # SVG charts
 
 
+def nice_ticks(lo: float, hi: float, most: int = 6) -> list[float]:
+    """Ticks on round values (1, 2, 2.5 or 5 times a power of ten apart) from at or below `lo`
+    to at or above `hi`, at most `most` of them: 0 to 1 gives 0, 0.2, ..., 1 (not 0 to 1.08 in
+    steps of 0.27)."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        lo, hi = 0.0, 1.0
+    if hi - lo < 1e-12:
+        lo, hi = (lo - 0.5, hi + 0.5) if lo else (0.0, 1.0)
+    raw = (hi - lo) / (most - 1)
+    power = 10 ** math.floor(math.log10(raw))
+    for m in (1, 2, 2.5, 5, 10):
+        step = m * power
+        first, last = math.floor(lo / step + 1e-9), math.ceil(hi / step - 1e-9)
+        if last - first + 1 <= most:
+            break
+    return [round(i * step, 12) for i in range(first, last + 1)]
+
+
 class Chart:
     """A plot area with axes; x and y scales linear or log10."""
 
@@ -146,10 +164,13 @@ class Chart:
         self.y0, self.y1 = min(ys), max(ys)
         if self.x1 - self.x0 < 1e-12:
             self.x0, self.x1 = self.x0 - 0.5, self.x1 + 0.5
-        pad = (self.y1 - self.y0) * 0.08 or (0.1 if log_y else 0.5)
-        self.y0, self.y1 = self.y0 - (pad if log_y else 0.0), self.y1 + pad
-        if not log_y:
-            self.y0 = min(self.y0, 0.0)
+        if log_y:
+            pad = (self.y1 - self.y0) * 0.08 or 0.1
+            self.y0, self.y1 = self.y0 - pad, self.y1 + pad
+            self.yticks = [self.y0 + (self.y1 - self.y0) * i / 4 for i in range(5)]
+        else:  # from 0 (or below) to the data's top, on round ticks: 0/1 values end at 1
+            self.yticks = nice_ticks(min(self.y0, 0.0), self.y1)
+            self.y0, self.y1 = self.yticks[0], self.yticks[-1]
         self.title, self.xlabel, self.ylabel = title, xlabel, ylabel
 
     def _tx(self, x: float) -> float:
@@ -246,10 +267,9 @@ class Chart:
             f'<text transform="translate(14,{self.h / 2:.0f}) rotate(-90)" '
             f'text-anchor="middle">{esc(self.ylabel)}</text>',
         ]
-        for i in range(5):  # y ticks
-            v = self.y0 + (self.y1 - self.y0) * i / 4
+        for v in self.yticks:
             label = f"{10**v:.3g}" if self.log_y else f"{v:.3g}"
-            yy = self.h - self.b - (self.h - self.t - self.b) * i / 4
+            yy = self.h - self.b - (self.h - self.t - self.b) * (v - self.y0) / (self.y1 - self.y0)
             ax.append(
                 f'<text x="{self.l - 4}" y="{yy + 4:.1f}" text-anchor="end">{label}</text>'
                 f'<line x1="{self.l - 3}" x2="{self.l}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="#444"/>'
@@ -537,6 +557,12 @@ def write_run_html(run_dir: str | Path) -> Path:
 # Bench report
 
 
+def _per_problem(settings: dict[str, Any]) -> Any:
+    """Candidates drawn per problem: `per_problem` (1 when the compiler alone drafts), not the
+    `--samples` asked for; bench reports written before it was recorded have `samples` only."""
+    return settings.get("per_problem") or settings.get("samples")
+
+
 def render_bench(report: dict[str, Any]) -> str:
     s, m = report.get("settings") or {}, report.get("metrics") or {}
     mode = s.get("mode", "sample")
@@ -545,7 +571,7 @@ def render_bench(report: dict[str, Any]) -> str:
     body = [f"<h1>{esc(title)}</h1>"]
     body.append(
         f"<p><b>Status:</b> {esc(report.get('status'))}. Device: {esc(report.get('device'))}. "
-        f"Protocol: {esc(s.get('protocol'))}; {esc(s.get('samples'))} candidates per problem; "
+        f"Protocol: {esc(s.get('protocol'))}; {esc(_per_problem(s))} candidate(s) per problem; "
         f"temperature {esc(s.get('temperature'))}, top_p {esc(s.get('top_p'))}; "
         f"{esc(s.get('trials'))} trials, tolerance {esc(s.get('tolerance_preset'))}.</p>"
     )

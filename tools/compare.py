@@ -193,9 +193,13 @@ def mismatch_report(
         dtype=str(expected.dtype).replace("torch.", ""),
         atol=atol,
         rtol=rtol,
-        max_abs_err=t.max_abs if t.finite_abs else float("inf"),
-        mean_abs_err=t.sum_abs / t.finite_abs if t.finite_abs else float("inf"),
-        max_rel_err=t.max_rel if t.finite_rel else float("inf"),
+        # Elements that are NaN or infinite where the reference is not make the error infinite:
+        # figures over the finite differences alone read "max abs err 0" for 712 NaNs.
+        max_abs_err=t.max_abs if t.finite_abs and not t.bad_nonfinite else float("inf"),
+        mean_abs_err=t.sum_abs / t.finite_abs
+        if t.finite_abs and not t.bad_nonfinite
+        else float("inf"),
+        max_rel_err=t.max_rel if t.finite_rel and not t.bad_nonfinite else float("inf"),
         bad_count=bad_count,
         numel=n,
         first_bad=t.first_bad,
@@ -219,7 +223,25 @@ def mismatch_report(
         )
     else:
         report.hint = _tally_hint(t, bad_count, n)
+    if t.bad_nonfinite:
+        report.hint = _nonfinite_words(t, bad_count) + report.hint
     return report
+
+
+def _nonfinite_words(t: _Tally, bad_count: int) -> str:
+    """How many of the wrong elements are off by NaN or infinity (the error figures are
+    infinite with them), and what the finite differences say."""
+    held = ", ".join(f"{c} {k}" for c, k in ((t.nan_got, "NaN"), (t.inf_got, "Inf")) if c)
+    rest = (
+        f"; the other {t.finite_abs} elements: max abs err {t.max_abs:.3g}, "
+        f"mean abs err {t.sum_abs / t.finite_abs:.3g}"
+        if t.finite_abs
+        else ""
+    )
+    return (
+        f"{t.bad_nonfinite} of the {bad_count} elements outside the tolerance are off by NaN or "
+        f"infinity (the output holds {held or 'none'}){rest}. "
+    )
 
 
 def _is_floating(t: torch.Tensor) -> bool:
@@ -407,6 +429,8 @@ class _Tally:
     """Elements where being bad and `got` being NaN disagree (0: exactly the NaNs are bad)."""
     first_bad: list[dict[str, Any]]
     first_bad_flat: int
+    bad_nonfinite: int = 0
+    """Bad elements whose difference is not a number (NaN or an infinity on one side only)."""
 
 
 def _tally(
@@ -424,7 +448,7 @@ def _tally(
     floating = _is_floating(expected)
     shape = tuple(got.shape)
     # Accumulated on the device, in place: counts, then the sum and maxima of finite errors.
-    ints = torch.zeros(8, dtype=torch.int64, device=got.device)
+    ints = torch.zeros(9, dtype=torch.int64, device=got.device)
     floats = torch.zeros(3, dtype=torch.float64, device=got.device)
     first_bad: list[dict[str, Any]] = []
     first_bad_flat = -1
@@ -446,6 +470,7 @@ def _tally(
                 (gf == 0).sum(),
                 (ef == 0).sum(),
                 (bad != nan_g).sum(),
+                (bad & ~finite).sum(),
             ]
         )
         # Zeroing the non-finite errors leaves the sum and the maxima of the finite ones.
@@ -479,6 +504,7 @@ def _tally(
         bad_not_nan=i[7],
         first_bad=first_bad,
         first_bad_flat=first_bad_flat,
+        bad_nonfinite=i[8],
     )
 
 

@@ -160,10 +160,39 @@ def generalize(problem: Problem, verdict: Verdict, verify_at: VerifyAt) -> Verdi
     if other.correct:
         verdict.evidence.notes.append(f"generalisation check passed at {shown}")
         return verdict
-    other.message = f"correct at the problem's sizes, but not at {shown}: {other.message}"
+    other.message = f"correct at the problem's sizes, but not at {shown}: {what_failed(other)}"
     other.evidence.notes.append(f"generalisation check failed at {shown}")
     other.evidence.notes.extend(size_dependence(problem, sizes, verify_at))
     return other
+
+
+def what_failed(verdict: Verdict) -> str:
+    """A failing verdict in one line, in its error's own words: the line of the exception that
+    says what went wrong, not a closing pointer ("See https://pytorch.org/docs/...", which the
+    verdict's headline, the message's last line, was for some torch errors)."""
+    lines = verdict.message.strip().splitlines()
+    first = lines[0] if lines else verdict.status
+    err = verdict.evidence.error
+    if err is None:
+        return first
+    said = [
+        ln.strip()
+        for ln in err.message.strip().splitlines()
+        if ln.strip() and not _pointer(ln.strip())
+    ]
+    if not said or said[-1] in first:
+        return first
+    head = first.split(": ", 1)[0] if ": " in first else first  # "the candidate raised at line 9"
+    kind = f"{err.kind}: " if err.kind and not said[-1].startswith(err.kind) else ""
+    return f"{head}: {kind}{said[-1][:300]}"
+
+
+def _pointer(line: str) -> bool:
+    """A line that points elsewhere or annotates (a URL, "See ...", a caret, a note in
+    parentheses) rather than saying what failed."""
+    return (
+        line.startswith(("See ", "For more", "(", "^")) or "http://" in line or "https://" in line
+    )
 
 
 def size_dependence(problem: Problem, sizes: dict[str, Any], verify_at: VerifyAt) -> list[str]:
