@@ -47,6 +47,7 @@ from tools.roofline import (
     speedup,
     summarize,
 )
+from tools.time_by_class import time_by_class
 from tools.verify import Verifier, VerifyOptions
 
 TIMING_MEMORY_FLOOR_MB = 16384
@@ -321,6 +322,10 @@ def assemble(
     timed = [s for s in (r.speedup_eager, r.speedup_compile) if s is not None]
     r.speedup_best = min(timed, key=lambda s: s.value) if timed else None
     r.kernels = [KernelTime(**k) for k in data.get("kernels", [])]
+    if r.kernels:
+        r.time_by_class = time_by_class(
+            data.get("kernels", []), b.get("eager_kernels"), b.get("compile_kernels")
+        )
     r.trace = data.get("trace") if isinstance(data.get("trace"), str) else None
     r.kernelbench = kernelbench_summary(data.get("kernelbench"))
     r.host_ms = {

@@ -23,6 +23,7 @@ from tools.roofline import (
     kernel_line,
     roofline_line,
 )
+from tools.time_by_class import ClassTime, class_lines, slowest_class
 
 ProfileStatus = Literal["ok", "slower", "unavailable", "not_verified", "noisy"]
 
@@ -105,6 +106,9 @@ class ProfileResult:
     bar (the bar keeps PyTorch's defaults, the speed the user has)."""
     speedup_eager_fp32: Speedup | None = None
     kernels: list[KernelTime] = field(default_factory=list)
+    time_by_class: list[ClassTime] = field(default_factory=list)
+    """Where the time goes per class of layer (convolution, GEMM, normalization, ...): the
+    candidate's kernel time beside eager's and torch.compile's (`tools.time_by_class`)."""
     roofline: Roofline | None = None
     peaks: DevicePeaks | None = None
     baselines_cached: bool = False
@@ -211,6 +215,12 @@ def render_profile(r: ProfileResult) -> str:
         lines.append(r.roofline_text())
     for k in r.kernels[:6]:
         lines.append("  " + r.kernel_text(k))
+    if len(r.time_by_class) > 1 or any(t.best_us is not None for t in r.time_by_class):
+        lines.append("Where the time goes (kernel time per forward, per class of layer):")
+        lines += ["  " + line for line in class_lines(r.time_by_class)]
+        why = slowest_class(r.time_by_class)
+        if why and r.speedup_best is not None and r.speedup_best.value < 1.0:
+            lines.append(f"Slower than the better baseline: {why}.")
     busy_us = sum(k.time_us for k in r.kernels)
     if r.candidate is not None and r.kernels and busy_us < 0.5 * r.candidate.median_ms * 1e3:
         lines.append(

@@ -111,6 +111,16 @@ def _work(model: torch.nn.Module, inputs: list) -> dict[str, Any]:
     }
 
 
+def _kernels_or_none(call: Any, sets: list, settings: dict) -> list | None:
+    """A baseline's per-kernel breakdown (`tools.gpu_measures.breakdown`), None where the
+    profiler fails: evidence for the report's per-layer-class comparison, never a verdict."""
+    try:
+        rows, _ = breakdown(call, sets, int(settings["profile_calls"]))
+    except Exception:  # noqa: BLE001
+        return None
+    return [{"name": r["name"], "time_us": r["time_us"], "calls": r["calls"]} for r in rows]
+
+
 def tf32_in_eager(model: Any) -> bool:
     """Whether eager runs this model with TF32 where the judge's reference does not: PyTorch's
     TF32 switches are on (cuDNN's is by default) and the model holds a module cuDNN runs
@@ -256,6 +266,9 @@ def profile_job(
         else:
             baselines: dict[str, Any] = {"eager_samples": timer.measure(eager, sets)}
             baselines["eager_host_ms"] = timer.last_host_ms
+            # where eager's time goes, per kernel (`tools.time_by_class`: per layer class beside
+            # the candidate's); evidence for the report, never a failed timing
+            baselines["eager_kernels"] = _kernels_or_none(eager, sets, settings)
             if tf32_in_eager(model):
                 # The same eager at full fp32 (TF32 off), the precision the candidate must meet:
                 # for the report, beside the bar (PyTorch's defaults, the speed the user has).
@@ -275,6 +288,7 @@ def profile_job(
 
                     baselines["compile_samples"] = timer.measure(run_compiled, sets)
                     baselines["compile_host_ms"] = timer.last_host_ms
+                    baselines["compile_kernels"] = _kernels_or_none(run_compiled, sets, settings)
                     del compiled, run_compiled
                 except Exception as exc:  # a baseline that cannot compile is a note, not a failure
                     baselines["compile_error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
