@@ -73,3 +73,32 @@ def test_conv_sites_alike_are_timed_once(tmp_path):
     assert keywords[0] == keywords[1] == {"precision": "bf16x3"}
     assert keywords[2] != keywords[0]
     assert any("conv#1" in n and "as conv#0" in n for n in got["notes"]), got["notes"]
+
+
+def test_picks_written_with_one_parse(monkeypatch):
+    """The picks are written into the draft in one pass: one parse of the draft for any number
+    of sites (re-parsing it for each site was quadratic in a network's convolutions), and the
+    text is what writing them one by one gives."""
+    import tools.draft.conv_picks as cp
+    from tools import pyast, tune
+
+    body = "\n".join(
+        f"    y = triton_convolution(y, w{i}, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)"
+        for i in range(40)
+    )
+    source = f"def forward(y, {', '.join(f'w{i}' for i in range(40))}):\n{body}\n    return y\n"
+    sites = tune.conv_sites(source)
+    values = {site: ({"precision": "bf16x3"} if site % 2 else {}) for site in sites}
+    parses = []
+    real = pyast.parse
+    monkeypatch.setattr(pyast, "parse", lambda *a, **k: parses.append(1) or real(*a, **k))
+    out = cp._with_keywords(source, sites, values)
+    assert parses == []
+    one_by_one = source
+    for site in sorted(sites, reverse=True):
+        if values[site]:
+            _, one_by_one = tune._conv_variant(
+                one_by_one, site, tune.conv_sites(one_by_one)[site], values[site]
+            )
+    assert out == one_by_one
+    assert out.count("precision='bf16x3'") == 20

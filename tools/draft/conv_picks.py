@@ -45,7 +45,7 @@ from typing import Any
 from tools.draft.gemm_tiles import call_lines
 from tools.draft.launch_configs import Run, Timer, gpu_timer, load_module, run_forward
 from tools.triton_conv import DIRECT_MAX_COUT_G, TAP_LOOP_MIN_CIN_G
-from tools.tune import CONV_TILE_KEYS, CONV_TILES, _conv_variant, conv_sites
+from tools.tune import CONV_TILE_KEYS, CONV_TILES, conv_sites
 
 VARIANTS: tuple[dict[str, Any], ...] = (
     {"precision": "bf16x3", "X_SPLIT": True},
@@ -300,15 +300,8 @@ def pick_conv_variants(
         module.triton_convolution = timed_conv
         run_forward(module, init_inputs, inputs, device)
 
-    out = source
-    notes = []
-    # The last call first: rewriting one keeps the earlier ones' text where it was.
-    for site in sorted(chosen, key=lambda s: spans[s][0], reverse=True):
-        values, note = chosen[site]
-        notes.append(note)
-        if values:
-            call = conv_sites(out)[site]
-            _, out = _conv_variant(out, site, call, values)
+    notes = [chosen[site][1] for site in sorted(chosen, key=lambda s: spans[s][0], reverse=True)]
+    out = _with_keywords(source, sites, {site: values for site, (values, _) in chosen.items()})
     missed = sorted(set(sites) - set(chosen))
     if missed:
         notes.append(
@@ -317,6 +310,30 @@ def pick_conv_variants(
             + ": not reached by the forward; kept as written"
         )
     return out, sorted(notes)
+
+
+def _with_keywords(source: str, sites: dict[int, Any], values: dict[int, dict[str, Any]]) -> str:
+    """`source` with each site's call given `values[site]` as keywords (added or replaced), in
+    one pass over the lines from the last call up, so each call's parsed position stays valid:
+    re-parsing the whole draft for every site (as `tools.tune._conv_variant` in a loop did) was
+    quadratic in a network's convolutions."""
+    import ast
+
+    lines = source.splitlines(keepends=True)
+    for site in sorted(values, key=lambda s: (sites[s].lineno, sites[s].col_offset), reverse=True):
+        if not values[site]:
+            continue
+        call = sites[site]
+        new = ast.Call(
+            func=call.func,
+            args=call.args,
+            keywords=[k for k in call.keywords if k.arg not in values[site]]
+            + [ast.keyword(arg=k, value=ast.Constant(v)) for k, v in values[site].items()],
+        )
+        first, last = call.lineno - 1, call.end_lineno - 1
+        head, tail = lines[first][: call.col_offset], lines[last][call.end_col_offset :]
+        lines[first : last + 1] = [head + ast.unparse(new) + tail]
+    return "".join(lines)
 
 
 def _call_signature(args: tuple, kwargs: dict) -> tuple | None:
