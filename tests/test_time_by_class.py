@@ -119,3 +119,23 @@ def test_the_profile_says_where_a_slower_networks_time_goes():
     r = _assemble(data, baseline="best")
     assert r.time_by_class[0].eager_us is None
     assert "Slower than the better baseline" not in r.feedback()
+
+
+def test_the_bench_reports_limit_names_the_losing_layers():
+    """`tools.roofline.slowdown_reason` is what the bench's report gives per problem below
+    0.97x of the better baseline ("what limits it")."""
+    from tools.roofline import slowdown_reason
+
+    data = _job_data([0.030, 0.030], eager=0.020, compiled=0.015)
+    data["kernels"] = [
+        {**k, "calls": 1.0, "share": 0.25, "bytes": None, "triton": True} for k in CANDIDATE
+    ]
+    data["baselines"].update(eager_kernels=EAGER, compile_kernels=COMPILED)
+    slow = _assemble(data, baseline="best").to_dict()
+    why = slowdown_reason(slow)
+    assert why is not None and "; convolution layers lose most: 800.0 us here" in why
+    assert why.startswith("memory-bound: candidate 30.0 us")  # the roofline's part first
+    slow["roofline"] = None  # no roofline: the layers alone
+    assert slowdown_reason(slow).startswith("convolution layers lose most")
+    fast = _assemble({**data, "candidate_samples": [[0.010] * 50] * 2}, baseline="best")
+    assert "lose most" not in (slowdown_reason(fast.to_dict()) or "")

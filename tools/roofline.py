@@ -347,8 +347,9 @@ def slowdown_reason(profile: dict | None) -> str | None:
         name: (profile.get(key) or {}).get("median_ms")
         for name, key in (("candidate", "candidate"), ("eager", "eager"), ("compile", "compiled"))
     }
+    layers = _layers_reason(profile)
     if not isinstance(roof, dict) or not times["candidate"] or not roof.get("floor_ms"):
-        return None
+        return layers
     floor = float(roof["floor_ms"])
     bound = roof.get("bound") or "unknown"
     which = "bandwidth" if bound == "memory-bound" else f"{roof.get('compute_roof') or 'fp32'}"
@@ -370,4 +371,19 @@ def slowdown_reason(profile: dict | None) -> str | None:
         text += "; all at the roof: no headroom"
     elif frac["candidate"] < 0.9 <= max(frac.values()):
         text += "; the baseline reaches the roof, the candidate does not"
-    return text
+    return text + (f"; {layers}" if layers else "")
+
+
+def _layers_reason(profile: dict) -> str | None:
+    """The class of layer a network loses most time on (`tools.time_by_class.slowest_class`),
+    from the profile's `time_by_class`, where it is slower than its better baseline."""
+    from tools.time_by_class import ClassTime, slowest_class
+
+    best = (profile.get("speedup_best") or {}).get("value")
+    rows = profile.get("time_by_class") or []
+    if not rows or not isinstance(best, (int, float)) or best >= 1.0:
+        return None
+    try:
+        return slowest_class([ClassTime(**r) for r in rows])
+    except TypeError:  # a profile written by another version
+        return None
