@@ -10,12 +10,14 @@ Three parts, each in ONE subprocess:
   multiples of the blocks); dropout's mask read through an identity V; and the kernel compiled for
   sm_90 at head dim 64 (level 3's transformers) without spills (interpreter; natively on a GPU);
 - every problem in tests/fixtures/attention/ (SDPA causal, with a boolean mask and its own scale,
-  with an additive buffer mask on 3-D inputs, with dropout; minGPT's attention through SDPA; a
-  small copy of level3/32's nn.TransformerEncoderLayer) drafted with `draft_candidate` on the CPU,
-  then each deterministic candidate run against its Model; a 5-D SDPA refused;
+  with an additive buffer mask on 3-D inputs, with dropout; minGPT's hand-written attention with
+  its tril buffer; a small copy of level3/32's nn.TransformerEncoderLayer) drafted with
+  `draft_candidate` on the CPU, then each deterministic candidate run against its Model; a 5-D
+  SDPA refused;
 - two candidates verified by the project's verifier under the strict policy (one trial; one of
   them also compiles its kernel for sm_90).
-And, in this process, the kernel compiled for sm_90 at head dims 64 and 128 without spills.
+And, in this process, the kernel compiled for sm_90 at head dims 64 and 128 without spills, and
+the hand-written pattern match on Dynamo graphs: what it fuses, what it leaves.
 """
 
 from __future__ import annotations
@@ -258,6 +260,86 @@ def test_kernel_compiles_for_sm90_without_spills(
     )
 
 
+HANDWRITTEN = r"""
+import math
+import torch
+import torch.nn.functional as F
+
+TRIL = torch.tril(torch.ones(9, 9)).view(1, 1, 9, 9)
+
+
+def mingpt(q, k, v):
+    att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+    att = att.masked_fill(TRIL[:, :, :9, :9] == 0, float("-inf"))
+    att = F.softmax(att, dim=-1)
+    att = F.dropout(att, 0.0, True)
+    return att @ v
+
+
+def divided_with_bias(q, k, v, bias):
+    return torch.softmax(q @ k.transpose(-1, -2) / 4.0 + bias, dim=-1) @ v
+
+
+def weights_returned_too(q, k, v):
+    att = torch.softmax(q @ k.transpose(-2, -1) * 0.25, dim=-1)
+    return att @ v, att
+
+
+def filled_with_minus_1e9(q, k, v):
+    att = (q @ k.transpose(-2, -1)).masked_fill(TRIL == 0, -1e9)
+    return torch.softmax(att, dim=-1) @ v
+"""
+
+
+@pytest.mark.parametrize(
+    "name, fused",
+    [
+        ("mingpt", 1),
+        ("divided_with_bias", 1),
+        ("weights_returned_too", 0),  # the weights have another user: nothing to fuse
+        ("filled_with_minus_1e9", 0),  # not -inf: not SDPA's semantics, left alone
+    ],
+)
+def test_handwritten_attention_pattern(name, fused, tmp_path):
+    """`fuse_handwritten_attention` on Dynamo's graph of each function: how many it fuses, and
+    the rewritten graph (the op's real implementation: PyTorch's SDPA) computes what the
+    function does. No Inductor: a backend that only keeps the graph."""
+    import importlib.util
+
+    import torch
+
+    from tools.draft.attention import fuse_handwritten_attention, register_op
+
+    (tmp_path / "handwritten.py").write_text(HANDWRITTEN)
+    spec = importlib.util.spec_from_file_location("handwritten", tmp_path / "handwritten.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    fn = getattr(module, name)
+    register_op()
+    torch.manual_seed(0)
+    args = [torch.randn(2, 2, 9, 16) for _ in range(3)]
+    if name == "divided_with_bias":
+        args.append(torch.randn(9, 9))
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append((gm, example_inputs))
+        return gm.forward
+
+    torch._dynamo.reset()
+    try:
+        torch.compile(fn, backend=backend, fullgraph=True)(*args)
+    finally:
+        torch._dynamo.reset()
+    gm, inputs = graphs[-1]
+    assert fuse_handwritten_attention(gm.graph) == fused
+    ops = [n.target for n in gm.graph.nodes if n.op == "call_function"]
+    assert (torch.ops.tagent.attention.default in ops) == bool(fused)
+    want, got = fn(*args), gm(*inputs)
+    want = want[0] if isinstance(want, tuple) else want
+    assert (want - got[0]).abs().max().item() <= 1e-5
+
+
 @pytest.mark.parametrize("name", PROBLEMS)
 def test_draft_is_all_triton_with_the_fused_kernel(drafts, name):
     draft = drafts[name]
@@ -297,8 +379,9 @@ def test_attention_kernels_are_in_the_draft_cache_key():
 @pytest.mark.parametrize(
     "name, target",
     [
-        # minGPT's attention: GEMM template, Inductor's kernels and the fused attention
-        ("causal_self_attention.py", None),
+        # minGPT's hand-written attention (matched on Dynamo's graph): GEMM template, Inductor's
+        # kernels (the tril buffer's mask) and the fused attention
+        ("handwritten_causal_attention.py", None),
         # a boolean mask as an input, a scale of the Model's own; compiled for sm_90 too
         ("sdpa_bool_mask.py", "sm_90"),
     ],
