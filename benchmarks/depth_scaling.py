@@ -221,7 +221,12 @@ def draft(source: str) -> tuple[dict, float, Sampler]:
 
 
 def verify(
-    problem_path: Path, source: str, job_dir: Path, trials: int, timeout_s: float = 1200.0
+    problem_path: Path,
+    source: str,
+    job_dir: Path,
+    trials: int,
+    timeout_s: float = 1200.0,
+    profile_jobs: bool = True,
 ) -> dict:
     """Verify `source` with every job profiled into `job_dir`; the verdict and each job's
     phases (cProfile), the agent side profiled too."""
@@ -231,7 +236,8 @@ def verify(
     from tools.verify_options import VerifyOptions
 
     job_dir.mkdir(parents=True, exist_ok=True)
-    os.environ[JOB_PROFILE_DIR_ENV] = str(job_dir)
+    if profile_jobs:
+        os.environ[JOB_PROFILE_DIR_ENV] = str(job_dir)
     try:
         verifier = Verifier(VerifyOptions(trials=trials, device=DEVICE, timeout_s=timeout_s))
         problem = read_problem(problem_path)
@@ -264,6 +270,27 @@ def verify(
         "candidate_timings": {k: round(v, 3) for k, v in (evidence.get("timings") or {}).items()},
         "jobs": jobs,
     }
+
+
+def summarize_profiles(directory: Path) -> list[dict]:
+    """Every job profile (`*.pstats`) under `directory` as rows: the job, its total, phases and
+    top entries by own time (for a bench run with TRITON_AGENT_JOB_PROFILE set)."""
+    rows = []
+    for path in sorted(directory.rglob("*.pstats")):
+        stats = _load_stats(path)
+        if stats is None:
+            continue
+        phases, top = profile_rows(stats)
+        rows.append(
+            {
+                "file": path.name,
+                "job": path.stem.rsplit("-", 1)[-1],
+                "total_s": round(stats.total_tt, 3),  # type: ignore[attr-defined]
+                "phases": phases,
+                "top": top[:15],
+            }
+        )
+    return rows
 
 
 def launches(source: str) -> int:
@@ -348,7 +375,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=1200.0, help="a job's seconds")
     parser.add_argument("--out", default=str(ROOT / "benchmarks/results/cpu/depth_scaling"))
     parser.add_argument("--keep", help="a directory to keep problems, candidates and profiles")
+    parser.add_argument(
+        "--profile-summary",
+        metavar="DIR",
+        help="only summarise the job profiles under DIR (JSON lines to stdout) and exit",
+    )
+    parser.add_argument(
+        "--no-job-profile", action="store_true", help="verify without profiling the jobs"
+    )
     args = parser.parse_args(argv)
+    if args.profile_summary:
+        for row in summarize_profiles(Path(args.profile_summary)):
+            print(json.dumps(row))
+        return 0
     global DEVICE
     DEVICE = args.device
     out = Path(args.out)
@@ -395,7 +434,12 @@ def main(argv: list[str] | None = None) -> int:
             )
             if not args.no_verify:
                 row["verify"] = verify(
-                    problem_path, candidate, work / f"{tag}.jobs", args.trials, args.timeout
+                    problem_path,
+                    candidate,
+                    work / f"{tag}.jobs",
+                    args.trials,
+                    args.timeout,
+                    not args.no_job_profile,
                 )
             rows.append(row)
             print(

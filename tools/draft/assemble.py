@@ -7,7 +7,7 @@ import re
 import textwrap
 from typing import Any
 
-from tools.draft.capture import Capture
+from tools.draft.capture import SYMBOLIC_PARAMETERS_MAX, Capture
 from tools.draft.kernels import Kernel, KernelRewriter
 from tools.draft.loading import LoadedProblem, model_classdef, uses_introspection
 from tools.draft.result import DraftUnsupportedError
@@ -222,6 +222,12 @@ def describe_sizes(
             ["every size (static draft)"],
         )
     fixed = []
+    if capture.fixed_parameters:
+        fixed.append(
+            f"the shapes of Model's {capture.fixed_parameters} parameters and buffers (more than "
+            f"{SYMBOLIC_PARAMETERS_MAX}: symbolic, they cost the draft time that grows faster "
+            "than the layers)"
+        )
     for expr, shape in zip(call_args, capture.input_shapes, strict=False):
         is_argument = expr in forward_names or (vararg and expr.startswith(f"{vararg}["))
         if shape is None or not is_argument:

@@ -45,6 +45,31 @@ class Capture:
     """Size symbols (`s27`) as Python inside `forward` (`x.shape[1]`)."""
     scan_exponents: int = 0
     """`exp`s of cumulative sums computed in fp64 (tools/draft/scan_precision.py)."""
+    fixed_parameters: int = 0
+    """Parameters and buffers whose shapes a dynamic draft kept at the problem's (a model with
+    more than `SYMBOLIC_PARAMETERS_MAX`); 0 where they are symbolic, or the draft is static."""
+
+
+SYMBOLIC_PARAMETERS_MAX = 16
+"""Parameters and buffers of a model up to which a dynamic draft gives their shapes symbols
+too (they follow the constructor's arguments); past it they are the problem's. The shape
+environment's work grows faster than the symbols (issue 33, benchmarks/results/cpu/depth_scaling:
+N conv-bn blocks, 6 tensors a block, drafted on the CPU: at N=8 Inductor took 34.7 CPU s with
+symbolic parameter shapes, 18.9 of them in `ShapeEnv.evaluate_expr`, against 12.2 s (0.2 s)
+with fixed ones; 12.2 s at N=8, 19.1 s at N=16 fixed). Level-1 and level-2 models have a few
+tensors; a level-3 network has tens to hundreds."""
+
+
+def parameter_shapes_symbolic(model: Any) -> bool:
+    """Whether a dynamic draft of `model` gives its parameters' and buffers' shapes symbols:
+    only for a model with at most `SYMBOLIC_PARAMETERS_MAX` of them."""
+    return count_state_tensors(model) <= SYMBOLIC_PARAMETERS_MAX
+
+
+def count_state_tensors(model: Any) -> int:
+    """Parameters and buffers of `model`, each tensor once."""
+    seen = {id(t) for t in model.parameters()} | {id(t) for t in model.buffers()}
+    return len(seen)
 
 
 def capture_inductor(
@@ -126,14 +151,15 @@ def capture_inductor(
             )
             # Parameter shapes and modules' int attributes (LayerNorm's normalized_shape)
             # symbolic too: they follow the constructor's arguments.
+            symbolic = parameter_shapes_symbolic(problem.model)
             stack.enter_context(
                 torch._dynamo.config.patch(
                     existing_options(
                         torch._dynamo.config,
                         {
-                            "force_parameter_static_shapes": False,
-                            "force_nn_module_property_static_shapes": False,
-                            "allow_unspec_int_on_nn_module": True,
+                            "force_parameter_static_shapes": not symbolic,
+                            "force_nn_module_property_static_shapes": not symbolic,
+                            "allow_unspec_int_on_nn_module": symbolic,
                         },
                     )
                 )
@@ -200,6 +226,9 @@ def capture_inductor(
         guards,
         symbol_sources,
         scan_pass.rewritten,
+        0
+        if not dynamic or parameter_shapes_symbolic(problem.model)
+        else count_state_tensors(problem.model),
     )
 
 
