@@ -82,6 +82,24 @@ def _reference_report(
         run=run,
     )
     report.hint = _reference_hint(gf, ef, bad)
+    # Since issue 38 (item 7): elements off by NaN or infinity make the figures infinite (over
+    # the finite differences alone, 712 NaNs read "max abs err 0"), and the hint says how many.
+    bad_nonfinite = int((bad & ~finite).sum())
+    if bad_nonfinite:
+        report.max_abs_err = report.mean_abs_err = report.max_rel_err = float("inf")
+        held = ", ".join(
+            f"{c} {k}" for c, k in ((report.nan_count, "NaN"), (report.inf_count, "Inf")) if c
+        )
+        rest = (
+            f"; the other {int(finite.sum())} elements: max abs err {max_abs:.3g}, "
+            f"mean abs err {mean_abs:.3g}"
+            if finite.any()
+            else ""
+        )
+        report.hint = (
+            f"{bad_nonfinite} of the {bad_count} elements outside the tolerance are off by NaN or "
+            f"infinity (the output holds {held or 'none'}){rest}. " + report.hint
+        )
     return report
 
 
