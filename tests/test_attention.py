@@ -285,6 +285,10 @@ def weights_returned_too(q, k, v):
     return att @ v, att
 
 
+def keys_broadcast(q, k, v):
+    return torch.softmax(q @ k[:1].transpose(-2, -1), dim=-1) @ v
+
+
 def filled_with_minus_1e9(q, k, v):
     att = (q @ k.transpose(-2, -1)).masked_fill(TRIL == 0, -1e9)
     return torch.softmax(att, dim=-1) @ v
@@ -298,6 +302,7 @@ def filled_with_minus_1e9(q, k, v):
         ("divided_with_bias", 1),
         ("weights_returned_too", 0),  # the weights have another user: nothing to fuse
         ("filled_with_minus_1e9", 0),  # not -inf: not SDPA's semantics, left alone
+        ("keys_broadcast", 0),  # matmul broadcasts a batch of 1: the op takes one batch
     ],
 )
 def test_handwritten_attention_pattern(name, fused, tmp_path):

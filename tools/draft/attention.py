@@ -127,6 +127,12 @@ def _rank(node: Any) -> int | None:
     return value.dim() if isinstance(value, torch.Tensor) else None
 
 
+def _batch(node: Any) -> list[str]:
+    """The dims before the last two, as text: a symbolic size compared by its expression, so
+    the comparison adds no guard to the draft."""
+    return [str(d) for d in node.meta["example_value"].shape[:-2]]
+
+
 def _is_tensor(node: Any) -> bool:
     return _rank(node) is not None
 
@@ -195,8 +201,11 @@ def _match_attention(softmax: Any) -> dict | None:
     v = after.args[1]
     if not _single_use(*chain) or any(_rank(t) != rank for t in (q, kt, v)):
         return None
-    if _rank(after) != rank:
-        return None
+    if _rank(after) != rank or _batch(q) != _batch(kt) or _batch(q) != _batch(v):
+        return None  # matmul's broadcasting of batch dims: the op takes one batch for all three
+    for mask in (keep, bias):
+        if mask is not None and _rank(mask) > rank:
+            return None
     return {"q": q, "kt": kt, "v": v, "keep": keep, "bias": bias, "scale": scale,
             "scale_div": scale_div, "dropout": dropout, "chain": [after, *chain]}  # fmt: skip
 
