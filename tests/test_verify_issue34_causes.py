@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -199,16 +198,3 @@ def test_refused_operators_are_sorted_into_library_and_compute():
     _note_refused(["aten.mm.out", "aten.addmm_", "aten.relu"], audit, tamper, library, is_library)
     assert library == ["aten.mm", "aten.addmm_"] and audit["library_ops"] == library
     assert audit["torch_compute_ops"] == ["aten.relu"] and "aten.relu" in tamper[0]
-
-
-def test_the_pending_folder_no_longer_holds_these_kinds():
-    corpus = Path(__file__).parent / "adversarial"
-    for name in (
-        "matmul__memo_by_fingerprint",
-        "matmul__memo_skip_flag",
-        "relu__correct_for_seven_calls",
-        "relu__correct_for_four_input_sets",
-        "matmul__mm_redispatch_below_python",
-        "matmul__addmm_hidden_with_fallback",
-    ):
-        assert (corpus / f"{name}.py").exists(), name
