@@ -225,9 +225,11 @@ def test_kernel_compiles_for_sm90_without_spills(
     mask, causal, dropout, head_dim, tmp_path, monkeypatch
 ):
     """At level 3's head dims (64, 128; the compile depends on the constexprs, not the sequence),
-    with the default launch parameters for that head dim. Compiled here, not in the interpreter's process: there,
-    tools.aot could not compile `tl.rand` ("Unsupported function referenced:
-    _patch_lang_core.<locals>._new_static_assert", the interpreter's patch of tl.static_assert)."""
+    with the default launch parameters for that head dim. Compiled here, from a record written
+    by hand, not from launches recorded in the interpreter's process: in this file's first
+    version, there (after the launcher cases), tools.aot failed on `tl.rand` ("Unsupported
+    function referenced: _patch_lang_core.<locals>._new_static_assert"); standalone scripts
+    recording the same launches after an interpreted dropout launch compiled: cause not found."""
     from tools.aot import LaunchRecord, aot_compile
     from tools.attention_kernels import _attention_kernel, attention_config
 
