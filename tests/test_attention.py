@@ -117,6 +117,7 @@ for pair in pairs:  # each drafted candidate against its Model, same seed and we
     torch.manual_seed(1)
     model_new = candidate.ModelNew(*problem.get_init_inputs())
     model_new.load_state_dict(model.state_dict(), strict=False)
+    model_new = model_new.to(device)
     inputs = problem.get_inputs()
     with torch.no_grad():
         want = model(*inputs)
