@@ -97,8 +97,9 @@ def _reference_report(
             else ""
         )
         report.hint = (
-            f"{bad_nonfinite} of the {bad_count} elements outside the tolerance are off by NaN or "
-            f"infinity (the output holds {held or 'none'}){rest}. " + report.hint
+            f"{bad_nonfinite} of the {bad_count} elements outside the tolerance are off by an "
+            f"infinite or undefined amount (the output holds {held or 'none'}){rest}. "
+            + report.hint
         )
     return report
 

@@ -239,8 +239,8 @@ def _nonfinite_words(t: _Tally, bad_count: int) -> str:
         else ""
     )
     return (
-        f"{t.bad_nonfinite} of the {bad_count} elements outside the tolerance are off by NaN or "
-        f"infinity (the output holds {held or 'none'}){rest}. "
+        f"{t.bad_nonfinite} of the {bad_count} elements outside the tolerance are off by an "
+        f"infinite or undefined amount (the output holds {held or 'none'}){rest}. "
     )
 
 
