@@ -14,8 +14,9 @@ Three parts, each in ONE subprocess:
   its tril buffer; a small copy of level3/32's nn.TransformerEncoderLayer) drafted with
   `draft_candidate` on the CPU, then each deterministic candidate run against its Model; a 5-D
   SDPA refused;
-- two candidates verified by the project's verifier under the strict policy (one trial; one of
-  them also compiles its kernel for sm_90).
+- four candidates verified by the project's verifier under the strict policy (one trial: causal
+  by a mask and by is_causal, a boolean mask, an encoder layer without; one also compiles its
+  kernel for sm_90).
 And, in this process, the kernel compiled for sm_90 at head dims 64 and 128 without spills, and
 the hand-written pattern match on Dynamo graphs: what it fuses, what it leaves.
 """
@@ -392,6 +393,10 @@ def test_attention_kernels_are_in_the_draft_cache_key():
         ("handwritten_causal_attention.py", None),
         # a boolean mask as an input, a scale of the Model's own; compiled for sm_90 too
         ("sdpa_bool_mask.py", "sm_90"),
+        # causal, no mask
+        ("sdpa_causal.py", None),
+        # level3/32's layer: nn.MultiheadAttention's SDPA, no mask, not causal
+        ("transformer_encoder.py", None),
     ],
 )
 def test_draft_verifies_ok_under_strict_policy(drafts, name, target, tmp_path):
