@@ -121,5 +121,12 @@ def inductor_options(device: str, settings: str = "default") -> dict[str, Any]:
     if device == "cpu":
         options["cpu_backend"] = "triton"
         options["autotune_in_subproc"] = False
+    if settings != "inductor_conv":
+        # Convolutions keep the library choice (`inductor_patches.choices_kept`), which the
+        # rewriter replaces with tools.triton_conv: Inductor's Triton conv templates were
+        # generated for every convolution and then dropped. Their codegen grew faster than the
+        # layers (CPU probe, issue 33: `select_algorithm.generate` 1.6 CPU s at N=32 conv-bn
+        # blocks, 5.5 s at N=64, benchmarks/results/cpu/depth_scaling).
+        options["max_autotune_conv_backends"] = "ATEN"
     options.update(SETTINGS[settings][0])
     return existing_options(inductor_config, options)
