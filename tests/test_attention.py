@@ -349,6 +349,44 @@ def test_handwritten_attention_pattern(name, fused, tmp_path):
     assert (want - got[0]).abs().max().item() <= 1e-5
 
 
+@pytest.mark.parametrize("weights_used", [False, True])
+def test_multihead_attention_weights_not_computed_when_unread(weights_used):
+    """nn.MultiheadAttention's default need_weights=True goes through bmm and softmax, not SDPA;
+    where its weights are not read, `weights_not_needed` switches the call to need_weights=False
+    (the SDPA path, so the fused kernel), and the output stays what the module returns."""
+    import torch
+    import torch.nn.functional as F
+
+    from tools.draft.attention import weights_not_needed
+
+    torch.manual_seed(0)
+    attn = torch.nn.MultiheadAttention(32, 2, batch_first=True)
+    x = torch.randn(2, 19, 32)
+
+    def forward(x):
+        out, weights = attn(x, x, x)
+        return out + weights.sum() if weights_used else out
+
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append((gm, example_inputs))
+        return gm.forward
+
+    torch._dynamo.reset()
+    try:
+        torch.compile(forward, backend=backend, fullgraph=True)(x)
+    finally:
+        torch._dynamo.reset()
+    gm, inputs = graphs[-1]
+    assert weights_not_needed(gm.graph) == (0 if weights_used else 1)
+    gm.recompile()
+    calls = [n for n in gm.graph.nodes if n.target is F.multi_head_attention_forward]
+    assert [n.kwargs.get("need_weights", True) for n in calls] == [weights_used]
+    with torch.no_grad():
+        assert (gm(*inputs)[0] - forward(x)).abs().max().item() <= 1e-5
+
+
 @pytest.mark.parametrize("name", PROBLEMS)
 def test_draft_is_all_triton_with_the_fused_kernel(drafts, name):
     draft = drafts[name]

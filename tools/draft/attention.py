@@ -263,6 +263,25 @@ def fuse_handwritten_attention(graph: Any) -> int:
     return fused
 
 
+def weights_not_needed(graph: Any) -> int:
+    """`F.multi_head_attention_forward(..., need_weights=True)` (nn.MultiheadAttention's default)
+    whose weights (output 1) nothing reads gets `need_weights=False`: the same attention output,
+    computed through SDPA (hence `tagent::attention`) instead of bmm, softmax, bmm and the
+    weights' average. Dynamo keeps the call as one node of its graph. Returns how many."""
+    import torch.nn.functional as F
+
+    changed = 0
+    for node in graph.nodes:
+        if node.op != "call_function" or node.target is not F.multi_head_attention_forward:
+            continue
+        if node.kwargs.get("need_weights", True) is not True or len(node.args) > 13:
+            continue  # positional need_weights (args past out_proj_bias): left alone
+        if all(u.target is operator.getitem and u.args[1] == 0 for u in node.users):
+            node.kwargs = {**node.kwargs, "need_weights": False}
+            changed += 1
+    return changed
+
+
 def _handwritten_pass() -> Any:
     """`fuse_handwritten_attention` as Inductor's `pre_grad_custom_pass` (a `CustomGraphPass`,
     with the uuid Inductor's graph cache asks for; the drafter turns that cache off anyway)."""
@@ -272,7 +291,10 @@ def _handwritten_pass() -> Any:
         fused = 0
 
         def __call__(self, graph: Any) -> None:
-            self.fused = fuse_handwritten_attention(graph)
+            self.fused = weights_not_needed(graph)
+            if self.fused:
+                graph.owning_module.recompile()
+            self.fused += fuse_handwritten_attention(graph)
 
         def uuid(self) -> Any:
             return "tools.draft.attention.fuse_handwritten_attention/1"
