@@ -28,6 +28,7 @@ import logging
 import math
 import os
 import random
+import re
 import shutil
 import tempfile
 import time
@@ -116,6 +117,39 @@ class TrainResult:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def check_base(base: str, local_files_only: bool = True) -> None:
+    """Refuse a `--base` that cannot load, saying which of the two it was taken for: a local
+    directory that is not there (or holds no `config.json`), or a hub id that is not in the
+    Hugging Face cache (training never downloads). Hugging Face's own message for a missing
+    path is about the form of repo ids, which is not what went wrong."""
+    path = Path(base).expanduser()
+    if path.exists():
+        if not (path / "config.json").is_file():
+            raise BadInputError(
+                f"--base {base}: not a saved model directory (no config.json; "
+                "save one with save_pretrained, see the README's tiny base model)"
+            )
+        return
+    parts = base.split("/")
+    looks_like_repo_id = (
+        len(parts) <= 2
+        and all(parts)
+        and not base.startswith((".", "~"))
+        and all(re.fullmatch(r"[\w.-]+", p) for p in parts)
+    )
+    if not looks_like_repo_id:
+        raise BadInputError(f"--base {base}: no such directory")
+    if local_files_only:
+        from huggingface_hub import try_to_load_from_cache
+
+        if not isinstance(try_to_load_from_cache(base, "config.json"), str):
+            raise BadInputError(
+                f"--base {base}: no such directory, and no hub model of that id in the Hugging "
+                f"Face cache (training does not download: `huggingface-cli download {base}` "
+                "first, or give a save_pretrained directory)"
+            )
 
 
 def render_pair(python_code: str, triton_code: str, template: str | None = None) -> tuple[str, str]:
@@ -267,6 +301,7 @@ def train(
         raise BadInputError(
             f"--out {out} holds files that are not a saved model; give a new directory"
         )
+    check_base(config.base, config.local_files_only)
     random.seed(config.seed)
     device = config.device or ("cuda" if torch.cuda.is_available() else "cpu")
     dtype = resolve_dtype(config.dtype, device)

@@ -17,6 +17,11 @@ def package_version() -> str:
         return "0+unknown"
 
 
+def version_line() -> str:
+    """What `--version` prints."""
+    return f"triton-agent {package_version()}"
+
+
 def prog_name(argv0: str | None = None) -> str:
     """`triton-agent` when run through the console script, `python -m agent` when run as a
     module (argv[0] is then the package's `__main__.py`), else the script's base name."""

@@ -8,7 +8,8 @@ their exit code here, and only here; `--debug` (before or after the command) sho
 traceback.
 
 Each command is a module of this package with `register(sub)`, which adds its parser and sets
-its `handler`; this module imports them, they never import it.
+its `handler`; this module imports them, they never import it. It imports them, and whatever
+else loads torch, inside its functions: `--version` answers without torch (0.1 s, not 4 s).
 """
 
 from __future__ import annotations
@@ -18,33 +19,42 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-
-from rich.markup import escape
-
-from agent.cli import bench, dataset, optimize, profile, serve, verify
-from agent.cli.common import Parser, emit_json, err_console
-from agent.interrupt import ignore_sigint_while_exiting, jobs_stop_on_sigint
-from tools.errors import BadInputError, TritonAgentError
-from tools.size_guard import ALLOW_LARGE_ENV
-
-COMMAND_MODULES = (verify, optimize, profile, bench, serve, dataset)
-"""In the order `--help` lists them."""
+from types import ModuleType
 
 BENCH_LIKE = frozenset({"bench", "dataset"})
 """Commands whose SIGINT lets the running candidates finish (a grace period) instead of killing
 their jobs at once (`agent.interrupt`)."""
 
 
+def command_modules() -> tuple[ModuleType, ...]:
+    """One module per command, in the order `--help` lists them."""
+    from agent.cli import bench, dataset, optimize, profile, serve, verify
+
+    return (verify, optimize, profile, bench, serve, dataset)
+
+
+def asks_for_version(argv: Sequence[str]) -> bool:
+    """Whether argparse would answer `--version` (or an abbreviation, `--vers`): it comes
+    before the command, after nothing but `--debug`, and before any `--help`."""
+    for token in argv:
+        if token.startswith("--v") and "--version".startswith(token):
+            return True
+        if token != "--debug":
+            return False
+    return False
+
+
 def build_parser() -> argparse.ArgumentParser:
-    from agent.version import package_version, prog_name
+    from agent.cli.common import Parser
+    from agent.version import prog_name, version_line
 
     parser = Parser(
         prog=prog_name(), description="Turn PyTorch modules into verified Triton kernels."
     )
-    parser.add_argument("--version", action="version", version=f"triton-agent {package_version()}")
+    parser.add_argument("--version", action="version", version=version_line())
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    for module in COMMAND_MODULES:
+    for module in command_modules():
         module.register(sub)
     for name, p in sub.choices.items():
         p.prog = f"{parser.prog} {name}"
@@ -59,6 +69,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; its exit code. `argv` None: the program itself (`python -m agent`, the
     `triton-agent` script), whose exit a late Ctrl-C no longer turns into 130 once the command
     has finished (`agent.interrupt.ignore_sigint_while_exiting`)."""
+    if asks_for_version(sys.argv[1:] if argv is None else argv):
+        from agent.version import version_line
+
+        sys.stdout.write(version_line() + "\n")  # as argparse's action prints it
+        return 0
+    from agent.interrupt import ignore_sigint_while_exiting
+
     status = _main(argv)
     if argv is None:
         ignore_sigint_while_exiting()
@@ -66,6 +83,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    from rich.markup import escape
+
+    from agent.cli.common import emit_json, err_console
+    from agent.interrupt import jobs_stop_on_sigint
+    from tools.errors import BadInputError, TritonAgentError
+    from tools.size_guard import ALLOW_LARGE_ENV
+
     # Job processes are SIGKILLed once their result is in; the resource tracker then reports the
     # semaphores they never released. Nothing leaks past the run: silence that noise.
     if "ignore::UserWarning:multiprocessing.resource_tracker" not in sys.warnoptions:

@@ -1,0 +1,74 @@
+"""Small things a new user notices (issue 38, item 8): `--version` without torch, a `train
+--base` that does not exist, and one exit code for a KernelBench problem that cannot run."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from agent.cli import main
+from agent.cli.main import asks_for_version
+from agent.version import version_line
+from tests.helpers import ROOT
+
+# Runs the module entry point the way `python -m agent --version` does, then says which heavy
+# packages that imported.
+PROBE = """
+import runpy, sys
+sys.argv = ["agent", *sys.argv[1:]]
+try:
+    runpy.run_module("agent", run_name="__main__", alter_sys=True)
+except SystemExit as e:
+    code = e.code
+print("exit", code)
+print("loaded", " ".join(m for m in ("torch", "triton", "rich", "langgraph") if m in sys.modules))
+"""
+
+
+@pytest.mark.parametrize("flags", [["--version"], ["--debug", "--version"], ["--vers"]])
+def test_version_answers_without_importing_torch(flags):
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, *flags], capture_output=True, text=True, cwd=ROOT
+    )
+    lines = out.stdout.splitlines()
+    assert lines[0] == version_line(), out.stderr
+    assert lines[1] == "exit 0"
+    assert lines[2].strip() == "loaded", f"--version imported: {lines[2]}"
+
+
+def test_what_counts_as_asking_for_the_version():
+    assert asks_for_version(["--version"]) and asks_for_version(["--debug", "--vers"])
+    assert not asks_for_version(["verify", "--version"])  # the subcommand's error, as before
+    assert not asks_for_version(["--help", "--version"])  # argparse prints the help first
+    assert not asks_for_version(["--verbose-thing"]) and not asks_for_version([])
+
+
+def test_help_still_lists_the_version_flag(capsys):
+    assert main(["--help"]) == 0
+    assert "--version" in capsys.readouterr().out
+
+
+def test_train_with_a_missing_base_says_the_path_does_not_exist(tmp_path, capsys):
+    pytest.importorskip("trl", reason="training needs trl and datasets: pip install -e '.[train]'")
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text('{"python_code": "x", "triton_code": "y"}\n')
+    missing = tmp_path / "no-such-model"
+    rc = main(["train", str(pairs), "--base", str(missing), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert f"--base {missing}: no such directory" in " ".join(err.split())
+    assert "Repo id" not in err
+
+
+def test_train_with_an_uncached_hub_id_says_it_is_not_downloaded(tmp_path):
+    pytest.importorskip("trl", reason="training needs trl and datasets: pip install -e '.[train]'")
+    from agent.train import check_base
+
+    with pytest.raises(Exception, match="not download") as info:
+        check_base("someone/no-such-model-issue-38")
+    assert getattr(info.value, "exit_code", None) == 2
+    (tmp_path / "not-a-model").mkdir()
+    with pytest.raises(Exception, match="no config.json"):
+        check_base(str(tmp_path / "not-a-model"))
