@@ -76,7 +76,8 @@ def test_bench_record_phases_from_notes_and_verdict():
         "compiler drafter (torch.compile -> Triton)\n"
         "dynamic draft took 14.4 s: reference forward 0.2 s, Inductor 14.2 s, rewriting 0.0 s, "
         "convolution picks 3.1 s\n"
-        "sized path: static draft took 5.0 s: reference forward 0.1 s, Inductor 4.0 s"
+        "sized path: static draft took 5.0 s: reference forward 0.1 s, Inductor 4.0 s\n"
+        "sized path took 9.5 s"
     )
     verdict = {"duration_s": 40.1, "evidence": {"timings": {"import": 1.2, "runs": 30.0}}}
     got = phase_seconds(12.5, response, verdict, {"timings": {"baselines_s": 3.0}})
@@ -90,6 +91,7 @@ def test_bench_record_phases_from_notes_and_verdict():
         "draft.sized.static": 5.0,
         "draft.sized.static.reference forward": 0.1,
         "draft.sized.static.Inductor": 4.0,
+        "draft.sized": 9.5,
         "verify": 40.1,
         "candidate.import": 1.2,
         "candidate.runs": 30.0,

@@ -190,6 +190,10 @@ def phase_seconds(
     if draft_s:
         out["draft"] = round(float(draft_s), 3)
     for line in (response or "").splitlines():
+        m = re.match(r"sized path took ([\d.]+) s$", line.strip())
+        if m:
+            out["draft.sized"] = float(m.group(1))
+            continue
         m = _DRAFT_PHASES.search(line)
         if not m:
             continue

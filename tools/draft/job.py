@@ -208,6 +208,10 @@ def _with_sized_path(
             f"its {SIZED_PATH_END_S:.0f} s for it (tools.draft.job.SIZED_PATH_END_S)"
         )
         return result
+    # where the second draft's time went (its own phases, then the whole sized path with its
+    # timing), for the bench records' phases (agent/bench/records.py `phase_seconds`)
+    notes += [f"sized path: {n}" for n in static.notes if " draft took " in n]
+    notes.append(f"sized path took {time.monotonic() - started:.1f} s")
     if source == result.source:
         result.notes.extend(notes)
         return result
