@@ -336,7 +336,15 @@ def phase_table(rows: list[dict]) -> dict[str, dict[str, float]]:
 
 
 def summary(rows: list[dict]) -> str:
-    lines = ["# Depth scaling (CPU, interpreter)", ""]
+    where = "CPU, interpreter" if DEVICE == "cpu" else DEVICE
+    lines = [
+        f"# Depth scaling ({where})",
+        "",
+        "`draft s`, `draft.total`, `verify.total`, `*:total` and `cand.stage.*` are wall seconds;",
+        "`draft.<phase>` are sampled CPU seconds of the draft; `<job>:<phase>` cProfile's",
+        "cumulative seconds inside that job (under cProfile's overhead).",
+        "",
+    ]
     lines.append("| variant | N | kernels | launches | lines | draft s | verify s | verdict |")
     lines.append("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
