@@ -301,10 +301,10 @@ def train(
         raise BadInputError(
             f"--out {out} holds files that are not a saved model; give a new directory"
         )
-    check_base(config.base, config.local_files_only)
     random.seed(config.seed)
     device = config.device or ("cuda" if torch.cuda.is_available() else "cpu")
     dtype = resolve_dtype(config.dtype, device)
+    check_base(config.base, config.local_files_only)
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(
             config.base, local_files_only=config.local_files_only

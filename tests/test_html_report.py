@@ -22,15 +22,32 @@ from tests.helpers import EX, FAST_CLI, ROOT, fenced, last_json, write_replies
 
 GPU_BENCH = ROOT / "benchmarks/results/gpu/2026-11-29-s3/run5_bench"
 
-BROWSER = next(
-    (
-        b
-        for b in ("chromium-headless-shell", "chromium", "chromium-browser", "google-chrome")
-        if shutil.which(b)
-    ),
-    None,
-)
-needs_browser = pytest.mark.skipif(BROWSER is None, reason="no headless Chromium installed")
+BROWSER_NAMES = ("chromium-headless-shell", "chromium", "chromium-browser", "google-chrome")
+"""What scripts/install_browser.sh installs or accepts, in its order."""
+
+
+def find_browser() -> tuple[str | None, str]:
+    """The first of BROWSER_NAMES on PATH that starts (`--version`), else None and what is
+    missing, in words a skip reason can carry."""
+    broken = []
+    for name in BROWSER_NAMES:
+        path = shutil.which(name)
+        if path is None:
+            continue
+        try:
+            subprocess.run([path, "--version"], capture_output=True, timeout=60, check=True)
+            return path, ""
+        except (OSError, subprocess.SubprocessError) as e:
+            broken.append(f"{path} does not start ({type(e).__name__})")
+    found = "; ".join(broken) or f"none of {', '.join(BROWSER_NAMES)} is on PATH"
+    return None, (
+        f"no headless Chromium: {found}. scripts/install_browser.sh installs one with the "
+        "system's package manager (root or passwordless sudo; it says why when it cannot)"
+    )
+
+
+BROWSER, NO_BROWSER = find_browser()
+needs_browser = pytest.mark.skipif(BROWSER is None, reason=NO_BROWSER)
 
 
 class Page(HTMLParser):
