@@ -153,3 +153,28 @@ def test_one_fused_epilogue_kernel_per_pointwise_kernel():
     assert fused.count("EPILOGUE=(_conv_split_kernel_epi0, _conv_split_kernel_epi0_tuned") == 2
     assert "triton_poi_fused_bias_relu_0[" not in fused.split("def call(")[1]
     assert sum("fused into its store" in n for n in notes) == 2
+
+
+def test_launch_config_variants_share_the_drafts_autotuning(tmp_path):
+    """Each launch-config variant is its own module with its own autotuners: the convolution
+    library's tiles picked for the draft are given to the variant's same kernels (same name,
+    source and configs), so timing a variant does not autotune every convolution shape again;
+    a kernel whose source differs gets nothing."""
+    from tools.draft.launch_configs import load_module, share_autotuning
+    from tools.triton_conv import candidate_source
+
+    source = "import torch\n" + candidate_source()
+    base = load_module(source, str(tmp_path), "share_base")
+    variant = load_module(source, str(tmp_path), "share_variant")
+    config = base._conv_gemm_kernel_tuned.configs[0]
+    base._conv_gemm_kernel_tuned.cache[(64, 8, "torch.float32")] = config
+    assert variant._conv_gemm_kernel_tuned.cache == {}
+    assert share_autotuning(base, variant) == 1
+    assert variant._conv_gemm_kernel_tuned.cache == {(64, 8, "torch.float32"): config}
+    assert variant._conv_split_kernel_tuned.cache == {}  # nothing tuned there in the draft
+    other = load_module(
+        source.replace("def _conv_gemm_kernel(", "def _conv_gemm_kernel(  # changed\n", 1),
+        str(tmp_path),
+        "share_other",
+    )
+    assert share_autotuning(base, other) == 0

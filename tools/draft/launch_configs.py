@@ -126,9 +126,11 @@ def pick_configs(
             return Run(run, label)
 
         runs = [runner(base, "as drafted")]
+        modules = [base]
         for i, (name, values) in enumerate(variants):
             src = with_config(source, name, values)
-            runs.append(runner(load_module(src, workdir, f"draft_variant_{i}"), f"{name} {values}"))
+            modules.append(load_module(src, workdir, f"draft_variant_{i}"))
+            runs.append(runner(modules[-1], f"{name} {values}"))
         times: list[float | None] = []
         start, unused = time.monotonic(), 0
         for i, run in enumerate(runs):
@@ -136,6 +138,8 @@ def pick_configs(
                 times.append(None)
                 unused += 1
                 continue
+            if i:
+                share_autotuning(base, modules[i])
             try:
                 times.append(timer(run))
             except Exception:  # a config that does not compile or run: not a candidate
@@ -171,6 +175,30 @@ def pick_configs(
                 f"no other config of Inductor's {MIN_GAIN:.0%} faster)"
             )
     return source, notes
+
+
+def share_autotuning(base: types.ModuleType, variant: types.ModuleType) -> int:
+    """Give `variant`'s autotuned kernels (`triton.autotune`: the convolution library's tiles)
+    the configs `base`'s same kernels picked, so a variant's timing does not autotune every
+    convolution shape again: a variant changes only Inductor kernels' launch keywords, and each
+    variant module has its own autotuners (a deep network's convolutions were autotuned once a
+    variant, inside the 45 s of `BUDGET_S`). Kernels are matched by name, source and configs.
+    Returns how many autotuners got configs."""
+    from triton.runtime.autotuner import Autotuner
+
+    shared = 0
+    for name, tuned in vars(base).items():
+        other = getattr(variant, name, None)
+        if not (isinstance(tuned, Autotuner) and isinstance(other, Autotuner)) or not tuned.cache:
+            continue
+        if getattr(tuned.fn, "src", None) != getattr(other.fn, "src", None) or [
+            str(c) for c in tuned.configs
+        ] != [str(c) for c in other.configs]:
+            continue
+        for key, config in tuned.cache.items():
+            other.cache.setdefault(key, config)
+        shared += 1
+    return shared
 
 
 def run_forward(module: types.ModuleType, init_inputs: list, inputs: list, device: str) -> None:
