@@ -11,7 +11,9 @@ import pytest
 from agent.cli import main
 from agent.cli.main import asks_for_version
 from agent.version import version_line
-from tests.helpers import ROOT
+from tests.helpers import EX, ROOT, fenced, last_json, last_json_line, write_replies
+
+RELU_KERNEL = (EX / "kernels" / "relu.py").read_text()
 
 # Runs the module entry point the way `python -m agent --version` does, then says which heavy
 # packages that imported.
@@ -72,3 +74,46 @@ def test_train_with_an_uncached_hub_id_says_it_is_not_downloaded(tmp_path):
     (tmp_path / "not-a-model").mkdir()
     with pytest.raises(Exception, match="no config.json"):
         check_base(str(tmp_path / "not-a-model"))
+
+
+def kernelbench_level1(root, problems: dict[str, tuple[int, int]]):
+    """A KernelBench layout (`root/level1/<id>_<name>.py`) of ReLU problems of the given sizes."""
+    level = root / "level1"
+    level.mkdir(parents=True)
+    source = (EX / "problems" / "relu.py").read_text()
+    for name, (batch, dim) in problems.items():
+        (level / f"{name}.py").write_text(
+            source.replace("BATCH = 13", f"BATCH = {batch}").replace("DIM = 1000", f"DIM = {dim}")
+        )
+    return root
+
+
+def test_optimize_and_bench_agree_on_a_kernelbench_problem_too_large_for_the_cpu(tmp_path, capsys):
+    """Both exit 2 (bad input): 67M elements is over the interpreter's limit of 16.7M. The bench
+    answered 1 for this, optimize 2."""
+    kb = kernelbench_level1(tmp_path / "KB", {"1_Big_ReLU": (8192, 8192)})
+    replies = write_replies(tmp_path / "replies.jsonl", [fenced(RELU_KERNEL)])
+    pick = ["--kernelbench", str(kb), "--level", "1", "--problems", "1", "--replies", replies]
+
+    rc = main(["optimize", *pick, "--runs-dir", str(tmp_path / "runs"), "--json"])
+    out = last_json(capsys)
+    assert (rc, out["status"]) == (2, "bad_input"), out
+    assert "too large for the Triton interpreter" in out["message"]
+
+    rc = main(["bench", *pick, "--samples", "1", "--out", str(tmp_path / "b"), "--json"])
+    captured = capsys.readouterr()
+    assert rc == 2, captured.err[-2000:]
+    assert "bad input:" in captured.err and "too large for the Triton interpreter" in captured.err
+    assert last_json_line(captured.out)["problems"][0]["outcome"] == "error"
+
+
+def test_a_bench_where_some_problem_ran_still_exits_1():
+    """Only a bench of which nothing could run is bad input: rows with verdicts, or without an
+    error (not reached), keep exit 1 and check nothing again (cfg None would fail if used)."""
+    from agent.cli.bench import refused_input
+
+    ran = {"problem": "a", "n": 1, "error": None}
+    refused = {"problem": "b", "n": 0, "error": "too large"}
+    unreached = {"problem": "c", "n": 0, "error": None}
+    for rows in ([ran, refused], [refused, unreached], []):
+        assert refused_input({"problems": rows, "out": "/nowhere"}, None) is None

@@ -252,4 +252,42 @@ def cmd_bench(args: argparse.Namespace) -> int:
         )
     if args.json:
         emit_json(report)
-    return 0 if report["status"] == "ok" else 1
+    if report["status"] == "ok":
+        return 0
+    refused = None if args.rebuild else refused_input(report, cfg)
+    if refused is not None:
+        err_console.print(f"[bold red]bad input:[/bold red] {escape(str(refused))}")
+        return refused.exit_code
+    return 1
+
+
+def refused_input(report: dict[str, Any], cfg: Any) -> BadInputError | None:
+    """The first problem's refusal when no problem of the bench could run and each was refused
+    as bad input (too large for the CPU interpreter, not a KernelBench problem): the bench then
+    exits 2, as `optimize` does for the same problem (issue 38). None when some problem ran
+    or one failed otherwise (a backend that cannot be reached, a reference that does not fit
+    in a job's memory): exit 1. The bench keeps its errors as text, so each is checked again
+    (one problem job each, only on this path; the bench's own check of a good problem is cached)."""
+    import json
+    from pathlib import Path
+
+    from tools.errors import TritonAgentError
+    from tools.problem import read_problem
+    from tools.verify import Verifier
+
+    rows = report.get("problems") or []
+    if not rows or any(r["n"] or not r["error"] for r in rows):
+        return None
+    verifier = Verifier(cfg.verify_options())
+    first: BadInputError | None = None
+    for row in rows:
+        meta = json.loads((Path(report["out"]) / row["problem"] / "problem.json").read_text())
+        try:
+            verifier.reference(read_problem(meta["path"]))
+        except BadInputError as exc:
+            first = first or exc
+            continue
+        except TritonAgentError:
+            return None
+        return None  # it runs now: not the input's fault
+    return first
