@@ -149,6 +149,16 @@ def _invoke(graph: Any, state: Any, thread: dict[str, Any], ctx: RunContext) -> 
             raise
 
 
+def has_checkpoint(rundir: RunDir) -> bool:
+    """Whether the run's database holds a checkpoint: a run interrupted between making its
+    directory and the graph's first checkpoint has none, and nothing to resume."""
+    if not rundir.checkpoint_db.exists():
+        return False
+    with closing(sqlite3.connect(str(rundir.checkpoint_db), check_same_thread=False)) as conn:
+        thread = {"configurable": {"thread_id": rundir.run_id}}
+        return SqliteSaver(conn).get_tuple(thread) is not None
+
+
 def finished(snapshot: Any) -> bool:
     """Whether a checkpointed run has reached its end. `snapshot.next` alone does not say: it
     leaves out a node whose writes were saved without the checkpoint after it (a process killed
@@ -205,6 +215,11 @@ def run(
             thread = {"configurable": {"thread_id": rundir.run_id}}
             if resume:
                 snapshot = graph.get_state(thread)
+                if snapshot.metadata is None:  # no checkpoint: it would read as finished
+                    raise BadInputError(
+                        f"run {rundir.run_id!r} was stopped before its first checkpoint: it has "
+                        f"nothing to resume; remove {rundir.path} and run the command again"
+                    )
                 values = snapshot.values or {}
                 if finished(snapshot):
                     ctx.emit(
@@ -239,4 +254,10 @@ def run(
         # directory behind (the connection is closed by now).
         if created:
             discard_if_empty(rundir)
+        raise
+    except KeyboardInterrupt:
+        # Ctrl-C between making the directory and the first checkpoint: a directory that
+        # `--resume` would read as a finished run. Gone, as the CLI then says.
+        if created and not has_checkpoint(rundir):
+            shutil.rmtree(rundir.path, ignore_errors=True)
         raise
