@@ -15,13 +15,17 @@ from tests.helpers import EX, ROOT, fenced, last_json, last_json_line, write_rep
 
 RELU_KERNEL = (EX / "kernels" / "relu.py").read_text()
 
-# Runs the module entry point the way `python -m agent --version` does, then says which heavy
-# packages that imported.
+# Runs an entry point the way `python -m agent --version` (runpy, as -m does) or the
+# `triton-agent` console script (`agent.cli:main`) does, then says which heavy packages it loaded.
 PROBE = """
 import runpy, sys
-sys.argv = ["agent", *sys.argv[1:]]
+entry, sys.argv = sys.argv[1], ["triton-agent", *sys.argv[2:]]
 try:
-    runpy.run_module("agent", run_name="__main__", alter_sys=True)
+    if entry == "module":
+        runpy.run_module("agent", run_name="__main__", alter_sys=True)
+    else:
+        from agent.cli import main
+        sys.exit(main())
 except SystemExit as e:
     code = e.code
 print("exit", code)
@@ -29,10 +33,11 @@ print("loaded", " ".join(m for m in ("torch", "triton", "rich", "langgraph") if 
 """
 
 
+@pytest.mark.parametrize("entry", ["module", "console-script"])
 @pytest.mark.parametrize("flags", [["--version"], ["--debug", "--version"], ["--vers"]])
-def test_version_answers_without_importing_torch(flags):
+def test_version_answers_without_importing_torch(entry, flags):
     out = subprocess.run(
-        [sys.executable, "-c", PROBE, *flags], capture_output=True, text=True, cwd=ROOT
+        [sys.executable, "-c", PROBE, entry, *flags], capture_output=True, text=True, cwd=ROOT
     )
     lines = out.stdout.splitlines()
     assert lines[0] == version_line(), out.stderr
