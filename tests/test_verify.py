@@ -28,7 +28,7 @@ def verdicts(request):
     """Verify every example candidate once on the device, in parallel (one job per core / GPU)."""
     v = Verifier(
         VerifyOptions(
-            trials=3, timeout_s=30 if request.param == "cpu" else 25, device=request.param
+            trials=3, timeout_s=120 if request.param == "cpu" else 25, device=request.param
         )
     )
     # The kernel that never ends is killed at a shorter limit (any limit kills it; at 30 s it
