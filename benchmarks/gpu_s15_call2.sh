@@ -7,7 +7,8 @@
 #     at their published sizes with a candidate each (.kb/cost, from session 13's merged bench);
 #   - then (to ~560 s): benchmarks/gpu_verifier.sh (the adversarial corpus on CUDA, Liger's
 #     honest ops, the sanitizer pair, honest examples) beside issue 34's GPU tests and the
-#     attention kernel's check.
+#     attention kernel's check, and KernelBench's own judge on an exported run (issue 38; its
+#     problems and code carried in .kb/kb and .kb/kernelbench-eval).
 # Everything shares the GPU and its cores: the cost figures are ratios under the same load, the
 # level-3 times are not a speed record.
 #
@@ -36,16 +37,28 @@ log "verification cost: rc=$?"
 log "corpus, Liger, sanitizer, honest examples; the attention check"
 CAP_S=$((550 - (SECONDS - START))) ADV_JOBS_PER_GPU=6 bash benchmarks/gpu_verifier.sh >/tmp/verifier.stdout 2>&1 &
 V=$!
+# issue 38: KernelBench's own eval_from_generations on a run we exported (level 1: 20, 21, 22)
+if [ -d .kb/kernelbench-eval ]; then
+  timeout 210 python3 benchmarks/kernelbench_roundtrip.py --out "$OUT" >/tmp/roundtrip.txt 2>&1 &
+  R=$!
+fi
 # issue 34's in-process CUDA paths (the compute block at the CUDA key, the judgement order,
 # allow-library: from benchmarks/gpu_issue34.sh), then the attention kernel's check
 timeout 120 python3 -m pytest -q -n 0 -p no:cacheprovider tests/test_compute_block.py \
   tests/test_verify_issue34_causes.py \
   "tests/test_verify.py::test_library_calls_accepted_as_mixed_under_allow_library" \
-  >"$OUT/issue34_tests.txt" 2>&1
-log "issue 34 GPU tests rc=$? ($(tail -1 "$OUT/issue34_tests.txt"))"
+  >/tmp/issue34_tests.txt 2>&1
+log "issue 34 GPU tests rc=$?"
+tail -n 40 /tmp/issue34_tests.txt >>"$LOG"
 if [ -f benchmarks/gpu_attention.py ]; then
-  timeout 150 python3 benchmarks/gpu_attention.py --no-sweep >"$OUT/attention.txt" 2>&1
+  timeout 120 python3 benchmarks/gpu_attention.py --no-sweep >/tmp/attention.txt 2>&1
   log "attention check rc=$?"
+  tail -n 30 /tmp/attention.txt >>"$LOG"
+fi
+if [ -n "${R:-}" ]; then
+  wait $R
+  log "KernelBench round trip rc=$?"
+  tail -n 30 /tmp/roundtrip.txt >>"$LOG"
 fi
 wait $V
 log "verifier done"
