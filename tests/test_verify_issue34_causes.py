@@ -198,3 +198,33 @@ def test_refused_operators_are_sorted_into_library_and_compute():
     _note_refused(["aten.mm.out", "aten.addmm_", "aten.relu"], audit, tamper, library, is_library)
     assert library == ["aten.mm", "aten.addmm_"] and audit["library_ops"] == library
     assert audit["torch_compute_ops"] == ["aten.relu"] and "aten.relu" in tamper[0]
+
+
+def test_the_parent_draws_the_unchecked_calls_and_the_job_makes_them(monkeypatch):
+    """The number of unchecked calls is drawn in the agent's process (`tools.verify`), out of
+    the candidate's, and sent with the first unannounced trial: each one is a forward call (one
+    ReLU launch) the job makes before that trial's run."""
+    import sys
+    from pathlib import Path
+
+    from tools.problem import read_problem
+    from tools.verify import Verifier
+
+    verify_module = sys.modules["tools.verify"]  # `tools.verify` is also a function's name
+
+    root = Path(__file__).resolve().parent.parent
+    problem = read_problem(root / "examples/problems/relu.py")
+    kernel = (root / "examples/kernels/relu.py").read_text()
+
+    def one_unannounced(trials, plain):  # the plan without its random second one
+        return [*trials, (12345, 1.0)], [["first", "second"] for _ in trials] + [["first"]]
+
+    monkeypatch.setattr(verify_module, "with_unannounced_trials", one_unannounced)
+    launches = {}
+    for n in (1, 6):
+        monkeypatch.setattr(verify_module, "unchecked_calls", lambda n=n: n)
+        v = Verifier(VerifyOptions(trials=1, timeout_s=120, device="cpu", aot_target=None))
+        verdict = v.verify(problem, kernel, "relu.py")
+        assert verdict.status == "ok", verdict.message
+        launches[n] = verdict.evidence.audit.triton_launches
+    assert launches[6] - launches[1] == 5, launches

@@ -43,6 +43,7 @@ from tools.verify_options import (
     VerifyOptions,
     host_memory_mb,
     resolve_device,
+    unchecked_calls,
     with_unannounced_trials,
 )
 
@@ -357,8 +358,14 @@ class Verifier:
         except JobEnded as exc:
             run.outcome = exc.outcome
             return
+        unchecked_due = True
         for t, (seed, scale) in enumerate(trials):
             msg = {"trial": t, "seed": seed, "scale": scale, "runs": run.runs[t]}
+            if unchecked_due and len(run.runs[t]) == 1:
+                # how many unchecked calls come before the first unannounced trial's run: drawn
+                # here, out of the candidate's process (its job draws only if this is missing)
+                msg["unchecked"] = unchecked_calls()
+                unchecked_due = False
             try:
                 judge_job.send(msg)
                 exp = judge_job.recv()
