@@ -498,6 +498,23 @@ def _interrupt_hooks() -> list[str]:
 _MISSING = object()
 
 
+def _rebound_by_import(module: object, name: str) -> bool:
+    """Whether `module` is what the import system binds as `name` after `import name`: the
+    module registered under that name, loaded from a file outside the job's directory (where
+    a candidate's own files are). A package attribute that was a re-export of another module
+    (the original keeps its own entries under its own name) is then the file's module."""
+    if not isinstance(module, types.ModuleType) or sys.modules.get(name) is not module:
+        return False
+    spec = getattr(module, "__spec__", None)
+    origin = getattr(spec, "origin", None)
+    if getattr(module, "__name__", None) != name or not isinstance(origin, str):
+        return False
+    if not os.path.isfile(origin) or getattr(module, "__file__", None) != origin:
+        return False
+    here = os.path.realpath(os.getcwd())
+    return not os.path.realpath(origin).startswith(here + os.sep)
+
+
 class ProcessSnapshot:
     """Every callable of every module loaded before the candidate (module globals, and the
     methods of the classes each module defines), by identity.
@@ -522,6 +539,11 @@ class ProcessSnapshot:
     def _take(self) -> None:
         entries: list[tuple[object, str, object, str]] = []
         classes: list[tuple[type, object, frozenset[str], str]] = []
+        # `pkg.name` bound to a module that is not `sys.modules["pkg.name"]` (a re-export, e.g.
+        # torch.onnx.symbolic_helper -> torch.onnx._internal...symbolic_helper): a later
+        # `import pkg.name` by any library rebinds it to the module of that file
+        # (`_rebound_by_import`). Liger-Kernel's ops were refused for exactly that on the H200.
+        aliases: set[tuple[int, str]] = set()
         for name, mod in list(sys.modules.items()):
             try:
                 d = mod.__dict__
@@ -534,6 +556,8 @@ class ProcessSnapshot:
                 if k[:2] == "__" or not (callable(v) or isinstance(v, types.ModuleType)):
                     continue
                 entries.append((d, k, v, name))
+                if isinstance(v, types.ModuleType) and f"{name}.{k}" not in sys.modules:
+                    aliases.add((id(d), k))
                 if isinstance(v, type) and getattr(v, "__module__", None) == name:
                     cd = v.__dict__
                     classes.append((v, cd, frozenset(cd), f"{name}.{k}"))
@@ -543,6 +567,7 @@ class ProcessSnapshot:
                             entries.append((cd, ck, cv, f"{name}.{k}"))
         self._entries = entries
         self._classes = classes
+        self._aliases = aliases
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -553,6 +578,7 @@ class ProcessSnapshot:
         other = ProcessSnapshot.__new__(ProcessSnapshot)
         other._entries = [(d, k, d.get(k, _MISSING), where) for d, k, _v, where in self._entries]
         other._classes = [(c, cd, frozenset(cd), w) for c, cd, _k, w in self._classes]
+        other._aliases = self._aliases
         return other
 
     def changed(self, limit: int = 5) -> list[str]:
@@ -564,6 +590,8 @@ class ProcessSnapshot:
             if where.startswith("triton.language") and _interpreter_own(_unwrap_interpreter(now)):
                 continue
             if _unwrap_interpreter(now) is v:
+                continue
+            if (id(d), k) in self._aliases and _rebound_by_import(now, f"{where}.{k}"):
                 continue
             out.append(f"{where}.{k}")
             if len(out) >= limit:
