@@ -65,7 +65,11 @@ def _run(args: list[str], interpret: bool) -> dict:
     if interpret:
         env["TRITON_INTERPRET"] = "1"
     proc = subprocess.run(
-        [sys.executable, "-c", *args], capture_output=True, text=True, cwd=ROOT, env=env,
+        [sys.executable, "-c", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -80,3 +84,33 @@ def test_state_in_a_tensor_attribute_is_stored_back(tmp_path):
     for path, r in results.items():
         assert r["stores"] == ["self.hidden = outputs[1]"], (path, r)
         assert max(r["errors"]) < 1e-4, (path, r)
+
+
+def test_a_reassigned_attribute_is_read_where_the_model_now_holds_it():
+    """On a GPU the graph input Dynamo took for `self.hidden` is no longer the model's (the
+    traced forward reassigned it; level3/33 on the H200: "a graph input is neither a forward
+    argument nor a parameter/buffer/tensor attribute ... reached as L['self'].hidden"): the
+    attribute's current value of the same shape and dtype is what the candidate reads."""
+    import types
+
+    import torch
+
+    from tools.draft.job import _state_attribute
+
+    class Cell(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.hidden = torch.zeros(3, 7)
+            self.inner = torch.nn.Module()
+            self.inner.state = torch.zeros(2)
+            self.weight = torch.nn.Parameter(torch.zeros(3, 7))
+
+    problem = types.SimpleNamespace(model=Cell())
+    taken = torch.ones(3, 7)  # the object Dynamo took, replaced since
+    assert _state_attribute(problem, "self.hidden", taken) == "self.hidden"
+    assert _state_attribute(problem, "self.inner.state", torch.ones(2)) == "self.inner.state"
+    assert _state_attribute(problem, "self.hidden", torch.ones(3, 8)) is None  # another shape
+    assert _state_attribute(problem, "self.hidden", taken.double()) is None  # another dtype
+    assert _state_attribute(problem, "self.weight", taken) is None  # a parameter: by identity
+    assert _state_attribute(problem, "self.missing", taken) is None
+    assert _state_attribute(problem, "self.hidden.__class__", taken) is None

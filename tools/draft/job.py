@@ -50,6 +50,29 @@ from tools.precision import full_fp32
 from tools.tune import precisions
 
 
+def _state_attribute(problem: LoadedProblem, expr: str, value: Any) -> str | None:
+    """`expr` (`self.hidden`) when it names a plain tensor attribute of the model now holding a
+    tensor of `value`'s shape and dtype; None otherwise."""
+    import torch
+
+    names = expr.split(".")
+    if names[0] != "self" or not all(n.isidentifier() for n in names[1:]):
+        return None
+    obj: Any = problem.model
+    for name in names[1:]:
+        if isinstance(obj, torch.nn.Module) and name in obj._modules:
+            obj = obj._modules[name]
+        else:
+            obj = vars(obj).get(name) if hasattr(obj, "__dict__") else None
+        if obj is None:
+            return None
+    if not isinstance(obj, torch.Tensor) or isinstance(obj, torch.nn.Parameter):
+        return None
+    if tuple(obj.shape) != tuple(value.shape) or obj.dtype != value.dtype:
+        return None
+    return expr
+
+
 def draft_candidate(
     problem_source: str, *, device: str = "cpu", sizes: str = "dynamic", settings: str = "default"
 ) -> DraftResult:
@@ -279,6 +302,11 @@ def _draft(
         expr = None
         if isinstance(value, torch.Tensor):
             expr = next((e for t, e in sources if t is value), None)
+            if expr is None and source and source.startswith("L['self']") and value.dim():
+                # a plain tensor attribute forward reassigns (`self.hidden = ...`, issue 33): the
+                # traced forward already replaced the object Dynamo took; the attribute's
+                # current value, of the same shape and dtype, is what the candidate reads
+                expr = _state_attribute(problem, source_expr(source), value)
             if expr is None and dynamic and value.dim() == 0 and source:
                 # a Python number (`self.eps`) Inductor took as 0-d
                 expr = plain_expr(problem, source_expr(source))
