@@ -92,7 +92,7 @@ def test_time_is_summed_per_class_beside_both_baselines():
         for line in lines
     )
     why = slowest_class(rows)
-    assert why is not None and why.startswith("convolution layers lose most: 800.0 us here")
+    assert why is not None and why.startswith("convolution/GEMM layers lose most: 800.0 us here")
     # no baseline profiled: the candidate's classes alone, no reason claimed
     alone = time_by_class(CANDIDATE)
     assert all(t.eager_us is None and t.compile_us is None for t in alone)
@@ -111,7 +111,7 @@ def test_the_profile_says_where_a_slower_networks_time_goes():
     text = r.feedback()
     assert "Where the time goes (kernel time per forward, per class of layer):" in text
     assert "  convolution: 80% here, 800.0 us; eager 400.0 us" in text
-    assert "Slower than the better baseline: convolution layers lose most" in text
+    assert "Slower than the better baseline: convolution/GEMM layers lose most" in text
     d = json.loads(r.to_json())
     assert d["time_by_class"][0]["layer"] == "convolution"
     # a profile made before the baselines' breakdowns existed: the candidate's classes only
@@ -133,9 +133,26 @@ def test_the_bench_reports_limit_names_the_losing_layers():
     data["baselines"].update(eager_kernels=EAGER, compile_kernels=COMPILED)
     slow = _assemble(data, baseline="best").to_dict()
     why = slowdown_reason(slow)
-    assert why is not None and "; convolution layers lose most: 800.0 us here" in why
+    assert why is not None and "; convolution/GEMM layers lose most: 800.0 us here" in why
     assert why.startswith("memory-bound: candidate 30.0 us")  # the roofline's part first
     slow["roofline"] = None  # no roofline: the layers alone
-    assert slowdown_reason(slow).startswith("convolution layers lose most")
+    assert slowdown_reason(slow).startswith("convolution/GEMM layers lose most")
     fast = _assemble({**data, "candidate_samples": [[0.010] * 50] * 2}, baseline="best")
     assert "lose most" not in (slowdown_reason(fast.to_dict()) or "")
+
+
+def test_convolutions_and_gemms_are_compared_together():
+    """torch.compile runs a 1x1 convolution as a GEMM (level3/13 on the H200): the candidate's
+    convolutions are compared with the baseline's convolutions and GEMMs together."""
+    rows = time_by_class(
+        [{"name": "_conv_gemm_kernel", "time_us": 3341.0}, {"name": "triton_poi_fused_relu_0",
+                                                            "time_us": 900.0}],
+        [{"name": "void cudnn::detail::implicit_convolve_sgemm<float>()", "time_us": 3873.0},
+         {"name": "ampere_sgemm_128x64_tn", "time_us": 802.0}],
+        [{"name": "triton_tem_fused_mm_0", "time_us": 1909.0},
+         {"name": "triton_poi_fused_relu_1", "time_us": 500.0}],
+    )  # fmt: skip
+    assert slowest_class(rows) == (
+        "convolution/GEMM layers lose most: 3.34 ms here against 1.91 ms in the better baseline "
+        "(34% of this forward's kernel time)"
+    )
