@@ -6,7 +6,7 @@ Why: on an H200, Inductor's fp32 GEMM templates ran at ~0.5x of cuBLAS (12_Gemm_
 5.71 ms against 2.73 ms), while a plain autotuned Triton matmul with `input_precision="tf32x3"`
 ran at ~1.07x of cuBLAS fp32 and was more accurate than it (max abs error against fp64 4.0e-4
 against cuBLAS's 2.4e-3 at 1024x8192x8192; issue 15). Plain TF32 is 2.7x faster but wrong at
-fp32 tolerances (max abs error 0.37), so it is only a tuner variant that verification must pass.
+fp32 tolerances (max abs error 0.37), so it is only a tuner variant that must get through verification.
 
 The template takes every size and stride from the tensors it gets (no size is baked in), fuses
 `addmm`'s bias and `alpha`/`beta`, and splits K over several programs (a second kernel sums the

@@ -664,7 +664,7 @@ _conv_split_kernel_tuned = triton.autotune(
 @triton.jit
 def _conv_plane(n_blocks, C_out, C_out_g, IDX64: tl.constexpr):
     """The direct kernels' program: (block within its output plane, sample, output channel,
-    group), from one 1-D grid of n_blocks programs a plane (N * C_out planes can pass 65535,
+    group), from one 1-D grid of n_blocks programs a plane (N * C_out planes can exceed 65535,
     axis 1's limit)."""
     pid = tl.program_id(0)
     pid_nc = pid // n_blocks
