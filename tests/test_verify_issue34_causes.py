@@ -13,7 +13,13 @@ import sys
 import pytest
 import torch
 
-from tools.launch_record import LaunchRecord, launch_trace, record_launches, trace_difference
+from tools.launch_record import (
+    LaunchRecord,
+    launch_trace,
+    record_launches,
+    trace_difference,
+    with_counts,
+)
 from tools.reference import Reference
 from tools.sandbox import JobOutcome
 from tools.verdict_rules import TrialRun, judge
@@ -228,3 +234,104 @@ def test_the_parent_draws_the_unchecked_calls_and_the_job_makes_them(monkeypatch
         assert verdict.status == "ok", verdict.message
         launches[n] = verdict.evidence.audit.triton_launches
     assert launches[6] - launches[1] == 5, launches
+
+
+# ---------------------------------------------------------------------------------------------
+# The work inside a launch (CPU: the interpreter's loads and stores, tools.interp_checks)
+
+LOOP_KERNEL = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def bounded_kernel(x_ptr, y_ptr, steps_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    if pid * BLOCK >= n:  # an honest early exit: programs past the end
+        return
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    acc = (offs * 0).to(tl.float32)  # not tl.zeros: a jit function, uninterpreted in-process
+    for _ in range(0, tl.load(steps_ptr)):  # a bound read on the device
+        acc += tl.load(x_ptr + offs, mask=m, other=0.0)
+    tl.store(y_ptr + offs, acc, mask=m)
+"""
+
+
+@pytest.fixture
+def interpreted(tmp_path, monkeypatch):
+    """The loop kernel, and the interpreter's builder with the race check's wrappers installed
+    (restored afterwards: the builder is the process's)."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    from triton.runtime.interpreter import interpreter_builder as builder
+
+    from tools.interp_checks import install
+
+    saved = dict(vars(builder))
+    det = install(builder)
+    path = tmp_path / "loop.py"
+    path.write_text(LOOP_KERNEL)
+    name = f"issue34_loop_{next(_counter)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    try:
+        yield module.bounded_kernel, det
+    finally:
+        for key in set(vars(builder)) - set(saved):
+            delattr(builder, key)
+        for key, value in saved.items():
+            setattr(builder, key, value)
+        sys.modules.pop(name, None)
+
+
+def _one_forward(kernel, det, steps: int, n: int = 300):
+    """One armed 'forward' of the loop kernel: its launch trace with the counts."""
+    x = torch.randn(n)
+    y = torch.empty_like(x)
+    s = torch.tensor([steps], dtype=torch.int32)
+    det.armed = True
+    with record_launches() as records:
+        kernel[(4,)](x, y, s, n, BLOCK=128)
+    det.check()
+    det.armed = False
+    return with_counts(launch_trace(records), det.work)
+
+
+def test_the_counts_are_the_elements_each_launch_touched(interpreted):
+    kernel, det = interpreted
+    _one_forward(kernel, det, steps=2)
+    # 300 elements (masked-off lanes and the early-exiting fourth program excluded), twice
+    # loaded, one scalar bound per running program, once stored
+    assert det.work == [(2 * 300 + 3, 300, 0)]
+
+
+def test_the_same_arguments_with_a_shorter_loop_are_other_work(interpreted):
+    kernel, det = interpreted
+    first = _one_forward(kernel, det, steps=2)
+    same = _one_forward(kernel, det, steps=2)  # other buffers, other values: same counts
+    assert trace_difference(first, same) is None
+    skipped = _one_forward(kernel, det, steps=0)
+    assert launch_trace_without_counts(first) == launch_trace_without_counts(skipped)
+    diff = _work_difference((1, first), (1, skipped))
+    assert diff and "launch 1 (bounded_kernel, grid (4,))" in diff
+    assert "603 loaded, 300 stored the first time, 3 loaded, 300 stored" in diff
+
+
+def launch_trace_without_counts(trace):
+    return [entry[:-1] for entry in trace]
+
+
+def test_without_counts_the_trace_is_the_host_side_one():
+    trace = launch_trace([_rec("checksum"), _rec("matmul")])
+    assert with_counts(trace, None) == trace  # a GPU: no counts
+    counted = with_counts(trace, [(10, 5, 0), (7, 7, 1)])
+    assert trace_difference(counted, with_counts(trace, [(10, 5, 0), (7, 7, 1)])) is None
+    diff = trace_difference(counted, with_counts(trace, [(10, 5, 0), (7, 7, 0)]))
+    assert diff and "launch 2 (matmul" in diff and "7 stored, 1 atomic the first time" in diff
+    # a launch the recorder did not see still has its counts compared
+    more = with_counts(trace, [(10, 5, 0), (7, 7, 1), (3, 3, 0)])
+    assert "extra:" in trace_difference(counted, more)
+    assert trace_difference(more, with_counts(trace, [(10, 5, 0), (7, 7, 1), (4, 3, 0)]))

@@ -24,6 +24,14 @@
   instead (`LibdeviceAsTl`); the others stay unresolved and fail as before. Nothing changes
   outside a launch, so the ahead-of-time compile for a CUDA target still compiles the real
   libdevice call.
+- **The work inside a launch.** The same wrappers count, per armed launch, the elements its
+  programs loaded, stored and touched with atomics (masked-off lanes excluded; counted before the
+  race check thins its addresses): `RaceDetector.work`, one `(loads, stores, atomics)` per launch
+  of the last armed forward. The interpreter runs programs one after another, so a deterministic
+  kernel on the same inputs does the same counts; the candidate job compares them between a
+  trial's runs (`tools.launch_record.with_counts`), which catches a memo decided inside a launch
+  from a flag on the device (same launches, same arguments, a shorter path). A GPU has no such
+  counts: there the host-side launch trace alone is compared.
 """
 
 from __future__ import annotations
@@ -70,6 +78,10 @@ class RaceDetector:
         self._launch = 0
         self._grid = (1, 1, 1)
         self._in_atomic = 0
+        self._counts: list[list[int]] = []
+        self.work: list[tuple[int, int, int]] = []
+        """(elements loaded, stored, touched by atomics) per launch of the last armed forward,
+        in launch order (`check` sets it)."""
         self._reset()
 
     def _reset(self) -> None:
@@ -107,6 +119,7 @@ class RaceDetector:
         picked = self._addresses(ptrs, mask)
         if picked is None:
             return
+        self._count(0 if into is self._loads else 1, picked.size)
         picked = self._kept(picked)
         self._seq += 1
         into.append((self._pid, self._seq, picked))
@@ -133,6 +146,7 @@ class RaceDetector:
         picked = self._addresses(ptrs, mask)
         self._seq += 1
         if picked is not None:
+            self._count(2, picked.size)
             self._atomics.append((self._pid, self._seq, picked))
             if modified:
                 self._releases.append((self._pid, self._seq, picked))
@@ -144,11 +158,18 @@ class RaceDetector:
             self._seq += 1
             self._waits.append((self._pid, self._seq))
 
+    def _count(self, which: int, n: int) -> None:
+        """`n` more elements loaded (0), stored (1) or touched by an atomic (2) in this launch."""
+        if self._counts:
+            self._counts[-1][which] += int(n)
+
     def new_launch(self, grid: tuple[int, int, int]) -> None:
         self._check()
         self._launch += 1
         self._grid = grid
         self._reset()
+        if self.armed:
+            self._counts.append([0, 0, 0])
 
     def set_program(self, x: int, y: int, z: int) -> None:
         g = self._grid
@@ -157,9 +178,11 @@ class RaceDetector:
 
     def check(self) -> None:
         """At the end of a forward: look for a conflict in its last launch; launches are
-        numbered from 1 again in the next forward."""
+        numbered from 1 again in the next forward; `work` becomes this forward's counts."""
         self._check()
         self._launch = 0
+        self.work = [tuple(c) for c in self._counts]
+        self._counts = []
 
     def _check(self) -> None:
         """Look for a conflict in the launch recorded so far (then forget it)."""

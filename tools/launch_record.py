@@ -173,12 +173,56 @@ def launch_trace(records: list[LaunchRecord], scalars: bool = True) -> list[tupl
     return [trace_entry(r, scalars) for r in records if not r.autotuning]
 
 
+_COUNTS = "elements"
+"""The tag of the counts `with_counts` adds to a trace entry."""
+
+
+def with_counts(trace: list[tuple], counts: list[tuple[int, int, int]] | None) -> list[tuple]:
+    """The trace with, on each launch's entry, the elements its programs loaded, stored and
+    touched with atomics inside the launch (`tools.interp_checks.RaceDetector.work`: CPU, the
+    Triton interpreter; None on a GPU, where they are not available: the trace unchanged).
+    Counts for launches the recorder did not see (more counts than entries) become entries of
+    their own, so they are compared too."""
+    if counts is None:
+        return trace
+    out = [e + ((_COUNTS, *map(int, c)),) for e, c in zip(trace, counts)]
+    out += [e + ((_COUNTS, None),) for e in trace[len(counts) :]]
+    out += [
+        ("?", None, None, None, (), (), (), (), (), 0, 0, (_COUNTS, *map(int, c)))
+        for c in counts[len(trace) :]
+    ]
+    return out
+
+
+def _counts_of(entry: tuple) -> tuple | None:
+    last = entry[-1] if entry else None
+    if isinstance(last, tuple) and last[:1] == (_COUNTS,):
+        return last[1:]
+    return None
+
+
+def _describe_counts(counts: tuple | None) -> str:
+    if counts is None or counts == (None,):
+        return "no counts"
+    loads, stores, atomics = counts
+    return f"{loads} loaded, {stores} stored" + (f", {atomics} atomic" if atomics else "")
+
+
 def trace_difference(first: list[tuple], again: list[tuple]) -> str | None:
     """None when two calls' traces are equal, else where they first differ, in words."""
     if first == again:
         return None
     for i, (a, b) in enumerate(zip(first, again)):
         if a != b:
+            ca, cb = _counts_of(a), _counts_of(b)
+            if ca != cb and a[:-1] == b[:-1]:
+                grid = tuple(a[3]) if a[3] is not None else "?"
+                return (
+                    f"launch {i + 1} ({a[0]}, grid {grid}), same arguments, other work inside "
+                    f"the kernel: elements {_describe_counts(ca)} the first time, "
+                    f"{_describe_counts(cb)} on the repeated inputs (the Triton interpreter's "
+                    "counts)"
+                )
             return (
                 f"launch {i + 1} was {_describe(a)} the first time and {_describe(b)} on the "
                 "repeated inputs"

@@ -374,7 +374,7 @@ def candidate_job(
         audit["library_ops"] += [f"{op} (in the constructor)" for op in ctor_library]
         # Every launch is recorded (tools.launch_record): the compile for a real target after
         # the trials (CPU), and each forward call's launch trace (the work it did).
-        from tools.launch_record import launch_trace, record_launches
+        from tools.launch_record import launch_trace, record_launches, with_counts
 
         try:
             records = stack.enter_context(record_launches())
@@ -555,6 +555,13 @@ def candidate_job(
                 if any(map(is_library, refused)):
                     blocked = blocked_but_library
                 work = (launches.count, launch_trace(records[first_record:], numbers))
+                if races is not None and numbers:
+                    # CPU: each launch's entry also holds the elements its programs loaded,
+                    # stored and touched by atomics (tools.interp_checks): the same arguments
+                    # must also mean the same work inside the kernel (a memo decided there from
+                    # a flag on the device). Not with a stochastic problem's fresh seeds, whose
+                    # random masks may change what a launch touches; not on a GPU (no counts).
+                    work = (work[0], with_counts(work[1], races.work))
                 if not aot_target:
                     del records[first_record:]
                 if checked and run == "first":
