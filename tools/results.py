@@ -57,9 +57,11 @@ class MismatchReport:
     dtype: str
     atol: float
     rtol: float
-    max_abs_err: float
-    mean_abs_err: float
-    max_rel_err: float
+    max_abs_err: float | None
+    """inf where elements are NaN or infinite against finite expected values (`nan_count`,
+    `inf_count`); JSON has no infinity: the MCP output carries null there, `strict_json` "inf"."""
+    mean_abs_err: float | None
+    max_rel_err: float | None
     bad_count: int
     numel: int
     first_bad: list[dict[str, Any]]
