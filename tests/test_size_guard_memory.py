@@ -47,15 +47,29 @@ LEAKY_RELU = textwrap.dedent(
 )
 
 
+# Started from a small launcher, not from the test's own process: Linux keeps a process's peak
+# resident size across fork and exec, so a command forked straight from a pytest worker that had
+# grown to 1.1 GiB reported 1,163 MiB whatever it did (two suite runs, session 15).
+LAUNCHER = """
+import json, os, subprocess, sys
+argv, out, err = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+with open(out, "w") as o, open(err, "w") as e:
+    p = subprocess.Popen(argv, stdout=o, stderr=e)
+    _, status, usage = os.wait4(p.pid, 0)
+print(json.dumps([os.waitstatus_to_exitcode(status), usage.ru_maxrss / 1024]))
+"""
+
+
 def _run_measured(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, float, str, str]:
     """Exit status, peak resident MiB of the process and of every descendant it waited for,
     stdout, stderr."""
     out, err = cwd / "stdout.txt", cwd / "stderr.txt"
-    with out.open("w") as o, err.open("w") as e:
-        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=o, stderr=e)
-        _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, usage.ru_maxrss / 1024, out.read_text(), err.read_text()
+    launched = subprocess.run(
+        [sys.executable, "-S", "-c", LAUNCHER, json.dumps(argv), str(out), str(err)],
+        cwd=cwd, env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    rc, peak_mib = json.loads(launched.stdout.strip().splitlines()[-1])
+    return rc, peak_mib, out.read_text(), err.read_text()
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
