@@ -65,7 +65,9 @@ def test_honest_triton_dropout_is_ok_and_says_it_was_judged_statistically(verifi
         ("wrong_p", "differ"),  # p/2: means and variances
         ("unscaled", "differ"),  # no 1/(1-p)
         ("fixed_seed", "distinct output"),  # the same mask every call
-        ("row_mask", "along dim 0"),  # one mask for every row
+        # one mask for every row: its elements' variances are also off (one draw a column), and
+        # which of the two tests fires first depends on the draw (a full suite run, session 15)
+        ("row_mask", ("along dim 0", "variances differ")),
         ("deterministic", "distinct output"),  # one output per input
     ],
 )
@@ -73,7 +75,9 @@ def test_wrong_or_cheating_dropout_is_rejected(verifier, problem, name, why):
     verdict = _verify(verifier, problem, name)
     assert verdict.status == "mismatch", (name, verdict.status, verdict.message)
     assert verdict.statistical
-    assert why in verdict.message, verdict.message
+    assert any(w in verdict.message for w in (why if isinstance(why, tuple) else (why,))), (
+        verdict.message
+    )
 
 
 def test_a_crash_in_the_middle_of_a_trial_is_a_crash(verifier, problem):
