@@ -181,4 +181,4 @@ if [ ${#dirs[@]} -gt 0 ]; then
   cat "$OUT/summary.md"
 fi
 { nvidia-smi --query-gpu=index,memory.used,utilization.gpu --format=csv; } >>"$OUT/env.txt" 2>&1
-log "finished (deadline $DEADLINE_S s); repo root on the device: $PWD"
+log "finished (deadline $DEADLINE_S s)"
