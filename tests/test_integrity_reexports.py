@@ -37,6 +37,16 @@ elif case == "candidate_file":  # a file of the job's own directory, imported un
     spec.loader.exec_module(mod)
     sys.modules["torch.onnx.symbolic_helper"] = mod
     torch.onnx.symbolic_helper = mod
+elif case == "tmp_file":  # a file written outside the job's directory, not an installed one
+    path = os.path.join(tempfile.mkdtemp(), "symbolic_helper.py")
+    with open(path, "w") as f:
+        f.write("def f(): pass\n")
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("torch.onnx.symbolic_helper", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    sys.modules["torch.onnx.symbolic_helper"] = mod
+    torch.onnx.symbolic_helper = mod
 elif case == "real_module":  # torch.nn.functional is loaded under its own name: never rebound
     fake = types.ModuleType("torch.nn.functional")
     sys.modules["torch.nn.functional"] = fake
@@ -65,4 +75,5 @@ def test_a_library_importing_a_reexported_name_is_not_a_change():
 def test_a_module_the_import_system_did_not_load_from_a_file_is_a_change():
     assert _changed("forged_alias") == "['torch.onnx.symbolic_helper']"
     assert _changed("candidate_file") == "['torch.onnx.symbolic_helper']"
+    assert _changed("tmp_file") == "['torch.onnx.symbolic_helper']"
     assert _changed("real_module") == "['torch.nn.functional']"

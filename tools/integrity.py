@@ -511,8 +511,23 @@ def _rebound_by_import(module: object, name: str) -> bool:
         return False
     if not os.path.isfile(origin) or getattr(module, "__file__", None) != origin:
         return False
-    here = os.path.realpath(os.getcwd())
-    return not os.path.realpath(origin).startswith(here + os.sep)
+    where = os.path.realpath(origin)
+    return where.startswith(_INSTALLED) and not where.startswith(
+        os.path.realpath(os.getcwd()) + os.sep
+    )
+
+
+def _installed_dirs() -> tuple[str, ...]:
+    """Where installed Python code lives (the standard library, site-packages), resolved: a file
+    the candidate wrote elsewhere (its directory, /tmp) is not a library's."""
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    dirs = {paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    return tuple(os.path.realpath(d) + os.sep for d in dirs if d)
+
+
+_INSTALLED = _installed_dirs()
 
 
 class ProcessSnapshot:
