@@ -72,3 +72,28 @@ def run_json_script(
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(Path(out).read_text())
+
+
+def run_python_script(args: list[str], workdir: Path, *, interpret: bool) -> None:
+    """`python -c *args` from the repo root, with its own Inductor and Triton caches under
+    `workdir`; `interpret`: under the Triton interpreter where there is no GPU (the variable is
+    read when `@triton.jit` runs, so it is set before the process starts). Asserts it exits 0."""
+    import os
+    import subprocess
+    import sys
+
+    import torch
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    if interpret and not torch.cuda.is_available():
+        env["TRITON_INTERPRET"] = "1"
+    env.update(
+        PYTHONPATH=str(ROOT),
+        TORCHINDUCTOR_CACHE_DIR=str(workdir / "inductor-cache"),
+        TRITON_CACHE_DIR=str(workdir / "triton-cache"),
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", *args], cwd=ROOT, env=env, capture_output=True, text=True,
+        timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-4000:]

@@ -24,12 +24,11 @@ the hand-written pattern match on Dynamo graphs: what it fuses, what it leaves.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import run_python_script
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "attention"
@@ -147,26 +146,8 @@ json.dump(out, open(sys.argv[1], "w"))
 """
 
 
-def _has_cuda() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
-
-
 def _run(args: list[str], workdir: Path, interpret: bool) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    if interpret and not _has_cuda():
-        env["TRITON_INTERPRET"] = "1"  # read when `@triton.jit` runs: set before the import
-    env.update(
-        PYTHONPATH=str(ROOT),
-        TORCHINDUCTOR_CACHE_DIR=str(workdir / "inductor-cache"),
-        TRITON_CACHE_DIR=str(workdir / "triton-cache"),
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", *args], cwd=ROOT, env=env, capture_output=True, text=True,
-        timeout=600,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    run_python_script(args, workdir, interpret=interpret)
 
 
 @pytest.fixture(scope="module")
