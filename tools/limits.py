@@ -40,7 +40,23 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
+def vm_size_mb(pid: int | str = "self") -> float:
+    """The address space a process has mapped (VmSize), in MB; 0 where /proc cannot say."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
 def apply_rlimits(lim: Limits, device: str) -> None:
+    """Set the job's own rlimits. On the CPU the address-space cap is `memory_mb` on top of what
+    the job has already mapped when it starts (the forkserver's torch and Triton): a CUDA build
+    of torch maps several GB of address space at import without using it, and an absolute cap
+    made every CPU job on a GPU machine fail with MemoryError (H200, session 15)."""
     import resource
 
     def setlim(which: int, value: int) -> None:
@@ -55,4 +71,4 @@ def apply_rlimits(lim: Limits, device: str) -> None:
     setlim(resource.RLIMIT_CORE, 0)
     setlim(resource.RLIMIT_FSIZE, lim.file_size_mb * 1024 * 1024)
     if device == "cpu" and lim.memory_mb is not None:
-        setlim(resource.RLIMIT_AS, lim.memory_mb * 1024 * 1024)
+        setlim(resource.RLIMIT_AS, int((vm_size_mb() + lim.memory_mb) * 1024 * 1024))

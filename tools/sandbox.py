@@ -10,7 +10,7 @@ Each job process:
 - starts its own session (`setsid`) so a timeout kills it *and* anything it spawned (`killpg`);
 - gets a private temporary directory as cwd, `TMPDIR`, `TRITON_CACHE_DIR` and Inductor cache;
 - has resource limits: file size (`RLIMIT_FSIZE`), no core dumps, and on CPU an address-space
-  cap (`RLIMIT_AS`); on CUDA (whose driver reserves huge address ranges) the parent polls the
+  cap (`RLIMIT_AS`, on top of what the process maps when the job starts); on CUDA (whose driver reserves huge address ranges) the parent polls the
   resident set size instead and kills the job past the limit;
 - has no network: a private network namespace where the OS allows it (root), and in every case a
   Python audit hook that refuses sockets, non-toolchain subprocesses and file writes outside the
