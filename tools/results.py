@@ -188,6 +188,11 @@ class Verdict:
     statistical: bool = False
     """The problem is stochastic (its forward draws from torch's RNG) and was judged
     statistically: distributions over many runs, not values (`tools.stochastic`)."""
+    arithmetic: list[str] = field(default_factory=list)
+    """The arithmetics the launched kernels compute in, from `tools.arithmetic.ARITHMETICS`
+    (`fp32`, `tf32x3`, `bf16x3`, `tf32`, `bf16`, ...): read by the verifier, in its own process,
+    from the candidate's code and the kernels its job compiled (`tools.arithmetic`). A
+    description: the precision check is what decides whether they are accurate enough."""
     duration_s: float = 0.0
     schema_version: int = SCHEMA_VERSION
 
