@@ -504,6 +504,12 @@ def test_outputs_the_fp64_rule_does_not_keep_are_sampled_within_a_time_budget(mo
     assert lower_precision([expected[0]], samples) is None
     assert fp64.sample_runs == 1 and fp64.skipped == ""
     monkeypatch.setattr(judge, "PRECISION_BUDGET_S", 0.0)  # the next run would be past it
+    expected = [model(*make_inputs(mod, 2, "cpu"))]
+    fp64.new_trial({"seed": 2}, expected)
+    samples = fp64.samples()  # ... so a few rows of the batch are run instead (issue 35)
+    assert samples and fp64.skipped == ""
+    assert lower_precision([expected[0].half().float()], samples)
+    monkeypatch.setattr(judge, "_batch", lambda expected: None)  # rows that cannot stand alone
     fp64.new_trial({"seed": 2}, expected)
     assert fp64.samples() is None and "not checked for lower precision" in fp64.skipped
 

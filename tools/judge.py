@@ -39,8 +39,10 @@ from tools.job_common import (
     tensor_bytes,
 )
 from tools.precision import (
+    PRECISION_FACTOR,
     PrecisionSample,
     full_fp32,
+    gather_flat,
     lower_precision,
     precision_sample,
 )
@@ -54,7 +56,8 @@ PRECISION_BUDGET_S = 60.0
 (outputs over the fp64 rule's limit: before, those were not checked at all). No such run starts
 once the ones made, at their average time, would take the next past it (an fp64 convolution
 runs at a fraction of the fp32 rate on a GPU, and the judge's time limit also covers the
-candidate's runs); the trials left are then not checked, and the verdict says so."""
+candidate's runs); the trials left are then checked on a few rows of the batch where the model
+computes each row alone (`_rows_sample`), else not checked, and the verdict says so."""
 
 
 FP64_SAMPLE_MAX_HOST_BYTES = 4 * PRECISION_MAX_BYTES
@@ -182,17 +185,21 @@ class _Fp64Reference:
     def samples(self) -> list[PrecisionSample | None] | None:
         """The precision check's sample of the trial's outputs (`tools.precision.
         precision_sample`), at any output size: from `get()`'s fp64 outputs where it holds
-        them, else from an fp64 run made for the sample and dropped after it. Drawn by this
+        them, else from an fp64 run of the whole batch made for the sample and dropped after
+        it, and where that has no room or its time is spent, from an fp64 run of a few rows of
+        the batch (`_rows_sample`: a cost that does not grow with the batch). Drawn by this
         process for each trial; None where the fp64 reference does not apply or fails."""
         if not self.samples_done:
             self.samples_done = True
             full = self.get()
-            if (
-                full is None
-                and self.msg is not None
-                and 2 * tensor_bytes(self.expected) > PRECISION_MAX_BYTES
-            ):
+            large = self.msg is not None and 2 * tensor_bytes(self.expected) > PRECISION_MAX_BYTES
+            if full is None and large:
                 full = self._fp64_for_sample()
+                if full is None and self.skipped:
+                    self.samples_ = self._rows_sample()
+                    if self.samples_ is not None:
+                        self.skipped = ""
+                        return self.samples_
             if full is not None:
                 generator = torch.Generator().manual_seed(secrets.randbits(63))
                 self.samples_ = precision_sample(self.expected, full, generator)
@@ -204,6 +211,32 @@ class _Fp64Reference:
                         torch.cuda.empty_cache()
             full = None
         return self.samples_
+
+    def _rows_sample(self) -> list[PrecisionSample | None] | None:
+        """The sample from `ROWS_SAMPLED` random rows of the batch (dim 0 of every output and
+        of the inputs that share it) run again in fp32 and in fp64, for a model that computes
+        each row from its own inputs alone; None where it does not (the judge then runs the
+        whole batch in fp64 as before), or where even those rows' fp64 run has no room."""
+        assert self.msg is not None
+        b = _batch(self.expected)
+        if not b or not _room_for(4 * 2 * tensor_bytes(self.expected) * _rows_for(b) // b):
+            return None
+        t0 = time.perf_counter()
+        inputs = None
+        try:
+            inputs = make_inputs(
+                self.mod, int(self.msg["seed"]), self.device, float(self.msg.get("scale", 1))
+            )
+            out = _rows_sample(self.model, inputs, self.expected, secrets.randbits(63))
+        except Exception:  # noqa: BLE001 - inputs or a model that cannot be sliced: no sample
+            out = None
+        finally:
+            inputs = None
+            collect_if_large(self.expected)
+        if out is not None:
+            self.sample_runs += 1
+            self.sample_runs_s += time.perf_counter() - t0
+        return out
 
     def _fp64_for_sample(self) -> list | None:
         """An fp64 run for the sample alone (outputs the fp64 rule does not keep), within
@@ -268,6 +301,93 @@ class _Fp64Reference:
                     max_bytes=PRECISION_MAX_BYTES,
                 )
         return self.outputs
+
+
+ROWS_SAMPLED = 4
+"""Rows of the batch (at most half of it) a large output's precision sample comes from, drawn
+anew each trial (`_rows_sample`); the sample's `SAMPLE_ELEMS` elements are drawn among theirs.
+An output counts as large from 128 MiB: 4 rows of a batch of 16 to 512 (KernelBench's) take
+1/128 to 1/4 of a whole fp64 run."""
+ROWS_AGREE = PRECISION_FACTOR / 8
+"""How far (in each sampled element's scale of fp32 error) the model's fp32 outputs for the rows
+alone may differ from the rows of its whole-batch outputs for those rows to stand for them: a
+library may sum in another order for another batch size (a few ulps), while a model that mixes
+rows (batch statistics, a reduction over the batch) differs by far more, and its rows alone are
+another function: the sample would then misjudge an honest kernel."""
+
+
+def _batch(expected: list) -> int | None:
+    """The outputs' common first dimension (the batch), where they are fp32 tensors that have
+    one of at least 2; else None."""
+    sizes = {
+        e.shape[0] if isinstance(e, torch.Tensor) and e.dim() and e.dtype == torch.float32 else 0
+        for e in expected
+    }
+    (b,) = sizes if len(sizes) == 1 else (0,)
+    return b if b >= 2 else None
+
+
+def _rows_for(b: int) -> int:
+    """How many rows of a batch of `b` `_rows_sample` runs: `ROWS_SAMPLED`, at most half."""
+    return max(1, min(b // 2, ROWS_SAMPLED))
+
+
+def _rows_sample(
+    model, inputs: list, expected: list, seed: int
+) -> list[PrecisionSample | None] | None:
+    """The precision sample of `expected` (whole-batch fp32 outputs) from a random subset of
+    its rows: the inputs whose first dimension is the outputs' (all such inputs, else the first
+    one alone) cut to those rows and run in fp32 and fp64. The rows stand for the whole only
+    where the fp32 run reproduces `expected`'s rows within `ROWS_AGREE` at every sampled
+    element; the sample's indices are then the whole outputs' flat indices. None where that
+    does not hold or does not apply (outputs of different batch sizes, one row)."""
+    b = _batch(expected)
+    if b is None:
+        return None
+    k = _rows_for(b)
+    generator = torch.Generator().manual_seed(seed)
+    rows = torch.randperm(b, generator=generator)[:k].sort().values
+    cut = [
+        i
+        for i, x in enumerate(inputs)
+        if isinstance(x, torch.Tensor) and x.dim() and x.shape[0] == b
+    ]
+    for which in (cut, cut[:1]) if len(cut) > 1 else (cut,):
+        if not which:
+            return None
+        part = [
+            x.index_select(0, rows.to(x.device)) if i in which else x for i, x in enumerate(inputs)
+        ]
+        try:
+            with torch.no_grad():
+                out32 = normalise_outputs(model(*part))
+            _sync()
+        except Exception:  # noqa: BLE001 - the model does not take fewer rows
+            continue
+        if len(out32) != len(expected) or any(
+            not isinstance(o, torch.Tensor) or tuple(o.shape) != (k, *e.shape[1:])
+            for o, e in zip(out32, expected)
+        ):
+            continue
+        out64 = fp64_outputs(model, part)
+        if len(out64) != len(expected):
+            return None
+        samples = precision_sample(out32, out64, generator)
+        whole: list[PrecisionSample | None] = []
+        for s, o, e in zip(samples, out32, expected):
+            if s is None:
+                whole.append(None)
+                continue
+            per_row = e[0].numel()
+            mine = e.index_select(0, rows.to(e.device))
+            apart = (gather_flat(mine, s.index).double() - gather_flat(o, s.index).double()).abs()
+            if bool((apart > ROWS_AGREE * s.scale).any()):
+                break  # the rows alone are another function
+            s.index = rows.to(s.index.device)[s.index // per_row] * per_row + s.index % per_row
+            whole.append(s)
+        else:
+            return whole
+    return None
 
 
 def _fp64_reference(
