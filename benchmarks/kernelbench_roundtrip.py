@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import importlib.util
 import json
 import multiprocessing as mp
 import os
@@ -35,10 +34,13 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS_NAME = "triton_agent_eval_results.json"  # agent.kernelbench_io.RESULTS_NAME
 
 
-def load_eval_from_generations(kb_eval: Path) -> types.ModuleType:
-    """KernelBench's script as a module, with what it imports at load time and does not use
-    here stubbed (pydra's config, modal's cloud, kernelbench.compile's build cache)."""
-    sys.path[:0] = [str(kb_eval / "stubs"), str(kb_eval)]
+def install_stubs(kb_eval: Path) -> None:
+    """What KernelBench's script imports at load time and does not use here, stubbed: pydra's
+    config, modal's cloud, kernelbench.compile's build cache. Called in this process and, through
+    the `eval_from_generations` shim, in every worker KernelBench's pool spawns."""
+    for p in (str(kb_eval / "stubs"), str(kb_eval)):
+        if p not in sys.path:
+            sys.path.insert(0, p)
     pydra = types.ModuleType("pydra")
 
     class Config:
@@ -62,12 +64,38 @@ def load_eval_from_generations(kb_eval: Path) -> types.ModuleType:
     modal.App = modal.Image = modal.Retries = modal.method = Anything()
     sys.modules["modal"] = modal
     sys.modules["kernelbench.compile"] = types.ModuleType("kernelbench.compile")
-    path = kb_eval / "scripts" / "eval_from_generations.py"
-    spec = importlib.util.spec_from_file_location("eval_from_generations", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["eval_from_generations"] = module
-    spec.loader.exec_module(module)
-    return module
+
+
+SHIM = """# written by benchmarks/kernelbench_roundtrip.py: KernelBench's script with its stubs, importable
+# by name in the workers its pool spawns (they unpickle eval_from_generations.<function>)
+import os, sys
+sys.path.insert(0, {root!r})
+from benchmarks.kernelbench_roundtrip import install_stubs
+from pathlib import Path
+install_stubs(Path({kb_eval!r}))
+__file__ = {script!r}
+exec(compile(open(__file__).read(), __file__, "exec"))
+"""
+
+
+def load_eval_from_generations(kb_eval: Path, work: Path) -> types.ModuleType:
+    """KernelBench's script as a module named `eval_from_generations`, through a shim in
+    `work/shim` that installs the stubs first. Its pool starts workers with spawn, as it does
+    by itself (a fork would copy this process's CUDA context: "Cannot re-initialize CUDA in
+    forked subprocess", H200, session 16); they import the shim from sys.path, which spawn
+    passes on."""
+    kb_eval = kb_eval.resolve()
+    shim = work.resolve() / "shim"
+    shim.mkdir(parents=True, exist_ok=True)
+    script = kb_eval / "scripts" / "eval_from_generations.py"
+    (shim / "eval_from_generations.py").write_text(
+        SHIM.format(root=str(ROOT), kb_eval=str(kb_eval), script=str(script))
+    )
+    sys.path.insert(0, str(shim))
+    install_stubs(kb_eval)
+    import eval_from_generations
+
+    return eval_from_generations
 
 
 def level_root(kb: Path, level: int) -> Path:
@@ -101,7 +129,7 @@ def main() -> int:
     ours = json.loads((run_dir / RESULTS_NAME).read_text())
     exported = sorted(p.name for p in run_dir.glob("level_*_kernel.py"))
 
-    m = load_eval_from_generations(Path(args.kb_eval))
+    m = load_eval_from_generations(Path(args.kb_eval), work)
     m.construct_kernelbench_dataset = functools.partial(
         m.construct_kernelbench_dataset, base_path=str(level_root(kb, args.level))
     )
@@ -120,7 +148,7 @@ def main() -> int:
     ]  # fmt: skip
     result: dict = {"bench_exit": done.returncode, "exported": exported, "chosen": chosen}
     if not args.dry_run:
-        mp.set_start_method("fork")  # before main(): its spawn would lose the stubs
+        mp.set_start_method("spawn")  # what its own main() sets (and a fork breaks CUDA)
         m.main(config)
         theirs = json.loads((run_dir / "eval_results.json").read_text())
         rows = []

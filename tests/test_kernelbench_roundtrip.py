@@ -195,3 +195,28 @@ def test_export_metadata_names_and_modes(bench_and_kb, tmp_path: Path):
     for f in run_dir.iterdir():
         if f.name != "eval_results.json":
             assert stat.S_IMODE(f.stat().st_mode) == 0o644, f.name
+
+
+_SPAWNED = textwrap.dedent(
+    """
+    import multiprocessing as mp, sys
+    from pathlib import Path
+    from benchmarks.kernelbench_roundtrip import load_eval_from_generations
+    m = load_eval_from_generations(Path(sys.argv[1]), Path(sys.argv[2]))
+    with mp.get_context("spawn").Pool(1) as pool:
+        print("spawned:", pool.apply(m.check_if_eval_exists_local, (1, 0, sys.argv[2] + "/none.json")))
+    """
+)
+
+
+@needs_kb
+def test_the_round_trip_s_workers_are_spawned_and_find_kernelbench_s_script(tmp_path):
+    """KernelBench's pool spawns its workers (a fork copies a CUDA context: "Cannot re-initialize
+    CUDA in forked subprocess" on the H200, session 16); each worker unpickles a function of
+    `eval_from_generations`, which must import there with its stubs."""
+    r = subprocess.run(
+        [sys.executable, "-c", _SPAWNED, str(KB_EVAL), str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "spawned: False" in r.stdout, r.stdout + r.stderr[-2000:]
