@@ -224,7 +224,7 @@ def profile(
 def optimize(
     problem: PathOrSource,
     *,
-    budget: int = 20,
+    budget: int = DEFAULTS["budget"],
     backend: Any = None,
     chat_model: Any = None,
     on_event: Callable[[Event], None] | None = None,
@@ -254,7 +254,7 @@ def repair(
     problem: PathOrSource,
     kernel: PathOrSource,
     *,
-    budget: int = 20,
+    budget: int = DEFAULTS["budget"],
     backend: Any = None,
     chat_model: Any = None,
     on_event: Callable[[Event], None] | None = None,

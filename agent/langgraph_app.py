@@ -37,32 +37,25 @@ from langgraph.types import interrupt
 
 from agent import nodes
 from agent.context import RunContext
-from agent.options import DEFAULTS
+from agent.options import options_dataclass
 from agent.state import AgentState
+
+ServedOptions = options_dataclass("ServedOptions", exclude=("api_key",))
+"""Every option of the table, with its default (an API key is not a graph setting: it would be
+shown in Studio and stored with the thread; the server's environment gives it)."""
+
+SERVE_ONLY = ("runs_dir", "approve", "approve_spend")
+"""The settings of a served run that are not options of the table."""
 
 
 @dataclass(kw_only=True)
-class ServeContext:
-    """A served run's options (the graph's context schema: Studio shows these as settings)."""
+class ServeContext(ServedOptions):  # type: ignore[misc,valid-type]
+    """A served run's options (the graph's context schema: Studio shows these as settings):
+    the option table's (`ServedOptions`), and where the run goes and when it stops for a
+    person."""
 
-    budget: int = 20
-    """Candidate kernels to evaluate."""
-    backend: str = "auto"
-    """auto | compiler | openai | vllm | hf | replay."""
-    model: str | None = None
-    base_url: str | None = None
-    """OpenAI-compatible endpoint, e.g. http://localhost:8000/v1."""
-    replies: str | None = None
-    """Replay backend: a JSONL file of {"text": ...} replies."""
-    samples_per_round: int = 1
-    compiler_seed: bool = True
-    trials: int = 5
-    device: str = "auto"
-    timeout_s: float = DEFAULTS["timeout_s"]
-    aot_target: str | None = DEFAULTS["aot_target"]
     runs_dir: str | None = None
     """Where run directories go; default `served_runs_dir()`, outside the served project."""
-    time_limit_s: float | None = None
     approve: bool = False
     """Stop for a person's approval (an interrupt) before a kernel is accepted."""
     approve_spend: bool = False

@@ -5,92 +5,32 @@ keywords (`config_kwargs`), gives the MCP tools and the API their defaults (`DEF
 checks every value once (`check`, called by `AgentConfig`): a value out of range is a
 `BadInputError` naming the flag (exit 2), before any work.
 
-Verification defaults are `tools.verify_options.VerifyOptions`'s own (tools/ owns them) and
-sampling defaults `agent.llm.SamplingParams`'s (KernelLLM's published settings), read from there.
+Verification defaults are `tools.verify_options.VerifyOptions`'s own (tools/ owns them); the
+sampling rows are `agent.llm.base.SAMPLING_OPTIONS` (KernelLLM's published settings), declared
+beside the backends that check them with the same `Option.check`; the backend kinds come from
+the backend registry (`agent.llm.REGISTRY`).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
-from agent.llm.base import SamplingParams
+from agent.llm import REGISTRY
+from agent.llm.base import SAMPLING_OPTIONS
+from agent.option_spec import Option
 from tools.compare import PRESETS, Tolerance
-from tools.errors import BadInputError
 from tools.evaluate import BASELINES, DEFAULT_BASELINE
 from tools.limits import HOST_FLOOR_MB
 from tools.verify_options import POLICIES, VerifyOptions
 
 _VERIFY = {f.name: f.default for f in dataclasses.fields(VerifyOptions)}
-_SAMPLING = {f.name: f.default for f in dataclasses.fields(SamplingParams)}
 
-BACKENDS = ("auto", "compiler", "openai", "vllm", "hf", "replay", "langchain")
-"""What `backend` accepts (`langchain` needs a chat model object: the API)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Option:
-    """One option. `name` is the `AgentConfig` field; `flag` the command-line spelling."""
-
-    name: str
-    group: str
-    """`loop` (optimize, repair, REPL), `backend` (and bench), `verify` (every command that
-    verifies)."""
-    type: type
-    default: Any
-    help: str
-    flag: str = ""
-    """Default: `--` + the name with dashes."""
-    choices: tuple[str, ...] | None = None
-    low: float | None = None
-    """Smallest value allowed (inclusive unless `low_open`)."""
-    low_open: bool = False
-    high: float | None = None
-    nullable: bool = False
-    """None is a value (the default is derived elsewhere)."""
-    negate: str = ""
-    """For a True-by-default switch: the flag that turns it off (`--no-tune`)."""
-
-    @property
-    def cli_flag(self) -> str:
-        return self.flag or "--" + self.name.replace("_", "-")
-
-    def check(self, value: Any) -> None:
-        """Raise BadInputError naming the flag when `value` is not allowed."""
-        if value is None:
-            if self.nullable:
-                return
-            raise BadInputError(f"{self.cli_flag} needs a value")
-        if self.choices is not None:
-            if value not in self.choices:
-                raise BadInputError(
-                    f"{self.cli_flag} must be one of {', '.join(self.choices)}, got {value!r}"
-                )
-            return
-        if self.type in (int, float):
-            kind = "a whole number" if self.type is int else "a finite number"
-            wanted = f"{self.cli_flag} must be {kind} {self.range_text()}"
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise BadInputError(f"{wanted}, got {value!r}")
-            low_bad = self.low is not None and (
-                value <= self.low if self.low_open else value < self.low
-            )
-            high_bad = self.high is not None and value > self.high
-            whole = self.type is not int or value == int(value)
-            if not math.isfinite(value) or low_bad or high_bad or not whole:
-                raise BadInputError(f"{wanted}, got {value}")
-
-    def range_text(self) -> str:
-        parts = []
-        if self.low is not None:
-            parts.append(f"{'>' if self.low_open else '>='} {self.low:g}")
-        if self.high is not None:
-            parts.append(f"<= {self.high:g}")
-        return " and ".join(parts) or "any number"
+BACKENDS = ("auto", "compiler", *REGISTRY)
+"""What `backend` accepts: the registered backends (`agent.llm.REGISTRY`; `langchain` needs a
+chat model object: the API), `compiler` (the compiler drafter alone) and `auto`."""
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -100,10 +40,9 @@ OPTIONS: tuple[Option, ...] = (
     Option(name="samples_per_round", group="loop", type=int, default=1, low=1, high=64,
            help="candidates drafted and evaluated in parallel per round"),
     Option(name="compiler_seed", group="loop", type=bool, default=True,
-           negate="--no-compiler-seed",
-           help="do not evaluate torch.compile's Triton as attempt 0"),
-    Option(name="tune", group="loop", type=bool, default=True, negate="--no-tune",
-           help="skip the launch-parameter tuner (GPU)"),
+           help="evaluate torch.compile's Triton as attempt 0 (free: not counted in the budget)"),
+    Option(name="tune", group="loop", type=bool, default=True,
+           help="search launch parameters of a correct kernel without the LLM (GPU)"),
     Option(name="tune_trials", group="loop", type=int, default=16, low=1, flag="--tune-trials",
            help="most launch-parameter variants the tuner evaluates"),
     Option(name="target_speedup", group="loop", type=float, default=1.0, low=0, low_open=True,
@@ -130,12 +69,7 @@ OPTIONS: tuple[Option, ...] = (
            help="completion: KernelLLM's raw prompt; chat: chat messages"),
     Option(name="prompt_template", group="backend", type=str, default=None, nullable=True,
            help="custom first-round template file ($problem placeholder)"),
-    Option(name="temperature", group="backend", type=float, default=_SAMPLING["temperature"],
-           low=0, high=10, help="sampling temperature"),
-    Option(name="top_p", group="backend", type=float, default=_SAMPLING["top_p"], low=0,
-           low_open=True, high=1, help="nucleus sampling mass"),
-    Option(name="max_tokens", group="backend", type=int, default=_SAMPLING["max_tokens"], low=1,
-           help="most tokens of one reply"),
+    *SAMPLING_OPTIONS,  # temperature, top_p, max_tokens: agent.llm.base, whose backends check them
     # -- verification -----------------------------------------------------------------------
     Option(name="trials", group="verify", type=int, default=_VERIFY["trials"], low=1, high=1000,
            help="random input sets to compare"),
@@ -183,30 +117,45 @@ def group(*names: str) -> tuple[Option, ...]:
 
 
 def add_options(
-    parser: argparse.ArgumentParser, *groups: str, defaults: dict[str, Any] | None = None
+    parser: argparse.ArgumentParser,
+    *groups: str,
+    names: Iterable[str] = (),
+    defaults: dict[str, Any] | None = None,
 ) -> None:
-    """Add the flags of `groups` to `parser`; `defaults` overrides a default for this command
-    (the REPL's budget of 1)."""
-    for o in group(*groups):
-        default = (defaults or {}).get(o.name, o.default)
-        if o.type is bool:
-            if o.negate:
-                parser.add_argument(o.negate, dest=o.name, action="store_false", help=o.help)
-            else:
-                parser.add_argument(o.cli_flag, dest=o.name, action="store_true", help=o.help)
-            parser.set_defaults(**{o.name: default})
-            continue
-        shown = "none" if default is None and o.name == "aot_target" else default
-        help_text = o.help + (f" (default {shown})" if default is not None else "")
-        parser.add_argument(
+    """Add the flags of `groups`, and of the options `names`, to `parser`: every flag of a table
+    option is made here (`tests/test_options_table.py` walks every command's parser). `defaults`
+    overrides a default for this command (the REPL's budget of 1, bench's compiler seed off).
+    A switch gets both spellings, `--tune` and `--no-tune`, whatever its default."""
+    wanted = set(names)
+    for o in OPTIONS:
+        if o.group in groups or o.name in wanted:
+            _add(parser, o, (defaults or {}).get(o.name, o.default))
+
+
+def _add(parser: argparse.ArgumentParser, o: Option, default: Any) -> None:
+    if o.type is bool:
+        # --tune and --no-tune (argparse adds the second, and the default to the help)
+        action = parser.add_argument(
             o.cli_flag,
             dest=o.name,
-            type=o.type,
+            action=argparse.BooleanOptionalAction,
             default=default,
-            choices=o.choices,
-            metavar=None if o.choices else o.cli_flag.lstrip("-").split("-")[0].upper(),
-            help=help_text,
+            help=o.help,
         )
+        action.option = o  # type: ignore[attr-defined]  # the table's (tests check every flag)
+        return
+    shown = "none" if default is None and o.name == "aot_target" else default
+    help_text = o.help + (f" (default {shown})" if default is not None else "")
+    action = parser.add_argument(
+        o.cli_flag,
+        dest=o.name,
+        type=o.type,
+        default=default,
+        choices=o.choices,
+        metavar=None if o.choices else o.cli_flag.lstrip("-").split("-")[0].upper(),
+        help=help_text,
+    )
+    action.option = o  # type: ignore[attr-defined]
 
 
 def config_kwargs(args: argparse.Namespace, *groups: str) -> dict[str, Any]:
@@ -231,6 +180,23 @@ def check(values: Any, names: Iterable[str] | None = None) -> None:
     for name in names if names is not None else BY_NAME:
         if hasattr(values, name):
             BY_NAME[name].check(getattr(values, name))
+
+
+def options_dataclass(name: str, *, exclude: Iterable[str] = ()) -> type:
+    """A keyword-only dataclass with one field per table option (its type, `| None` where
+    nullable, its default, its help as the field's `description`): the LangGraph server's
+    context (`agent.langgraph_app.ServeContext`) is one, so its settings are the table's."""
+    skip = set(exclude)
+    fields = [
+        (
+            o.name,
+            (o.type | None) if o.nullable else o.type,
+            dataclasses.field(default=o.default, metadata={"description": o.help}),
+        )
+        for o in OPTIONS
+        if o.name not in skip
+    ]
+    return dataclasses.make_dataclass(name, fields, kw_only=True)
 
 
 def field_constraints(name: str) -> dict[str, Any]:

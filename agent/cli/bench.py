@@ -24,6 +24,10 @@ def _ks(text: str) -> tuple[int, ...]:
     return ks
 
 
+BENCH_LOOP_OPTIONS = ("samples_per_round", "compiler_seed", "tune")
+"""The loop's options that bench's loop mode takes; its budget is `--samples`."""
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="pass@k, fast_p and a report over a directory of problems")
     p.add_argument(
@@ -82,17 +86,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "are killed and the report of what is done is written (default 20)",
     )
     add_options(p, "backend", "bar")
-    p.add_argument(
-        "--samples-per-round", type=int, default=1, help="loop mode: candidates per round"
-    )
-    p.add_argument(
-        "--compiler-seed",
-        action="store_true",
-        help="loop mode: also evaluate torch.compile's Triton as a free attempt 0",
-    )
-    p.add_argument(
-        "--no-tune", action="store_true", help="loop mode: skip the launch-parameter tuner"
-    )
+    # loop mode's options, the table's (bench has no compiler seed unless asked: `--compiler-seed`)
+    add_options(p, names=BENCH_LOOP_OPTIONS, defaults={"compiler_seed": False})
     p.add_argument(
         "--loop-jobs",
         type=int,
@@ -118,11 +113,7 @@ def bench_config(args: argparse.Namespace) -> Any:
     from agent.config import AgentConfig
 
     kw: dict[str, Any] = dict(
-        budget=args.samples,
-        samples_per_round=args.samples_per_round,
-        compiler_seed=args.compiler_seed,
-        tune=not args.no_tune,
-        **config_kwargs(args, "backend", "bar", "verify"),
+        budget=args.samples, **config_kwargs(args, "loop", "backend", "bar", "verify")
     )
     if args.samples < 1:
         raise BadInputError("--samples must be at least 1")

@@ -131,9 +131,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--dtype", default=None, help="torch dtype name (default bfloat16 on CUDA, float32 on CPU)"
     )
     t.add_argument("--gradient-checkpointing", action="store_true")
-    t.add_argument(
-        "--prompt-template", default=None, help="the loop's --prompt-template, if it used one"
-    )
+    add_options(t, names=("prompt_template",))  # the loop's, if it used one
     t.add_argument("--seed", type=int, default=0)
     t.add_argument(
         "--json", action="store_true", help="print the result as JSON (last line of stdout)"

@@ -21,13 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--json", action="store_true", help="print the result as JSON (last line of stdout)"
     )
-    p.add_argument(
-        "--baseline",
-        default="best",
-        choices=["eager", "compile", "best"],
-        help="the baseline to beat for exit code 0: best = the faster of eager and "
-        "torch.compile (default; all three speedups are reported)",
-    )
+    add_options(p, "bar")  # --baseline: the bar for exit code 0 (all speedups are reported)
     p.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
     p.add_argument("--refresh-baselines", action="store_true", help="re-time cached baselines")
     p.add_argument(

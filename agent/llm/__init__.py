@@ -8,13 +8,16 @@
 | `langchain` | `LangChainBackend` | a LangChain chat model from a host application           |
 | `replay`    | `ReplayBackend`    | scripted replies (tests, demos, recorded runs)           |
 
-`make_backend` picks one from CLI-style options. Heavy dependencies (transformers, vllm) are
+`REGISTRY` maps each kind to its factory (the one list of kinds: `KINDS` and the option table's
+`BACKENDS` come from it); `make_backend` picks one from CLI-style options. Heavy dependencies (transformers, vllm) are
 imported only when their backend is built.
 """
 
 from __future__ import annotations
 
+import inspect
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +33,7 @@ __all__ = [
     "BackendKind",
     "LLMBackend",
     "OpenAIBackend",
+    "REGISTRY",
     "ReplayBackend",
     "SamplingParams",
     "backend_for",
@@ -38,8 +42,6 @@ __all__ = [
     "messages_to_text",
     "resolve_kind",
 ]
-
-KINDS = ("auto", "openai", "vllm", "hf", "langchain", "replay")
 
 BASE_URL_ENV_VARS = ("TRITON_AGENT_BASE_URL", "OPENAI_BASE_URL")
 """Where `make_backend` looks for a server address when none is passed, in this order."""
@@ -74,6 +76,55 @@ def _openai_backend_class() -> type:
     return OpenAIBackend
 
 
+def _replay(*, replies: Any = None, **kw: Any) -> LLMBackend:
+    if replies is None:
+        raise BackendConfigError("the replay backend needs replies (--replies FILE.jsonl)")
+    return ReplayBackend(replies, **kw)
+
+
+def _openai(
+    *, model: str | None, base_url: str | None, api_key: str | None, **kw: Any
+) -> LLMBackend:
+    return _openai_backend_class()(
+        model=model or DEFAULT_MODEL, base_url=base_url, api_key=api_key, **kw
+    )
+
+
+def _vllm(*, model: str | None, **kw: Any) -> LLMBackend:
+    from .vllm_backend import VLLMBackend
+
+    return VLLMBackend(model=model or DEFAULT_MODEL, **kw)
+
+
+def _hf(*, model: str | None, **kw: Any) -> LLMBackend:
+    from .hf_backend import HFBackend
+
+    return HFBackend(model=model or DEFAULT_MODEL, **kw)
+
+
+def _langchain(*, chat_model: Any = None, **kw: Any) -> LLMBackend:
+    from .langchain_backend import LangChainBackend
+
+    if chat_model is None:
+        raise BackendConfigError("the langchain backend needs a chat model (chat_model=...)")
+    return LangChainBackend(chat_model, **kw)
+
+
+REGISTRY: dict[str, Callable[..., LLMBackend]] = {
+    "openai": _openai,
+    "vllm": _vllm,
+    "hf": _hf,
+    "replay": _replay,
+    "langchain": _langchain,
+}
+"""Every backend kind and its factory, which takes `make_backend`'s keywords and uses those it
+needs (`model`, `base_url`, `api_key`, `replies`, `chat_model`, the backend's own). The one
+list of kinds: `KINDS` and the option table's `BACKENDS` are derived from it."""
+
+KINDS = ("auto", *REGISTRY)
+"""What `make_backend` accepts: a registered kind, or `auto`."""
+
+
 def make_backend(
     kind: str = "auto",
     *,
@@ -97,30 +148,10 @@ def make_backend(
     kind = resolve_kind(kind, model=model, base_url=base_url, replies=replies)
     if kind == "compiler":
         raise BackendConfigError(NO_BACKEND_HELP)
-
-    if kind == "replay":
-        if replies is None:
-            raise BackendConfigError("the replay backend needs replies (--replies FILE.jsonl)")
-        return ReplayBackend(replies, **kw)
-    if kind == "openai":
-        return _openai_backend_class()(
-            model=model or DEFAULT_MODEL, base_url=base_url, api_key=api_key, **kw
-        )
-    if kind == "vllm":
-        from .vllm_backend import VLLMBackend
-
-        return VLLMBackend(model=model or DEFAULT_MODEL, **kw)
-    if kind == "hf":
-        from .hf_backend import HFBackend
-
-        return HFBackend(model=model or DEFAULT_MODEL, **kw)
-    # kind == "langchain"
-    from .langchain_backend import LangChainBackend
-
-    chat_model = kw.pop("chat_model", None)
-    if chat_model is None:
-        raise BackendConfigError("the langchain backend needs a chat model (chat_model=...)")
-    return LangChainBackend(chat_model, **kw)
+    factory = REGISTRY[kind]  # it receives those of the connection keywords it names
+    given = {"model": model, "base_url": base_url, "api_key": api_key, "replies": replies}
+    wanted = inspect.signature(factory).parameters
+    return factory(**{k: v for k, v in given.items() if k in wanted}, **kw)
 
 
 def resolve_kind(

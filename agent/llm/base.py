@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
+from agent.option_spec import Option
 from tools.errors import BadInputError
 
 Message = dict[str, str]
@@ -36,6 +37,17 @@ DEFAULT_TOP_P = 0.97
 DEFAULT_MAX_TOKENS = 4096
 """KernelLLM's published sampling settings (temperature 1.0, top_p 0.97): every backend's and
 the option table's defaults."""
+
+SAMPLING_OPTIONS = (
+    Option(name="temperature", group="backend", type=float, default=DEFAULT_TEMPERATURE,
+           low=0, high=10, help="sampling temperature"),
+    Option(name="top_p", group="backend", type=float, default=DEFAULT_TOP_P, low=0,
+           low_open=True, high=1, help="nucleus sampling mass"),
+    Option(name="max_tokens", group="backend", type=int, default=DEFAULT_MAX_TOKENS, low=1,
+           help="most tokens of one reply"),
+)  # fmt: skip
+"""The sampling rows of the option table (`agent.options.OPTIONS` includes them): declared
+here, beside the backends that check them, so `check_sampling` and the table are one check."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,16 +101,39 @@ class LLMBackend(Protocol):
     ) -> list[str]: ...
 
 
+class Backend:
+    """The base class of this package's backends: `generate` checks the prompt and the
+    sampling arguments (the option table's ranges) once, then hands them to `_sample`, which
+    each backend writes. A host's own backend needs only the `LLMBackend` protocol."""
+
+    name: str
+    kind: BackendKind
+
+    def generate(
+        self,
+        prompt_or_messages: Prompt,
+        n: int = 1,
+        temperature: float = DEFAULT_TEMPERATURE,
+        top_p: float = DEFAULT_TOP_P,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+    ) -> list[str]:
+        check_prompt(prompt_or_messages)
+        params = SamplingParams(n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens)
+        return self._sample(prompt_or_messages, params)
+
+    def _sample(self, prompt_or_messages: Prompt, params: SamplingParams) -> list[str]:
+        """`params.n` replies to a checked prompt."""
+        raise NotImplementedError
+
+
 def check_sampling(n: int, temperature: float, top_p: float, max_tokens: int) -> None:
-    """Reject nonsensical sampling arguments before they reach a server or a GPU."""
-    if not isinstance(n, int) or n < 1:
+    """Reject nonsensical sampling arguments before they reach a server or a GPU: the option
+    table's check of each (`SAMPLING_OPTIONS`), and `n`, which is not an option."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise BadInputError(f"n must be a positive integer, got {n!r}")
-    if temperature < 0:
-        raise BadInputError(f"temperature must be >= 0, got {temperature!r}")
-    if not 0 < top_p <= 1:
-        raise BadInputError(f"top_p must be in (0, 1], got {top_p!r}")
-    if not isinstance(max_tokens, int) or max_tokens < 1:
-        raise BadInputError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+    values = {"temperature": temperature, "top_p": top_p, "max_tokens": max_tokens}
+    for option in SAMPLING_OPTIONS:
+        option.check(values[option.name], label=option.name)
 
 
 def check_prompt(prompt_or_messages: Prompt) -> None:

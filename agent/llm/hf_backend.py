@@ -18,11 +18,10 @@ from tools.errors import BackendError, BadInputError
 
 from .base import (
     DEFAULT_MODEL,
-    DEFAULT_TOP_P,
+    Backend,
     BackendKind,
     Prompt,
-    check_prompt,
-    check_sampling,
+    SamplingParams,
     infer_kind,
     messages_to_text,
 )
@@ -46,7 +45,7 @@ def resolve_dtype(name: str | None, device: str) -> Any:
     return dtype
 
 
-class HFBackend:
+class HFBackend(Backend):
     """Sample from a causal LM loaded with transformers from a local directory or hub name."""
 
     def __init__(
@@ -121,16 +120,7 @@ class HFBackend:
             return text, False
         return messages_to_text(prompt_or_messages), True
 
-    def generate(
-        self,
-        prompt_or_messages: Prompt,
-        n: int = 1,
-        temperature: float = 1.0,
-        top_p: float = DEFAULT_TOP_P,
-        max_tokens: int = 4096,
-    ) -> list[str]:
-        check_prompt(prompt_or_messages)
-        check_sampling(n, temperature, top_p, max_tokens)
+    def _sample(self, prompt_or_messages: Prompt, params: SamplingParams) -> list[str]:
         text, add_special_tokens = self.render(prompt_or_messages)
         inputs = self.tokenizer(
             text, return_tensors="pt", add_special_tokens=add_special_tokens
@@ -139,20 +129,25 @@ class HFBackend:
         pad_id = self.tokenizer.pad_token_id
         if pad_id is None:
             pad_id = self.tokenizer.eos_token_id
-        greedy = temperature == 0
+        n, greedy = params.n, params.temperature == 0
         replies: list[str] = []
         while len(replies) < n:
             count = 1 if greedy else min(self.max_batch, n - len(replies))
             sampling: dict[str, Any] = (
                 {"do_sample": False}
                 if greedy
-                else {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": 0}
+                else {
+                    "do_sample": True,
+                    "temperature": params.temperature,
+                    "top_p": params.top_p,
+                    "top_k": 0,
+                }
             )
             try:
                 with self._torch.inference_mode():
                     output = self.model.generate(
                         **inputs,
-                        max_new_tokens=max_tokens,
+                        max_new_tokens=params.max_tokens,
                         num_return_sequences=count,
                         pad_token_id=pad_id,
                         **sampling,

@@ -15,17 +15,14 @@ from typing import Any
 from tools.errors import BackendError
 
 from .base import (
-    DEFAULT_MAX_TOKENS,
-    DEFAULT_TEMPERATURE,
-    DEFAULT_TOP_P,
+    Backend,
     BackendKind,
     Prompt,
-    check_prompt,
-    check_sampling,
+    SamplingParams,
 )
 
 
-class LangChainBackend:
+class LangChainBackend(Backend):
     """Sample from a `langchain_core.language_models.BaseChatModel`."""
 
     def __init__(
@@ -47,29 +44,24 @@ class LangChainBackend:
         self.pass_sampling = pass_sampling
         self.max_concurrency = max_concurrency
 
-    def generate(
-        self,
-        prompt_or_messages: Prompt,
-        n: int = 1,
-        temperature: float = DEFAULT_TEMPERATURE,
-        top_p: float = DEFAULT_TOP_P,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
-    ) -> list[str]:
-        check_prompt(prompt_or_messages)
-        check_sampling(n, temperature, top_p, max_tokens)
+    def _sample(self, prompt_or_messages: Prompt, params: SamplingParams) -> list[str]:
         if isinstance(prompt_or_messages, str):
             messages: list[tuple[str, str]] = [("human", prompt_or_messages)]
         else:
             roles = {"system": "system", "user": "human", "assistant": "ai"}
             messages = [(roles[m["role"]], m["content"]) for m in prompt_or_messages]
         kwargs: dict[str, Any] = (
-            {"temperature": temperature, "top_p": top_p, "max_tokens": max_tokens}
+            {
+                "temperature": params.temperature,
+                "top_p": params.top_p,
+                "max_tokens": params.max_tokens,
+            }
             if self.pass_sampling
             else {}
         )
         config = {"max_concurrency": self.max_concurrency} if self.max_concurrency else None
         try:
-            results = self.chat_model.batch([messages] * n, config=config, **kwargs)
+            results = self.chat_model.batch([messages] * params.n, config=config, **kwargs)
         except Exception as e:  # providers raise their own error types
             raise BackendError(f"{self.name} failed: {type(e).__name__}: {e}") from e
         return [_text(message) for message in results]

@@ -25,14 +25,11 @@ import openai
 from tools.errors import BackendError
 
 from .base import (
-    DEFAULT_MAX_TOKENS,
     DEFAULT_MODEL,
-    DEFAULT_TEMPERATURE,
-    DEFAULT_TOP_P,
+    Backend,
     BackendKind,
     Prompt,
-    check_prompt,
-    check_sampling,
+    SamplingParams,
     infer_kind,
 )
 
@@ -50,7 +47,7 @@ _RETRYABLE = (openai.APIConnectionError, openai.RateLimitError, openai.InternalS
 """APIConnectionError covers APITimeoutError; InternalServerError is any HTTP 5xx."""
 
 
-class OpenAIBackend:
+class OpenAIBackend(Backend):
     """Sample from a model behind an OpenAI-compatible endpoint.
 
     `kind` defaults to "completion" for KernelLLM-named models and "chat" otherwise; it only
@@ -89,23 +86,15 @@ class OpenAIBackend:
             max_retries=0,
         )
 
-    def generate(
-        self,
-        prompt_or_messages: Prompt,
-        n: int = 1,
-        temperature: float = DEFAULT_TEMPERATURE,
-        top_p: float = DEFAULT_TOP_P,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
-    ) -> list[str]:
-        check_prompt(prompt_or_messages)
-        check_sampling(n, temperature, top_p, max_tokens)
+    def _sample(self, prompt_or_messages: Prompt, params: SamplingParams) -> list[str]:
+        n = params.n
         replies: list[str] = []
         failures = 0  # consecutive attempts that produced nothing usable
         last_problem = ""
         while len(replies) < n:
             want = n - len(replies) if self._n_supported else 1
             try:
-                texts = self._request(prompt_or_messages, want, temperature, top_p, max_tokens)
+                texts = self._request(prompt_or_messages, want, params)
             except openai.BadRequestError as e:
                 if want > 1 and self._n_supported:
                     # Some servers reject n > 1 outright; sample one per request from now on.
@@ -143,17 +132,10 @@ class OpenAIBackend:
             time.sleep(delay)
         return replies
 
-    def _request(
-        self, prompt: Prompt, n: int, temperature: float, top_p: float, max_tokens: int
-    ) -> list[str]:
-        """One HTTP request; the texts of its choices in index order (None content -> "")."""
-        common = {
-            "model": self.model,
-            "n": n,
-            "temperature": temperature,
-            "top_p": top_p,
-            "max_tokens": max_tokens,
-        }
+    def _request(self, prompt: Prompt, n: int, params: SamplingParams) -> list[str]:
+        """One HTTP request for `n` of the replies; the texts of its choices in index order
+        (None content -> "")."""
+        common = {"model": self.model, **params.as_kwargs(), "n": n}
         if self.extra_body:
             common["extra_body"] = self.extra_body
         if isinstance(prompt, str):

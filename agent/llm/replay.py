@@ -16,17 +16,14 @@ from pathlib import Path
 from tools.errors import BackendError, BadInputError
 
 from .base import (
-    DEFAULT_MAX_TOKENS,
-    DEFAULT_TEMPERATURE,
-    DEFAULT_TOP_P,
+    Backend,
     BackendKind,
     Prompt,
-    check_prompt,
-    check_sampling,
+    SamplingParams,
 )
 
 
-class ReplayBackend:
+class ReplayBackend(Backend):
     """Return scripted replies in order; record every prompt and sampling request.
 
     `generate(prompt, n)` takes the next `n` replies. When fewer than `n` are left it returns
@@ -68,23 +65,12 @@ class ReplayBackend:
         for _ in range(min(count, len(self._queue))):
             self._queue.popleft()
 
-    def generate(
-        self,
-        prompt_or_messages: Prompt,
-        n: int = 1,
-        temperature: float = DEFAULT_TEMPERATURE,
-        top_p: float = DEFAULT_TOP_P,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
-    ) -> list[str]:
-        check_prompt(prompt_or_messages)
-        check_sampling(n, temperature, top_p, max_tokens)
+    def _sample(self, prompt_or_messages: Prompt, params: SamplingParams) -> list[str]:
         self.prompts.append(copy.deepcopy(prompt_or_messages))
-        self.calls.append(
-            {"n": n, "temperature": temperature, "top_p": top_p, "max_tokens": max_tokens}
-        )
+        self.calls.append(params.as_kwargs())
         if not self._queue:
             raise BackendError("replay backend has no replies left")
-        return [self._queue.popleft() for _ in range(min(n, len(self._queue)))]
+        return [self._queue.popleft() for _ in range(min(params.n, len(self._queue)))]
 
 
 def load_replies(path: str | os.PathLike[str]) -> list[str]:

@@ -14,14 +14,11 @@ from typing import Any
 from tools.errors import BackendError
 
 from .base import (
-    DEFAULT_MAX_TOKENS,
     DEFAULT_MODEL,
-    DEFAULT_TEMPERATURE,
-    DEFAULT_TOP_P,
+    Backend,
     BackendKind,
     Prompt,
-    check_prompt,
-    check_sampling,
+    SamplingParams,
     infer_kind,
 )
 
@@ -33,7 +30,7 @@ NOT_INSTALLED = (
 )
 
 
-class VLLMBackend:
+class VLLMBackend(Backend):
     """Sample with `vllm.LLM`; chat messages go through the model's own chat template."""
 
     def __init__(
@@ -61,24 +58,13 @@ class VLLMBackend:
         except Exception as e:  # vLLM raises many types (OSError, ValueError, RuntimeError...)
             raise BackendError(f"vLLM could not load {model!r}: {e}") from e
 
-    def generate(
-        self,
-        prompt_or_messages: Prompt,
-        n: int = 1,
-        temperature: float = DEFAULT_TEMPERATURE,
-        top_p: float = DEFAULT_TOP_P,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
-    ) -> list[str]:
-        check_prompt(prompt_or_messages)
-        check_sampling(n, temperature, top_p, max_tokens)
-        params = self._vllm.SamplingParams(
-            n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens
-        )
+    def _sample(self, prompt_or_messages: Prompt, params: SamplingParams) -> list[str]:
+        sampling = self._vllm.SamplingParams(**params.as_kwargs())
         try:
             if isinstance(prompt_or_messages, str):
-                outputs = self._llm.generate([prompt_or_messages], params, use_tqdm=False)
+                outputs = self._llm.generate([prompt_or_messages], sampling, use_tqdm=False)
             else:
-                outputs = self._llm.chat([prompt_or_messages], params, use_tqdm=False)
+                outputs = self._llm.chat([prompt_or_messages], sampling, use_tqdm=False)
         except Exception as e:
             raise BackendError(f"{self.name} failed to generate: {e}") from e
         return [completion.text for completion in outputs[0].outputs]

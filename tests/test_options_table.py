@@ -1,0 +1,166 @@
+"""Issue 37: every option is declared once, in the option table (`agent.options`). The flags of
+every command, the LangGraph server's context, the API's defaults and the backends' sampling
+checks all come from it; a flag or field written by hand beside it fails here."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import inspect
+
+import pytest
+
+from agent.options import BACKENDS, BY_NAME, DEFAULTS, OPTIONS
+from tests.helpers import ROOT
+from tools.errors import BadInputError
+
+
+def _command_parsers() -> dict[str, argparse.ArgumentParser]:
+    from agent.cli.main import build_parser
+
+    parsers: dict[str, argparse.ArgumentParser] = {}
+    todo = [("", build_parser())]
+    while todo:
+        name, parser = todo.pop()
+        parsers[name or "(top)"] = parser
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                todo += [(f"{name} {n}".strip(), p) for n, p in action.choices.items()]
+    return parsers
+
+
+def _table_flags() -> dict[str, str]:
+    """Every spelling of every table option -> the option's name."""
+    flags = {}
+    for o in OPTIONS:
+        flags[o.cli_flag] = o.name
+        if o.type is bool:
+            flags["--no-" + o.cli_flag[2:]] = o.name
+    return flags
+
+
+OTHER_MEANING = {
+    ("train", "--device"): "where the model trains (cuda when available), not where candidates run",
+    ("train", "--seed"): "the training's seed, not the first trial's inputs'",
+}
+"""Flags spelled like a table option that mean something else in one command."""
+
+
+def test_every_flag_of_a_table_option_comes_from_the_table():
+    parsers = _command_parsers()
+    assert {"optimize", "repair", "bench", "verify", "profile"} <= set(parsers)
+    flags = _table_flags()
+    hand_written: list[str] = []
+    made = 0
+    for command, parser in parsers.items():
+        for action in parser._actions:
+            names = {flags[s] for s in action.option_strings if s in flags}
+            if action.dest in BY_NAME and action.option_strings:
+                names.add(action.dest)
+            if not names or (command, "/".join(action.option_strings)) in OTHER_MEANING:
+                continue
+            option = getattr(action, "option", None)
+            if option is None or {option.name} != names or action.dest != option.name:
+                hand_written.append(f"{command}: {'/'.join(action.option_strings)}")
+                continue
+            made += 1
+            default = parser.get_default(option.name)
+            if option.type is not bool:
+                assert action.type is option.type and action.choices == option.choices
+            assert default == option.default or (command, option.name) in {
+                ("bench", "compiler_seed"),  # bench samples without the compiler unless asked
+                ("repl", "budget"),  # the REPL's budget of 1
+            }, (command, option.name, default)
+    assert hand_written == []
+    assert made >= 3 * len(OPTIONS) // 2  # the walk saw the commands' table flags
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["bench", "d", "--compiler-seed"], True),
+    (["bench", "d"], False),
+    (["bench", "d", "--no-tune"], False),
+    (["optimize", "p.py", "--no-compiler-seed"], False),
+    (["optimize", "p.py", "--compiler-seed"], True),
+    (["optimize", "p.py", "--no-tune"], False),
+])  # fmt: skip
+def test_a_switch_has_one_pair_of_spellings_in_every_command(argv, expected):
+    from agent.cli.main import build_parser
+
+    args = build_parser().parse_args(argv)
+    name = "tune" if "tune" in argv[-1] else "compiler_seed"
+    assert getattr(args, name) is expected
+
+
+def test_bench_reads_its_loop_options_through_the_table():
+    from agent.cli.bench import bench_config
+    from agent.cli.main import build_parser
+
+    args = build_parser().parse_args(
+        ["bench", "d", "--mode", "loop", "--samples-per-round", "3", "--no-tune",
+         "--compiler-seed", "--samples", "4", "--out", "o"]
+    )  # fmt: skip
+    cfg = bench_config(args)
+    agent = cfg.agent
+    assert (agent.samples_per_round, agent.tune, agent.compiler_seed, agent.budget) == (3, 0, 1, 4)
+    assert cfg.compiler_seed is True
+    with pytest.raises(BadInputError, match="--samples-per-round"):
+        bench_config(build_parser().parse_args(["bench", "d", "--samples-per-round", "65"]))
+
+
+def test_the_served_context_is_the_table():
+    from agent.langgraph_app import SERVE_ONLY, ServeContext
+
+    fields = {f.name: f for f in dataclasses.fields(ServeContext)}
+    table = {o.name for o in OPTIONS} - {"api_key"}  # a secret is not a graph setting
+    assert set(fields) - set(SERVE_ONLY) == table
+    for name in table:
+        assert fields[name].default == DEFAULTS[name], name
+    assert ServeContext().options()["budget"] == DEFAULTS["budget"]
+
+
+def test_the_api_defaults_are_the_table():
+    import agent.api as api
+
+    for fn in (api.optimize, api.repair):
+        assert inspect.signature(fn).parameters["budget"].default == DEFAULTS["budget"]
+    tree = ast.parse((ROOT / "agent" / "api.py").read_text())
+    literal = [
+        d.lineno for n in ast.walk(tree)
+        if isinstance(n, ast.arguments)
+        for d in n.kw_defaults + n.defaults
+        if isinstance(d, ast.Constant) and isinstance(d.value, (int, float))
+        and not isinstance(d.value, bool)
+    ]  # fmt: skip
+    assert literal == []
+
+
+@pytest.mark.parametrize("kwargs, flag", [
+    ({"temperature": 10.5}, "temperature"),
+    ({"temperature": -1}, "temperature"),
+    ({"top_p": 0}, "top_p"),
+    ({"max_tokens": 0}, "max_tokens"),
+])  # fmt: skip
+def test_the_backends_check_sampling_against_the_table(kwargs, flag):
+    from agent.config import AgentConfig
+    from agent.llm import ReplayBackend, SamplingParams
+
+    backend = ReplayBackend(["a"])
+    with pytest.raises(BadInputError, match=flag):
+        backend.generate("p", **kwargs)
+    with pytest.raises(BadInputError, match=flag):
+        SamplingParams(**kwargs)
+    with pytest.raises(BadInputError, match="--" + flag.replace("_", "-")):
+        AgentConfig(**kwargs)
+    assert backend.calls == []  # refused before anything was sampled
+    assert backend.generate("p", temperature=BY_NAME["temperature"].high) == ["a"]
+
+
+def test_the_backend_kinds_are_the_registry():
+    from agent.llm import KINDS, REGISTRY, make_backend
+
+    assert BACKENDS == ("auto", "compiler", *REGISTRY)
+    assert KINDS == ("auto", *REGISTRY)
+    assert make_backend("replay", replies=["x"]).generate("p") == ["x"]
+    source = inspect.getsource(make_backend)
+    assert "if kind ==" not in source.replace('if kind == "compiler"', "")
