@@ -178,6 +178,64 @@ class Timer:
         return self.sequence(call, sets, reps, pad=pad, armed=True)
 
 
+REPEAT_RATIO = 0.8
+"""A candidate whose calls on the same input values every time take less than this fraction of
+its calls on new values each time is refused (`repeat_finding`)."""
+
+REPEAT_FLOOR_MS = 0.002
+"""...and only when the difference is also larger than this (launch-latency noise)."""
+
+
+def repeat_finding(fresh_ms: list[float], repeated_ms: list[float]) -> dict[str, Any]:
+    """Is the candidate faster on input values it has already seen? A result remembered inside
+    a launch (a flag on the device that makes the kernel copy a stored product instead of
+    computing it) gives outputs that are right on every input, so no comparison of values sees
+    it, and on a GPU no count of the work inside a launch exists (docs/verification.md, known
+    limits); but it only pays where calls repeat their inputs, as KernelBench's timer does. So
+    the timing job times the candidate both ways, on the same buffers, and compares."""
+    f, r = statistics.median(fresh_ms), statistics.median(repeated_ms)
+    faster = r < REPEAT_RATIO * f and f - r > REPEAT_FLOOR_MS
+    finding: dict[str, Any] = {
+        "checked": True,
+        "ok": not faster,
+        "fresh_ms": round(f, 6),
+        "repeated_ms": round(r, 6),
+    }
+    if faster:
+        finding["message"] = (
+            f"faster on inputs it has already seen: median {r:.4f} ms a call when every call "
+            f"repeats the same values against {f:.4f} ms with new values each call "
+            f"(x{f / max(r, 1e-9):.2f}): a remembered result, not a kernel"
+        )
+    else:
+        finding["message"] = (
+            f"as fast on new values as on repeated ones ({f:.4f} ms against {r:.4f} ms)"
+        )
+    return finding
+
+
+def time_repeats(
+    timer: Timer, call: Call, args: list, refresh: Callable[[list], None], estimate_ms: float
+) -> dict[str, Any]:
+    """`repeat_finding` measured: sequences of calls on `args` with new values written before
+    every call (`refresh`), and with the same values every call, alternated twice, each about
+    150 ms (5 to 30 calls), with the timer's L2 flush before every call either way."""
+    reps = max(5, min(30, int(150.0 / max(estimate_ms, 1e-3))))
+    saved = timer.fresh
+    fresh: list[float] = []
+    repeated: list[float] = []
+    try:
+        for _ in range(2):
+            timer.fresh = Freshness(refresh=refresh)
+            fresh += timer.sequence(call, [args], reps)
+            timer.fresh = None
+            call(args)  # the values the repeated calls see are now ones the candidate has seen
+            repeated += timer.sequence(call, [args], reps)
+    finally:
+        timer.fresh = saved
+    return repeat_finding(fresh, repeated)
+
+
 def uncounted_work(
     runs: list[list[float]],
     kernels: list[dict[str, Any]],
