@@ -41,7 +41,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "tools/judge.py:_compare": 81,
     "tools/profile.py:_verify_and_time": 103,
     "tools/profile.py:assemble": 118,
-    "tools/profile_worker.py:profile_job": 266,
     "tools/triton_conv.py:_conv_split_launch": 110,
     "tools/triton_conv.py:triton_convolution": 269,
     "tools/verdict_rules.py:_judge_reply": 222,

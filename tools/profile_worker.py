@@ -154,9 +154,114 @@ def profile_job(
     atol: float,
     rtol: float,
 ) -> dict[str, Any]:
-    """Time the baselines and the candidate on this job's GPU. Returns raw samples and evidence."""
+    """Time the baselines and the candidate on this job's GPU. Returns raw samples and evidence.
+
+    The steps, in the order the module's docstring explains: the device and the timer
+    (`_device_and_timer`), everything before the candidate's code (`_before_candidate`); then
+    the privileges dropped and the candidate loaded (`_isolate`, `_load_candidate`), timed
+    (`_time_candidate`) and its freshness judged (`_freshness_after_timing`, or `fresh_check`
+    for a stochastic problem). This frame holds the freshness references until they go."""
     if job_device() != "cuda" or not torch.cuda.is_available():
         return {"error": "no CUDA device in the timing job", "stage": "device"}
+    result, timer, t0 = _device_and_timer(settings, cached_peaks)
+    seed = int(settings.get("seed", 42))
+    with _device_context():
+        prepared = _before_candidate(
+            problem_source, problem_path, settings, cached_baselines, result, timer, t0
+        )
+        init, model, sets, refresh, write_fresh = prepared[:5]
+        fresh_trial, fresh_ref, fresh_ref64, fresh_allow = prepared[5:]
+        del prepared
+
+        # ---- from here on, the candidate's code is loaded ----
+        violations_before, t_load = _isolate(result, kernel_source, kernel_path)
+        try:
+            model_new = _load_candidate(kernel_source, kernel_path, init, model, seed)
+        except BaseException as exc:  # noqa: BLE001 - a candidate's SystemExit is its fault too
+            return {**result, **_error("candidate load", exc), "memory": peak_memory()}
+
+        def candidate(args: list) -> Any:
+            with torch.no_grad():
+                return model_new(*args)
+
+        t1 = time.perf_counter()
+        result["timings"]["load_s"] = t1 - t_load
+        if fresh_trial is None:
+            # The freshness check as one of the timed calls (a stochastic problem's is
+            # statistical, after the timing)
+            judge_probe = _fresh_probe(fresh_ref, fresh_ref64, fresh_allow, atol, rtol)
+            timer.fresh = Freshness(refresh=refresh, probe=write_fresh, check=judge_probe)
+        try:
+            _time_candidate(result, timer, candidate, sets, settings, t1)
+            fresh_refs = (fresh_ref, fresh_ref64, fresh_allow)
+            result["fresh"] = _freshness_after_timing(
+                timer.fresh, candidate, sets[0], write_fresh, fresh_refs, atol, rtol
+            )
+            timer.fresh = None
+            del fresh_ref, fresh_ref64, fresh_allow, fresh_refs
+            if fresh_trial is not None:
+                # No value of a stochastic output can match the reference's: the check above
+                # says nothing; the candidate's runs on the fresh values are judged against the
+                # reference's statistically (docs/verification.md, "Stochastic problems").
+                result["fresh"] = fresh_check(
+                    candidate, sets[0], write_fresh, fresh_trial, atol, rtol
+                )
+                del fresh_trial
+        except BaseException as exc:  # noqa: BLE001
+            return {**result, **_error("candidate run", exc), "memory": peak_memory()}
+        result["violations"] = list(guard.VIOLATIONS[violations_before:])
+    result["timings"]["total_s"] = time.perf_counter() - t0
+    result["memory"] = peak_memory()
+    return result
+
+
+def _before_candidate(
+    problem_source: str,
+    problem_path: str,
+    settings: dict[str, Any],
+    cached_baselines: dict[str, dict[str, Any]],
+    result: dict[str, Any],
+    timer: Timer,
+    t0: float,
+) -> tuple:
+    """Everything before the candidate's code is loaded: the problem and its inputs on the GPU
+    (`_problem_on_gpu`), the work of one forward, the freshness references
+    (`_fresh_references`), the timing sets, the baselines (`_time_baselines`). Returns (init
+    arguments, model, sets, refresher, `write_fresh`, the stochastic reference trial or None,
+    the freshness reference, its fp64 version and allowance or None)."""
+    seed = int(settings.get("seed", 42))
+    init, model, base, originals = _problem_on_gpu(problem_source, problem_path, seed)
+    work = _work(model, base)
+    result["work"] = work
+
+    moments = fresh_moments(base)
+
+    def write_fresh(bufs: list) -> None:
+        fill_fresh(bufs, seed + FRESH_SEED_OFFSET, moments)
+
+    fresh = _fresh_references(model, base, originals, write_fresh, seed, settings)
+    del originals
+    torch.cuda.empty_cache()
+    sets, refresh = _timing_sets(result, timer, base, work, moments)
+
+    def eager(args: list) -> Any:
+        with torch.no_grad():
+            return model(*args)
+
+    cached = cached_baselines.get(result["device"]) or {}
+    _time_baselines(result, timer, model, eager, sets, settings, cached)
+    # The baselines' outputs and workspaces are garbage by now: give their blocks back so the
+    # candidate starts from the problem's own tensors.
+    torch.cuda.empty_cache()
+    result["timings"]["baselines_s"] = time.perf_counter() - t0
+    return (init, model, sets, refresh, write_fresh, *fresh)
+
+
+def _device_and_timer(
+    settings: dict[str, Any], cached_peaks: dict[str, dict[str, Any]]
+) -> tuple[dict[str, Any], Timer, float]:
+    """The job's result opened with the device (its name, L2, versions, peaks: cached, else
+    measured) and the timer, calibrated. Returns (result, timer, the job's start time)."""
     import triton
 
     props = torch.cuda.get_device_properties(0)
@@ -184,230 +289,265 @@ def profile_job(
     )
     result["bracket_overhead_ms"] = timer.overhead_ms
     result["timings"]["timer_s"] = time.perf_counter() - t0 - result["timings"]["peaks_s"]
-    seed = int(settings.get("seed", 42))
-    with _device_context():
-        problem = exec_module(problem_source, problem_path, "problem")
-        init = list(problem.get_init_inputs())
-        torch.manual_seed(seed)
-        # As constructed (training mode), like the verification's reference: eval() changed
-        # BatchNorm to running statistics, and correct kernels of KernelBench's Gemm+BatchNorm
-        # problems were refuted as stale by the freshness check (H200, 2026-11-30).
-        model = problem.Model(*init).to("cuda")
-        torch.manual_seed(seed + 1000)
-        try:
-            # Made on the GPU: building a 6.4 GB KernelBench input on the host took ~10 s of a
-            # timing job that holds its GPU alone (H200, session 4).
-            with torch.device("cuda"):
-                host = list(problem.get_inputs())
-        except Exception:  # a get_inputs() that only works on the host
-            torch.manual_seed(seed + 1000)
+    return result, timer, t0
+
+
+def _problem_on_gpu(problem_source: str, problem_path: str, seed: int) -> tuple:
+    """The problem's model and inputs on the GPU: (init arguments, model, inputs, the inputs'
+    values on the host for the restores of the freshness references)."""
+    problem = exec_module(problem_source, problem_path, "problem")
+    init = list(problem.get_init_inputs())
+    torch.manual_seed(seed)
+    # As constructed (training mode), like the verification's reference: eval() changed
+    # BatchNorm to running statistics, and correct kernels of KernelBench's Gemm+BatchNorm
+    # problems were refuted as stale by the freshness check (H200, 2026-11-30).
+    model = problem.Model(*init).to("cuda")
+    torch.manual_seed(seed + 1000)
+    try:
+        # Made on the GPU: building a 6.4 GB KernelBench input on the host took ~10 s of a
+        # timing job that holds its GPU alone (H200, session 4).
+        with torch.device("cuda"):
             host = list(problem.get_inputs())
-        base = _to_device(host, "cuda")
-        originals = host_originals(host, base)
-        del host
-        work = _work(model, base)
-        result["work"] = work
+    except Exception:  # a get_inputs() that only works on the host
+        torch.manual_seed(seed + 1000)
+        host = list(problem.get_inputs())
+    base = _to_device(host, "cuda")
+    originals = host_originals(host, base)
+    del host
+    return init, model, base, originals
 
-        moments = fresh_moments(base)
 
-        def write_fresh(bufs: list) -> None:
-            fill_fresh(bufs, seed + FRESH_SEED_OFFSET, moments)
+def _fresh_references(
+    model: Any, base: list, originals: Any, write_fresh: Any, seed: int, settings: dict[str, Any]
+) -> tuple:
+    """The reference's outputs on the freshness check's new values, computed before the
+    candidate's code is loaded and kept (one output set) until the check, which writes the
+    same values into the same buffers. Returns (a stochastic problem's reference trial or
+    None, the reference, its fp64 version and allowance or None)."""
+    # A stochastic problem (its forward draws from torch's RNG, judged statistically): the
+    # reference's runs on the fresh values too, for the statistical freshness check.
+    fresh_trial = None
+    if settings.get("stochastic"):
+        with full_fp32():
+            fresh_trial = reference_trial_on_fresh(model, base, originals, write_fresh)
+    with full_fp32():  # like the judge's reference (tools.precision)
+        # The judge accepted elements by its fp64 rule: the freshness check applies it too,
+        # with an fp64 reference made here, before the candidate's code is loaded.
+        fresh_ref64: list | None = [] if settings.get("fp64_rule") else None
+        fresh_allow: list | None = [] if settings.get("fp64_rule") else None
+        fresh_ref = reference_on_fresh(
+            model,
+            base,
+            originals,
+            write_fresh,
+            fresh_ref64,
+            fresh_allow,
+            seed=seed + FRESH_SEED_OFFSET,
+        )
+    return fresh_trial, fresh_ref, fresh_ref64, fresh_allow
 
-        # A stochastic problem (its forward draws from torch's RNG, judged statistically): the
-        # reference's runs on the fresh values too, for the statistical freshness check.
-        fresh_trial = None
-        if settings.get("stochastic"):
-            with full_fp32():
-                fresh_trial = reference_trial_on_fresh(model, base, originals, write_fresh)
-        # Computed before the candidate's code is loaded; kept (one output set) until the
-        # freshness check, which writes the same new values into the same buffers.
-        with full_fp32():  # like the judge's reference (tools.precision)
-            # The judge accepted elements by its fp64 rule: the freshness check applies it too,
-            # with an fp64 reference made here, before the candidate's code is loaded.
-            fresh_ref64: list | None = [] if settings.get("fp64_rule") else None
-            fresh_allow: list | None = [] if settings.get("fp64_rule") else None
-            fresh_ref = reference_on_fresh(
-                model,
-                base,
-                originals,
-                write_fresh,
-                fresh_ref64,
-                fresh_allow,
-                seed=seed + FRESH_SEED_OFFSET,
-            )
-        del originals
-        torch.cuda.empty_cache()
-        k = input_sets(work["input_bytes"], l2)
-        sets = timing_sets(base, k)
-        result["input_sets"] = k
-        # Every timed call from here on gets new input values (`tools.timing.Freshness`).
-        refresh = refresher(moments)
-        timer.fresh = Freshness(refresh=refresh)
-        if not any(isinstance(x, torch.Tensor) and x.is_floating_point() for x in base):
-            result["notes"].append(
-                "no floating-point inputs to write new values into: the timed calls repeat "
-                "their inputs, so a result cached by their contents is not excluded"
-            )
 
-        def eager(args: list) -> Any:
-            with torch.no_grad():
-                return model(*args)
-
-        cached = cached_baselines.get(name) or {}
-        want_compile = bool(settings.get("compile", True))
-        # (a cached entry from before eager was also timed with TF32 off is timed again)
-        if (
-            cached.get("eager")
-            and (not want_compile or "compile" in cached or "compile_error" in cached)
-            and not (tf32_in_eager(model) and "eager_fp32" not in cached)
-        ):
-            result["baselines"] = cached
-            result["baselines_from_cache"] = True
-        else:
-            baselines: dict[str, Any] = {"eager_samples": timer.measure(eager, sets)}
-            baselines["eager_host_ms"] = timer.last_host_ms
-            # where eager's time goes, per kernel (`tools.time_by_class`: per layer class beside
-            # the candidate's); evidence for the report, never a failed timing
-            baselines["eager_kernels"] = _kernels_or_none(eager, sets, settings)
-            if tf32_in_eager(model):
-                # The same eager at full fp32 (TF32 off), the precision the candidate must meet:
-                # for the report, beside the bar (PyTorch's defaults, the speed the user has).
-                try:
-                    with full_fp32():
-                        baselines["eager_fp32_samples"] = timer.measure(eager, sets)
-                except Exception as exc:  # evidence for the report, never a failed timing
-                    baselines["eager_fp32_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
-            if want_compile:
-                try:
-                    compile_in_this_process()
-                    compiled = torch.compile(model)
-
-                    def run_compiled(args: list) -> Any:
-                        with torch.no_grad():
-                            return compiled(*args)
-
-                    baselines["compile_samples"] = timer.measure(run_compiled, sets)
-                    baselines["compile_host_ms"] = timer.last_host_ms
-                    baselines["compile_kernels"] = _kernels_or_none(run_compiled, sets, settings)
-                    del compiled, run_compiled
-                except Exception as exc:  # a baseline that cannot compile is a note, not a failure
-                    baselines["compile_error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
-            result["baselines"] = baselines
-            result["baselines_from_cache"] = False
-        if settings.get("kernelbench"):
-            # KernelBench's own method beside ours, eager timed before the candidate is loaded
-            result["kernelbench"] = {"eager": kernelbench_times(eager, sets[0])}
-        # The baselines' outputs and workspaces are garbage by now: give their blocks back so
-        # the candidate starts from the problem's own tensors.
-        torch.cuda.empty_cache()
-        result["timings"]["baselines_s"] = time.perf_counter() - t0
-
-        # ---- from here on, the candidate's code is loaded ----
-        result["isolation"] = drop_privileges(cuda_ipc=False)  # (hands nothing over)
-        violations_before = len(guard.VIOLATIONS)
-        local_path = os.path.join(os.getcwd(), os.path.basename(kernel_path) or "candidate.py")
-        with open(local_path, "w") as f:
-            f.write(kernel_source)
-        t_load = time.perf_counter()
-        try:
-            cand = exec_module(kernel_source, local_path, "candidate")
-            torch.manual_seed(seed)
-            model_new = cand.ModelNew(*init)
-            if isinstance(model_new, torch.nn.Module):
-                model_new = model_new.to("cuda")
-                _copy_matching_weights(model, model_new)
-        except BaseException as exc:  # noqa: BLE001 - a candidate's SystemExit is its fault too
-            return {**result, **_error("candidate load", exc), "memory": peak_memory()}
-
-        def candidate(args: list) -> Any:
-            with torch.no_grad():
-                return model_new(*args)
-
-        t1 = time.perf_counter()
-        result["timings"]["load_s"] = t1 - t_load
-        if fresh_trial is None:
-            # The freshness check as one of the timed calls (a stochastic problem's is
-            # statistical, after the timing)
-            def judge_probe(
-                outputs: Any, _ref=fresh_ref, _ref64=fresh_ref64, _allow=fresh_allow
-            ) -> dict[str, Any]:
-                return fresh_finding(
-                    outputs,
-                    _ref,
-                    atol,
-                    rtol,
-                    expected64=_ref64,
-                    allowance64=_allow,
-                    during_timing=True,
-                )
-
-            timer.fresh = Freshness(refresh=refresh, probe=write_fresh, check=judge_probe)
-        try:
-            candidate(sets[0])  # the first call compiles: timed apart, for the record
-            torch.cuda.synchronize()
-            result["timings"]["first_call_s"] = time.perf_counter() - t1
-            t1 = time.perf_counter()
-            runs = independent_runs(timer, candidate, sets, settings["noise_floor"])
-            result["candidate_host_ms"] = timer.last_host_ms
-            result["candidate_samples"] = runs
-            result["timings"]["candidate_s"] = time.perf_counter() - t1
-            t1 = time.perf_counter()
-            if settings.get("kernelbench"):
-                result["kernelbench"]["candidate"] = kernelbench_times(candidate, sets[0])
-            trace_to = os.path.join(os.getcwd(), "trace.json") if settings.get("trace") else None
+def _time_baselines(
+    result: dict[str, Any],
+    timer: Timer,
+    model: Any,
+    eager: Any,
+    sets: list,
+    settings: dict[str, Any],
+    cached: dict[str, Any],
+) -> None:
+    """Eager and `torch.compile` timed (or taken from the cache), and KernelBench's method on
+    eager when asked: `result["baselines"]`, before the candidate is loaded."""
+    want_compile = bool(settings.get("compile", True))
+    # (a cached entry from before eager was also timed with TF32 off is timed again)
+    if (
+        cached.get("eager")
+        and (not want_compile or "compile" in cached or "compile_error" in cached)
+        and not (tf32_in_eager(model) and "eager_fp32" not in cached)
+    ):
+        result["baselines"] = cached
+        result["baselines_from_cache"] = True
+    else:
+        baselines: dict[str, Any] = {"eager_samples": timer.measure(eager, sets)}
+        baselines["eager_host_ms"] = timer.last_host_ms
+        # where eager's time goes, per kernel (`tools.time_by_class`: per layer class beside
+        # the candidate's); evidence for the report, never a failed timing
+        baselines["eager_kernels"] = _kernels_or_none(eager, sets, settings)
+        if tf32_in_eager(model):
+            # The same eager at full fp32 (TF32 off), the precision the candidate must meet:
+            # for the report, beside the bar (PyTorch's defaults, the speed the user has).
             try:
-                result["kernels"], notes = breakdown(
-                    candidate, sets, int(settings["profile_calls"]), trace_to
-                )
-                result["notes"] += notes
-                if trace_to and os.path.exists(trace_to):
-                    with open(trace_to, encoding="utf-8") as f:
-                        result["trace"] = f.read(MAX_TRACE_CHARS + 1)[:MAX_TRACE_CHARS]
-            except Exception as exc:  # the profiler is evidence, not a verdict
-                result["kernels"] = []
-                result["notes"].append(
-                    f"per-kernel breakdown unavailable: {type(exc).__name__}: {exc}"
-                )
-            result["timings"]["breakdown_s"] = time.perf_counter() - t1
-            why = uncounted_work(runs, result["kernels"])
-            if why:
-                # Fall back to timing until every stream is done, host launch cost included: never
-                # flattering, and it counts side-stream work whatever stream it ran on.
-                runs = independent_runs(timer, candidate, sets, settings["noise_floor"], pad=False)
-                result["candidate_samples"] = runs
-                result["notes"].append(
-                    f"{why}; timed instead until every stream was done, host launch cost included"
-                )
-            fresh = timer.fresh
-            if fresh.finding is not None:
-                result["fresh"] = {**fresh.finding, "timed_call": fresh.probe_rep}
-            else:  # (no probe ran: a stochastic problem, or a sequence that never armed)
-                result["fresh"] = check_freshness(
-                    candidate,
-                    sets[0],
-                    write_fresh,
-                    fresh_ref,
-                    atol,
-                    rtol,
-                    expected64=fresh_ref64,
-                    allowance64=fresh_allow,
-                )
-            timer.fresh = None
-            del fresh_ref, fresh_ref64, fresh_allow
-            if fresh_trial is not None:
-                # No value of a stochastic output can match the reference's: the check above
-                # says nothing; the candidate's runs on the fresh values are judged against the
-                # reference's statistically (docs/verification.md, "Stochastic problems").
-                result["fresh"] = fresh_check(
-                    candidate, sets[0], write_fresh, fresh_trial, atol, rtol
-                )
-                del fresh_trial
-        except BaseException as exc:  # noqa: BLE001
-            return {**result, **_error("candidate run", exc), "memory": peak_memory()}
-        result["violations"] = list(guard.VIOLATIONS[violations_before:])
-    result["timings"]["total_s"] = time.perf_counter() - t0
-    result["memory"] = peak_memory()
-    return result
+                with full_fp32():
+                    baselines["eager_fp32_samples"] = timer.measure(eager, sets)
+            except Exception as exc:  # evidence for the report, never a failed timing
+                baselines["eager_fp32_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+        if want_compile:
+            _time_compiled(baselines, timer, model, sets, settings)
+        result["baselines"] = baselines
+        result["baselines_from_cache"] = False
+    if settings.get("kernelbench"):
+        # KernelBench's own method beside ours, eager timed before the candidate is loaded
+        result["kernelbench"] = {"eager": kernelbench_times(eager, sets[0])}
+
+
+def _time_compiled(
+    baselines: dict[str, Any], timer: Timer, model: Any, sets: list, settings: dict[str, Any]
+) -> None:
+    """The `torch.compile` baseline, compiled in this process; one that cannot compile is a
+    note (`compile_error`), not a failure. The compiled model goes when this returns."""
+    try:
+        compile_in_this_process()
+        compiled = torch.compile(model)
+
+        def run_compiled(args: list) -> Any:
+            with torch.no_grad():
+                return compiled(*args)
+
+        baselines["compile_samples"] = timer.measure(run_compiled, sets)
+        baselines["compile_host_ms"] = timer.last_host_ms
+        baselines["compile_kernels"] = _kernels_or_none(run_compiled, sets, settings)
+    except Exception as exc:  # a baseline that cannot compile is a note, not a failure
+        baselines["compile_error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
+
+
+def _timing_sets(
+    result: dict[str, Any], timer: Timer, base: list, work: dict[str, Any], moments: Any
+) -> tuple[list, Any]:
+    """The input sets the timed calls rotate through (the inputs themselves first) and the
+    refresher that gives every timed call from here on new input values
+    (`tools.timing.Freshness`, armed on `timer`). Returns (sets, refresher)."""
+    k = input_sets(work["input_bytes"], result["l2_bytes"])
+    sets = timing_sets(base, k)
+    result["input_sets"] = k
+    refresh = refresher(moments)
+    timer.fresh = Freshness(refresh=refresh)
+    if not any(isinstance(x, torch.Tensor) and x.is_floating_point() for x in base):
+        result["notes"].append(
+            "no floating-point inputs to write new values into: the timed calls repeat "
+            "their inputs, so a result cached by their contents is not excluded"
+        )
+    return sets, refresh
+
+
+def _isolate(result: dict[str, Any], kernel_source: str, kernel_path: str) -> tuple[int, float]:
+    """Just before the candidate's code is loaded: the privileges dropped (`result["isolation"]`
+    says how far), the candidate written into the job's directory. Returns (the guard's
+    violations so far, the time the load starts)."""
+    result["isolation"] = drop_privileges(cuda_ipc=False)  # (hands nothing over)
+    violations_before = len(guard.VIOLATIONS)
+    with open(_local_path(kernel_path), "w") as f:
+        f.write(kernel_source)
+    return violations_before, time.perf_counter()
+
+
+def _local_path(kernel_path: str) -> str:
+    """Where the candidate is written (its tracebacks point there): the job's directory."""
+    return os.path.join(os.getcwd(), os.path.basename(kernel_path) or "candidate.py")
+
+
+def _load_candidate(kernel_source: str, kernel_path: str, init: list, model: Any, seed: int) -> Any:
+    """Import the candidate (written by `_isolate`) and build its `ModelNew` like the
+    reference, the reference's weights copied where names match. Raises what it raises."""
+    cand = exec_module(kernel_source, _local_path(kernel_path), "candidate")
+    torch.manual_seed(seed)
+    model_new = cand.ModelNew(*init)
+    if isinstance(model_new, torch.nn.Module):
+        model_new = model_new.to("cuda")
+        _copy_matching_weights(model, model_new)
+    return model_new
+
+
+def _fresh_probe(
+    fresh_ref: Any, fresh_ref64: list | None, fresh_allow: list | None, atol: float, rtol: float
+) -> Any:
+    """The freshness check run on one timed call (`tools.timing.Freshness`'s `check`)."""
+
+    def judge_probe(
+        outputs: Any, _ref=fresh_ref, _ref64=fresh_ref64, _allow=fresh_allow
+    ) -> dict[str, Any]:
+        return fresh_finding(
+            outputs,
+            _ref,
+            atol,
+            rtol,
+            expected64=_ref64,
+            allowance64=_allow,
+            during_timing=True,
+        )
+
+    return judge_probe
+
+
+def _time_candidate(
+    result: dict[str, Any],
+    timer: Timer,
+    candidate: Any,
+    sets: list,
+    settings: dict[str, Any],
+    t1: float,
+) -> None:
+    """The candidate's first call (it compiles: timed apart), its independent timed sequences,
+    KernelBench's method when asked, the per-kernel breakdown (and Chrome trace), and a timing
+    until every stream is done where the breakdown shows work the sequences did not count."""
+    candidate(sets[0])  # the first call compiles: timed apart, for the record
+    torch.cuda.synchronize()
+    result["timings"]["first_call_s"] = time.perf_counter() - t1
+    t1 = time.perf_counter()
+    runs = independent_runs(timer, candidate, sets, settings["noise_floor"])
+    result["candidate_host_ms"] = timer.last_host_ms
+    result["candidate_samples"] = runs
+    result["timings"]["candidate_s"] = time.perf_counter() - t1
+    t1 = time.perf_counter()
+    if settings.get("kernelbench"):
+        result["kernelbench"]["candidate"] = kernelbench_times(candidate, sets[0])
+    trace_to = os.path.join(os.getcwd(), "trace.json") if settings.get("trace") else None
+    try:
+        result["kernels"], notes = breakdown(
+            candidate, sets, int(settings["profile_calls"]), trace_to
+        )
+        result["notes"] += notes
+        if trace_to and os.path.exists(trace_to):
+            with open(trace_to, encoding="utf-8") as f:
+                result["trace"] = f.read(MAX_TRACE_CHARS + 1)[:MAX_TRACE_CHARS]
+    except Exception as exc:  # the profiler is evidence, not a verdict
+        result["kernels"] = []
+        result["notes"].append(f"per-kernel breakdown unavailable: {type(exc).__name__}: {exc}")
+    result["timings"]["breakdown_s"] = time.perf_counter() - t1
+    why = uncounted_work(runs, result["kernels"])
+    if why:
+        # Fall back to timing until every stream is done, host launch cost included: never
+        # flattering, and it counts side-stream work whatever stream it ran on.
+        runs = independent_runs(timer, candidate, sets, settings["noise_floor"], pad=False)
+        result["candidate_samples"] = runs
+        result["notes"].append(
+            f"{why}; timed instead until every stream was done, host launch cost included"
+        )
+
+
+def _freshness_after_timing(
+    fresh: Freshness,
+    candidate: Any,
+    first_set: list,
+    write_fresh: Any,
+    refs: tuple,
+    atol: float,
+    rtol: float,
+) -> dict[str, Any]:
+    """The freshness finding: the probe's on a timed call, or (no probe ran: a stochastic
+    problem, or a sequence that never armed) a check on one more call."""
+    if fresh.finding is not None:
+        return {**fresh.finding, "timed_call": fresh.probe_rep}
+    fresh_ref, fresh_ref64, fresh_allow = refs
+    return check_freshness(
+        candidate,
+        first_set,
+        write_fresh,
+        fresh_ref,
+        atol,
+        rtol,
+        expected64=fresh_ref64,
+        allowance64=fresh_allow,
+    )
 
 
 def compile_in_this_process() -> None:
