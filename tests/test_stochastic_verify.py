@@ -14,6 +14,7 @@ import pytest
 
 from tools.problem import read_problem
 from tools.verify import Verifier, VerifyOptions
+from tools.verify_options import SCALE_TRIALS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "stochastic"
 
@@ -46,13 +47,13 @@ def test_honest_triton_dropout_is_ok_and_says_it_was_judged_statistically(verifi
     assert verdict.status == "ok", verdict.message
     assert verdict.statistical
     assert "judged statistically" in verdict.message
-    assert verdict.trials == 2
+    assert verdict.trials == 2 + len(SCALE_TRIALS)  # issue 35: the scale trials count
     d = verdict.to_dict()
     assert d["statistical"] is True
     trials = d["evidence"]["statistics"]
     assert len(trials) >= 3  # two documented trials and at least one unannounced one
     documented = [t for t in trials if t["outputs"][0]["runs"] == [32, 32]]
-    assert len(documented) == 2
+    assert len(documented) == 2 + len(SCALE_TRIALS)
     tests = documented[0]["outputs"][0]["tests"]
     assert {"mean", "variance", "projection_variance_spread[along dim 0]"} <= set(tests)
     assert not any(t["reject"] for t in tests.values())

@@ -27,6 +27,9 @@ class TrialRun:
     """The runs of each trial the parent sends: two for a trial, one for an unannounced one
     (empty: two a trial)."""
     expected_trials: int = 0
+    scales: list[float] = field(default_factory=list)
+    """The factor each trial's floating-point inputs were scaled by (1.0: the problem's own;
+    empty: all 1.0), in the order of `runs`."""
     expected: list[dict[str, Any]] = field(default_factory=list)
     got_shapes: list[Any] = field(default_factory=list)
     judge_failure: str | None = None
@@ -296,11 +299,11 @@ def _judge_reply(
             "reference does not. Write results to a new output tensor",
             evidence=evidence,
         )
-    n_plain = run.expected_trials - len(options.input_scales)
-    if options.input_scales:
+    scaled = [(t, s) for t, s in enumerate(run.scales) if s != 1.0]
+    if scaled:
         evidence.notes.append(
-            f"trials {n_plain}..{run.expected_trials - 1} are the generalisation check (inputs "
-            "scaled by " + ", ".join(f"{x:g}" for x in options.input_scales) + ")"
+            "scale trials (the floating-point inputs of get_inputs() scaled, the reference run "
+            "on the same inputs): " + ", ".join(f"trial {t} at {scale_label(s)}" for t, s in scaled)
         )
     evidence.got_shapes = [list(s) for s in run.got_shapes if isinstance(s, list)]
     for trial, which, diff in run.comparisons:
@@ -308,6 +311,7 @@ def _judge_reply(
         message = str(diff.get("message", "")) if isinstance(diff, dict) else ""
         if kind == "ok":
             continue
+        message = _at_scale(message, run, trial)
         if kind == "shape":
             return Verdict(
                 status="shape_mismatch",
@@ -366,7 +370,8 @@ def _judge_reply(
         status="ok",
         compiled=True,
         correct=True,
-        message=f"correct on {run.expected_trials} trials ({audit.triton_launches} Triton launches, "
+        message=f"correct on {run.expected_trials} trials{scaled_words(run)} "
+        f"({audit.triton_launches} Triton launches, "
         f"kernels: {', '.join(audit.kernels)}){note}{_fp64_note(run.comparisons)}",
         evidence=evidence,
         trials=run.expected_trials,
@@ -374,6 +379,37 @@ def _judge_reply(
         rtol=rtol,
         mixed=mixed,
     )
+
+
+def scale_label(scale: float) -> str:
+    """How a scale trial is named in verdicts: "inputs x100"."""
+    return f"inputs x{scale:g}"
+
+
+def _at_scale(message: str, run: TrialRun, trial: int) -> str:
+    """A failure's message, saying at which scale it failed where that was a scale trial (the
+    trials at the problem's own scale, which come first, passed)."""
+    scale = run.scales[trial] if 0 <= trial < len(run.scales) else 1.0
+    if scale == 1.0:
+        return message
+    return (
+        f"wrong at {scale_label(scale)} (get_inputs()'s floating-point tensors times {scale:g}, "
+        "the reference run on the same inputs), though correct on every trial at the problem's "
+        f"own scale: {message}. Correct means correct at every scale a user may feed; look for "
+        "what depends on the inputs' range (a clamp, an overflow without its guard, an "
+        "approximation fitted to randn's range, lower-precision arithmetic whose error "
+        "atol hid at the problem's scale)"
+    )
+
+
+def scaled_words(run: TrialRun) -> str:
+    """The words an ok verdict adds for its scale trials (", 1 of them at inputs x100")."""
+    runs = run.runs or [["first", "second"]] * len(run.scales)
+    scales = [s for s, r in zip(run.scales, runs) if s != 1.0 and len(r) > 1]
+    if not scales:
+        return ""
+    labels = ", ".join(scale_label(s) for s in dict.fromkeys(scales))
+    return f", {len(scales)} of them at {labels}"
 
 
 def _torch_compute_verdict(ops: list[str], evidence: Evidence) -> Verdict:

@@ -37,7 +37,7 @@ from tools.sandbox import JobEnded, JobOutcome, JobSession, Sandbox
 from tools.size_guard import ALLOW_LARGE_ENV
 from tools.stochastic import STOCHASTIC_RUNS
 from tools.stochastic_judge import run_names as stochastic_run_names
-from tools.verdict_rules import TrialRun, judge, resource_verdict
+from tools.verdict_rules import TrialRun, judge, resource_verdict, scaled_words
 from tools.verify_options import (
     UNANNOUNCED_MAX_MB,
     VerifyOptions,
@@ -232,7 +232,9 @@ class Verifier:
             return resource_verdict(str(exc), {}, {})
         # Fresh seeds for every verification, drawn here: nothing the candidate can read before
         # a trial (the problem, a fixed seed, torch.initial_seed()) gives that trial's inputs.
-        scales = [1.0] * self.options.trials + [float(x) for x in self.options.input_scales]
+        # The scale trials (issue 35) come after the trials at the problem's own scale, so a
+        # failure there says the kernel is right at one scale and wrong at another.
+        scales = [1.0] * self.options.trials + list(self.options.scale_trials())
         trials = [(secrets.randbits(31), scale) for scale in scales]
         runs = None
         if ref.footprint_mb <= UNANNOUNCED_MAX_MB:  # (a large problem: seconds a trial)
@@ -280,6 +282,7 @@ class Verifier:
         run = TrialRun(limits_mb=lim.memory_mb)
         run.runs = runs or [["first", "second"] for _ in trials]
         run.expected_trials = sum(len(r) > 1 for r in run.runs)  # the unannounced ones aside
+        run.scales = [float(scale) for _, scale in trials]
         path = os.path.abspath(problem.path)
         tol = self.options.tolerance
         with self.sandbox.slot(exclusive=exclusive, gpu_mb=self.gpu_mb(ref)) as slot:
@@ -450,9 +453,10 @@ def _mark_statistical(verdict: Verdict, run: TrialRun) -> None:
     runs = max((len(r) for r in run.runs), default=0)
     single = sum(len(r) == 1 for r in run.runs)
     extra = f" (and {single} single-run trial(s) against the reference's spread)" if single else ""
+    scaled = scaled_words(run)
     verdict.message = verdict.message.replace(
-        f"correct on {run.expected_trials} trials",
-        f"correct in distribution on {run.expected_trials} trials{extra}: the reference is "
+        f"correct on {run.expected_trials} trials{scaled}",
+        f"correct in distribution on {run.expected_trials} trials{scaled}{extra}: the reference is "
         f"stochastic (it draws from torch's RNG), so it was judged statistically, {runs} runs "
         "of each side a trial on the same inputs, per-element means and variances and random "
         "projections tested against the reference's (no test rejected)",

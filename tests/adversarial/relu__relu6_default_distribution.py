@@ -1,8 +1,9 @@
 """expected: mismatch
 options: {"input_scales": [100.0]}
 Computes min(max(x, 0), 6): identical to ReLU for randn inputs (|x| < 6 with near certainty), so
-the default protocol ACCEPTS it. Only the generalisation check (VerifyOptions.input_scales, an
-extra trial with inputs x100) catches it; this corpus entry runs with that option.
+every trial at the problem's own scale accepts it. The scale trial (VerifyOptions.input_scales, an
+extra trial with inputs x100) catches it; this corpus entry asks for it explicitly, which the
+default protocol also does since issue 35 (relu__clamps_at_six_default_protocol).
 """
 import torch
 import torch.nn as nn
