@@ -35,6 +35,7 @@ check's float64 copies and temporaries came on top: 96.3 GiB, about 16 tensors' 
 from __future__ import annotations
 
 import os
+import statistics
 import time
 import traceback
 from typing import Any
@@ -72,6 +73,7 @@ from tools.timing import (
     independent_runs,
     input_sets,
     kernelbench_times,
+    time_repeats,
     timing_sets,
     uncounted_work,
 )
@@ -199,6 +201,8 @@ def profile_job(
             )
             timer.fresh = None
             del fresh_ref, fresh_ref64, fresh_allow, fresh_refs
+            if fresh_trial is None:
+                result["fresh"] = _repeat_check(result, timer, candidate, sets[0], refresh)
             if fresh_trial is not None:
                 # No value of a stochastic output can match the reference's: the check above
                 # says nothing; the candidate's runs on the fresh values are judged against the
@@ -522,6 +526,25 @@ def _time_candidate(
         result["notes"].append(
             f"{why}; timed instead until every stream was done, host launch cost included"
         )
+
+
+def _repeat_check(
+    result: dict[str, Any], timer: Timer, candidate: Any, first_set: list, refresh: Any
+) -> dict[str, Any]:
+    """The freshness finding with the repeat check's (`tools.timing.time_repeats`: faster on
+    values it has seen than on new ones is a memo decided on the device) under "repeat", and
+    its refusal where it fails. Nothing to check without floating-point inputs to write new
+    values into, or once the freshness check has refused."""
+    fresh = result["fresh"]
+    floating = any(isinstance(x, torch.Tensor) and x.is_floating_point() for x in first_set)
+    if not fresh.get("ok", True) or not floating:
+        return fresh
+    estimate = min(statistics.median(r) for r in result["candidate_samples"])
+    repeat = time_repeats(timer, candidate, first_set, refresh, estimate)
+    fresh = {**fresh, "repeat": repeat}
+    if not repeat["ok"]:
+        fresh.update(ok=False, message=repeat["message"])
+    return fresh
 
 
 def _freshness_after_timing(
