@@ -30,7 +30,9 @@ every element within `TOLERANCE_SHARE` of the default fp32 tolerance (atol = rto
 and no sampled element past half the judge's per-element factor (`tools.precision`: its error
 against fp64 over that element's scale of fp32 error; the largest-error ratio alone let through
 bf16x3 convolutions the judge then refused, 164-2,371 elements of 65,536 at up to 170x, on four
-KernelBench level-3 networks on the H200, session 15).
+KernelBench level-3 networks on the H200, session 15). Those checks run on the call's input as
+it came and again on it scaled x100 and shifted +3 (`GATE_INPUTS`, issue 35): a pick made on one
+draw of `get_inputs()` was accurate at randn's scale only, and the verifier now tries x100 too.
 Otherwise it is not timed, and the note says why. Whatever is picked, the draft is verified
 afterwards like any candidate, and the report names the precision (`tools.tune.precisions`).
 """
@@ -46,6 +48,7 @@ from tools.draft.gemm_tiles import call_lines
 from tools.draft.launch_configs import Run, Timer, gpu_timer, load_module, run_forward
 from tools.triton_conv import DIRECT_MAX_COUT_G, TAP_LOOP_MIN_CIN_G
 from tools.tune import CONV_TILE_KEYS, CONV_TILES, conv_sites
+from tools.verify_options import SCALE_TRIALS
 
 VARIANTS: tuple[dict[str, Any], ...] = (
     {"precision": "bf16x3", "X_SPLIT": True},
@@ -98,6 +101,17 @@ BF16X3_MAX_RATIO = 32.0
 """At 16 (session 9's first H200 run), 9 of 24 level-1 convolutions were refused bf16x3 at
 16.1x-19.4x cuDNN fp32's error, their largest errors 3.6e-6-1.2e-5 (a tenth of the tolerance
 or less); the judge refuses at 64x."""
+GATE_INPUTS: tuple[tuple[float, float], ...] = (
+    (1.0, 0.0),
+    *((scale, 0.0) for scale in SCALE_TRIALS),
+    (1.0, 3.0),
+)
+"""(scale, shift) of the call's input on which a bf16x3 kernel's accuracy is checked, in
+order (issue 35): as it came, then the verifier's scale trials (`SCALE_TRIALS`: the kernel is
+verified at x100 too), then shifted +3 (a mean far from zero, as pixel-range inputs have: a
+bf16x3 convolution had 2.0% of its outputs outside the fp32 tolerance on `rand * 255` inputs,
+0% on randn). Each after the first is run only for the kernels still accepted: two more runs
+and fp64 references where bf16x3 passes, none where it is refused at once."""
 TOLERANCE_SHARE = 0.25
 TOLERANCE = 1e-4
 CHUNK_BYTES = 1 << 30
@@ -455,33 +469,46 @@ def _pick_one(
 
 def _refused(variants, real, args, kwargs, tile, accuracy, said: list[str]) -> set[str]:
     """The bf16x3 kernels among `variants` that may not be used at this call: those that do not
-    run, and those `accuracy` refuses (one call, one fp64 reference). Appends what was found to
-    `said`."""
-    outs: dict[str, Any] = {}
-    for v in variants:
-        name = _bf16x3_kernel(v)
-        if name is None or name in outs:
+    run, and those `accuracy` refuses on the call's input as it came or on it scaled or shifted
+    (`GATE_INPUTS`: the verifier's scale trials and more; one call a transform, one fp64
+    reference, only for the kernels not yet refused). Appends what was found to `said`."""
+    refused: set[str] = set()
+    names = list(dict.fromkeys(n for n in map(_bf16x3_kernel, variants) if n is not None))
+    keys = {_bf16x3_kernel(v): v for v in reversed(variants)}
+    for scale, shift in GATE_INPUTS:
+        left = [name for name in names if name not in refused]
+        if not left:
+            break
+        x = args[0] if (scale, shift) == (1.0, 0.0) else args[0] * scale + shift
+        call = (x, *args[1:])
+        where = "" if x is args[0] else f" at {_gate_label(scale, shift)}"
+        outs: dict[str, Any] = {}
+        for name in left:
+            values = {k: val for k, val in keys[name].items() if k not in CONV_TILE_KEYS}
+            try:
+                outs[name] = real(*call, **{**kwargs, **tile, **values})
+            except Exception as exc:  # does not compile or run: not a choice
+                said.append(f"{name} did not run{where} ({type(exc).__name__})")
+                refused.add(name)
+        if not outs:
             continue
-        keys = {k: val for k, val in v.items() if k not in CONV_TILE_KEYS}
         try:
-            outs[name] = real(*args, **{**kwargs, **tile, **keys})
-        except Exception as exc:  # does not compile or run: not a choice
-            said.append(f"{name} did not run ({type(exc).__name__})")
-            outs[name] = None
-    refused = {name for name, out in outs.items() if out is None}
-    checked = {name: out for name, out in outs.items() if out is not None}
-    if checked:
-        try:
-            verdicts = accuracy(checked, args, kwargs)
+            verdicts = accuracy(outs, call, kwargs)
         except Exception as exc:  # out of memory for the fp64 reference, say
             why = f"bf16x3 accuracy not checked ({type(exc).__name__})"
-            verdicts = {name: (False, why) for name in checked}
+            verdicts = {name: (False, why) for name in outs}
+        del outs
         for name, (ok, why) in verdicts.items():
-            if why not in said:
-                said.append(why)
             if not ok:
                 refused.add(name)
+            why += where if not ok else ""
+            if (not where or not ok) and why not in said:
+                said.append(why)  # the checks at other scales are noted where they refuse
     return refused
+
+
+def _gate_label(scale: float, shift: float) -> str:
+    return f"inputs x{scale:g}" if not shift else f"inputs {shift:+g}"
 
 
 def _bf16x3_kernel(values: dict[str, Any]) -> str | None:
