@@ -8,7 +8,6 @@ from __future__ import annotations
 import torch
 
 from tools.draft.conv_picks import _pick_one, _refused
-from tools.verify_options import SCALE_TRIALS
 
 TILE = {"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 32, "num_warps": 4, "num_stages": 2}
 VARIANTS = [{"precision": "bf16x3"}, {"precision": "bf16x3", "X_SPLIT": True}]
@@ -40,6 +39,7 @@ def _accurate_below(limit: float, *, centred: bool = False):
 
 def test_the_gate_covers_the_verifiers_scales_and_an_offset():
     from tools.draft.conv_picks import GATE_INPUTS
+    from tools.verify_options import SCALE_TRIALS
 
     assert GATE_INPUTS[0] == (1.0, 0.0)  # the input as it came, first
     assert {(s, 0.0) for s in SCALE_TRIALS} <= set(GATE_INPUTS)
