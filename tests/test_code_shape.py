@@ -42,7 +42,7 @@ LONG_FUNCTIONS: dict[str, int] = {
     "tools/profile.py:_verify_and_time": 103,
     "tools/profile.py:assemble": 118,
     "tools/triton_conv.py:_conv_split_launch": 110,
-    "tools/triton_conv.py:triton_convolution": 269,
+    "tools/triton_conv.py:triton_convolution": 93,
     "tools/verdict_rules.py:_judge_reply": 222,
     "tools/verify.py:Verifier._relay": 88,
     "tools/verify.py:Verifier._run_trials": 85,
@@ -59,7 +59,7 @@ LONG_MODULES: dict[str, int] = {
     "tools/integrity.py": 630,
     "tools/interp_checks.py": 675,
     "tools/stochastic.py": 645,
-    "tools/triton_conv.py": 1266,
+    "tools/triton_conv.py": 1365,
     "tools/worker.py": 1036,
 }
 """Modules over MAX_MODULE lines, to be split (issue 37)."""

@@ -905,6 +905,46 @@ def triton_convolution(
     `AS_GEMM` (1x1, stride 1, no padding, one group, a contiguous input): one GEMM a batch
     sample with the positions along N (`_conv_1x1_kernel`), output rows stored contiguously."""
     x = input
+    g = _conv_geometry(x, weight, stride, padding, dilation, transposed, output_padding, groups)
+    # The output's layout follows torch's conv backends: channels-last if the input or the
+    # weight is (Inductor's kernels after the conv index the buffer with those strides).
+    memory_format = torch.contiguous_format
+    if _conv_is_channels_last(x) or _conv_is_channels_last(weight):
+        memory_format = torch.channels_last if g["nd"] == 2 else torch.channels_last_3d
+    y = torch.empty(g["shape"], dtype=x.dtype, device=x.device, memory_format=memory_format)
+    if y.numel() == 0:
+        return y
+    xs, ws, ys = _conv_strides(x, weight, y, g, transposed)
+    # int64 offsets only where a tensor spans 2**31 elements or more
+    idx64 = max(_conv_span(x), _conv_span(weight), _conv_span(y)) >= 2**31
+    tile = (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages)
+    unit = tuple(g["stride"]) + tuple(g["padding"]) == (1, 1, 1, 0, 0, 0)
+    if (
+        AS_GEMM
+        and not transposed
+        and groups == 1
+        and g["k"] == (1, 1, 1)
+        and unit
+        and x.is_contiguous()
+        and y.is_contiguous()
+    ):
+        _conv_1x1_launch(x, weight, bias, y, xs, ws, ys, g, idx64, precision, tile)
+        return y
+    if g["C_out_g"] < DIRECT_MAX_COUT_G and DIRECT_2D and g["nd"] <= 2 and not transposed:
+        _conv_direct2d_launch(x, weight, bias, y, xs, ws, ys, g, idx64, num_warps)
+        return y
+    if g["C_out_g"] < DIRECT_MAX_COUT_G:
+        _conv_direct_launch(x, weight, bias, y, xs, ws, ys, g, idx64, transposed, tile)
+        return y
+    knobs = (SPLIT_W, PACK_W, X_LAST, X_SPLIT, EPILOGUE, PART_SUM)
+    _conv_gemm_launch(x, xs, weight, ws, bias, y, ys, g, idx64, transposed, precision, tile, knobs)
+    return y
+
+
+def _conv_geometry(x, weight, stride, padding, dilation, transposed, output_padding, groups):
+    """A convolution's sizes as (D, H, W)-style triples (1D/2D padded with unit dimensions):
+    `nd`, `N`, `C_in`, `C_in_g`, `C_out_g`, `C_out`, `groups`, `size` (input), `k` (kernel),
+    `out` (output), `stride`, `padding`, `dilation`, and the output's `shape`."""
     nd = x.dim() - 2
     if nd not in (1, 2, 3) or weight.dim() != x.dim():
         raise ValueError(f"convolution of a {x.dim()}-D input with a {weight.dim()}-D weight")
@@ -932,17 +972,19 @@ def triton_convolution(
                 (D, H, W), (sd, sh, sw), (pd, ph, pw), (dd, dh, dw), (KD, KH, KW)
             )
         ]
-    OD, OH, OW = out
     C_out = C_out_g * groups
-    shape = [N, C_out] + out[3 - nd :]
-    # The output's layout follows torch's conv backends: channels-last if the input or the
-    # weight is (Inductor's kernels after the conv index the buffer with those strides).
-    memory_format = torch.contiguous_format
-    if _conv_is_channels_last(x) or _conv_is_channels_last(weight):
-        memory_format = torch.channels_last if nd == 2 else torch.channels_last_3d
-    y = torch.empty(shape, dtype=x.dtype, device=x.device, memory_format=memory_format)
-    if y.numel() == 0:
-        return y
+    return dict(
+        nd=nd, N=N, C_in=C_in, C_in_g=C_in_g, C_out_g=C_out_g, C_out=C_out, groups=groups,
+        size=(D, H, W), k=(KD, KH, KW), out=tuple(out), stride=(sd, sh, sw),
+        padding=(pd, ph, pw), dilation=(dd, dh, dw), shape=[N, C_out] + out[3 - nd :],
+    )  # fmt: skip
+
+
+def _conv_strides(x, weight, y, g, transposed):
+    """The input's, the weight's and the output's strides as the kernels take them: (n, c, d,
+    h, w) for the input and the output, (group, output channel, input channel, d, h, w) for
+    the weight; unit dimensions of 1D/2D convolutions have stride 0."""
+    nd, C_in_g, C_out_g = g["nd"], g["C_in_g"], g["C_out_g"]
 
     def spatial_strides(t):
         return [0] * (3 - nd) + list(t.stride()[2:])
@@ -954,77 +996,110 @@ def triton_convolution(
         wsg, wco, wci = C_in_g * weight.stride(0), weight.stride(1), weight.stride(0)
     else:  # weight: (C_out, C_in / groups, k...)
         wsg, wco, wci = C_out_g * weight.stride(0), weight.stride(0), weight.stride(1)
-    ws = [wsg, wco, wci] + wsp
-    # int64 offsets only where a tensor spans 2**31 elements or more
-    idx64 = max(_conv_span(x), _conv_span(weight), _conv_span(y)) >= 2**31
+    return xs, [wsg, wco, wci] + wsp, ys
+
+
+def _conv_params(g):
+    """Stride, padding and dilation as the kernels take them: (sd, sh, sw, pd, ph, pw, dd, dh,
+    dw)."""
+    return [*g["stride"], *g["padding"], *g["dilation"]]
+
+
+def _conv_1x1_launch(x, weight, bias, y, xs, ws, ys, g, idx64, precision, tile):
+    """`AS_GEMM`: a 1x1 convolution (stride 1, no padding, one group, contiguous) as one GEMM a
+    batch sample with the positions along N (`_conv_1x1_kernel`)."""
+    BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages = tile
+    N, C_in, C_out = g["N"], g["C_in"], g["C_out"]
+    OD, OH, OW = g["out"]
+    interpret = os.environ.get("TRITON_INTERPRET", "0") == "1"
     has_bias = bias is not None
     b = bias if has_bias else y
-    sizes = [C_in_g, D, H, W]
-    conv = [sd, sh, sw, pd, ph, pw, dd, dh, dw]
-    interpret = os.environ.get("TRITON_INTERPRET", "0") == "1"
-
-    if (
-        AS_GEMM
-        and not transposed
-        and groups == 1
-        and (KD, KH, KW) == (1, 1, 1)
-        and (sd, sh, sw, pd, ph, pw) == (1, 1, 1, 0, 0, 0)
-        and x.is_contiguous()
-        and y.is_contiguous()
-    ):
-        S = OD * OH * OW
-        prec = "ieee" if x.dtype != torch.float32 or interpret else (precision or "tf32x3")
-        if prec not in CONV_PRECISIONS:
-            raise ValueError(f"precision {prec!r}: expected one of {CONV_PRECISIONS}")
-        args = (x, weight, b, y, C_in, C_out, S, xs[0], xs[1], ws[1], ws[2], ys[0], ys[1])
-        flags = dict(HAS_BIAS=has_bias, PRECISION=prec, IDX64=idx64)
-        if interpret or BLOCK_M:
-            bm, bn, bk = BLOCK_M or 32, BLOCK_N or 32, BLOCK_K or 16
-            _conv_1x1_kernel[(triton.cdiv(S, bn), triton.cdiv(C_out, bm), N)](
-                *args, **flags, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-                num_warps=num_warps or 4, num_stages=num_stages or 3,
-            )  # fmt: skip
-        else:
-
-            def grid(meta):
-                return (triton.cdiv(S, meta["BLOCK_N"]), triton.cdiv(C_out, meta["BLOCK_M"]), N)
-
-            _conv_1x1_kernel_tuned[grid](*args, **flags)
-        return y
-    if C_out_g < DIRECT_MAX_COUT_G and DIRECT_2D and nd <= 2 and not transposed:
-        # tiles of the output plane: up to 128 wide, 1024 positions a program (4 warps)
-        bw = max(16, min(128, triton.next_power_of_2(OW)))
-        bh = max(1, min(1024 // bw, triton.next_power_of_2(OH)))
-        n_tw = triton.cdiv(OW, bw)
-        n_tiles = triton.cdiv(OH, bh) * n_tw
-        _conv_direct2d_kernel[(n_tiles * N * C_out,)](
-            x, weight, b, y, C_in_g, H, W, C_out, C_out_g, OH, OW, sh, sw, ph, pw, dh, dw,
-            xs[0], xs[1], xs[3], xs[4], ws[0], ws[1], ws[2], ws[4], ws[5],
-            ys[0], ys[1], ys[3], ys[4], n_tw, n_tiles,
-            KH=KH, KW=KW, HAS_BIAS=has_bias, IDX64=idx64, BLOCK_H=bh, BLOCK_W=bw,
-            num_warps=num_warps or 4,
+    S = OD * OH * OW
+    prec = "ieee" if x.dtype != torch.float32 or interpret else (precision or "tf32x3")
+    if prec not in CONV_PRECISIONS:
+        raise ValueError(f"precision {prec!r}: expected one of {CONV_PRECISIONS}")
+    args = (x, weight, b, y, C_in, C_out, S, xs[0], xs[1], ws[1], ws[2], ys[0], ys[1])
+    flags = dict(HAS_BIAS=has_bias, PRECISION=prec, IDX64=idx64)
+    if interpret or BLOCK_M:
+        bm, bn, bk = BLOCK_M or 32, BLOCK_N or 32, BLOCK_K or 16
+        _conv_1x1_kernel[(triton.cdiv(S, bn), triton.cdiv(C_out, bm), N)](
+            *args, **flags, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+            num_warps=num_warps or 4, num_stages=num_stages or 3,
         )  # fmt: skip
-        return y
-    if C_out_g < DIRECT_MAX_COUT_G:
-        S = OD * OH * OW
-        # 1024 positions a program at 4 warps: 8 a thread, contiguous along the output row.
-        # The interpreter too: its cost is per program (a block of 64 made level1/75's reduced
-        # copy, 24 channel planes of 850 positions, 336 programs and 85 s a call; 24 and 9 s).
-        block = BLOCK_M or max(16, min(1024, triton.next_power_of_2(S)))
-        n_blocks = triton.cdiv(S, block)
-        _conv_direct_kernel[(n_blocks * N * C_out,)](
-            x, weight, b, y, *sizes, C_out, C_out_g, OD, OH, OW, KD, KH, KW, *conv,
-            *xs, *ws, *ys, S, n_blocks,
-            HAS_BIAS=has_bias, TRANSPOSED=bool(transposed), BLOCK=block, IDX64=idx64,
-            num_warps=num_warps or 4,
-        )  # fmt: skip
-        return y
+        return
 
-    K = C_in_g * KD * KH * KW
+    def grid(meta):
+        return (triton.cdiv(S, meta["BLOCK_N"]), triton.cdiv(C_out, meta["BLOCK_M"]), N)
+
+    _conv_1x1_kernel_tuned[grid](*args, **flags)
+
+
+def _conv_direct2d_launch(x, weight, bias, y, xs, ws, ys, g, idx64, num_warps):
+    """`DIRECT_2D`: a forward 1D/2D convolution with few output channels a group (depthwise)
+    on 2D tiles of the output plane, its taps unrolled (`_conv_direct2d_kernel`)."""
+    _, H, W = g["size"]
+    _, KH, KW = g["k"]
+    _, OH, OW = g["out"]
+    _, sh, sw = g["stride"]
+    _, ph, pw = g["padding"]
+    _, dh, dw = g["dilation"]
+    C_out = g["C_out"]
+    has_bias = bias is not None
+    b = bias if has_bias else y
+    # tiles of the output plane: up to 128 wide, 1024 positions a program (4 warps)
+    bw = max(16, min(128, triton.next_power_of_2(OW)))
+    bh = max(1, min(1024 // bw, triton.next_power_of_2(OH)))
+    n_tw = triton.cdiv(OW, bw)
+    n_tiles = triton.cdiv(OH, bh) * n_tw
+    _conv_direct2d_kernel[(n_tiles * g["N"] * C_out,)](
+        x, weight, b, y, g["C_in_g"], H, W, C_out, g["C_out_g"], OH, OW, sh, sw, ph, pw, dh, dw,
+        xs[0], xs[1], xs[3], xs[4], ws[0], ws[1], ws[2], ws[4], ws[5],
+        ys[0], ys[1], ys[3], ys[4], n_tw, n_tiles,
+        KH=KH, KW=KW, HAS_BIAS=has_bias, IDX64=idx64, BLOCK_H=bh, BLOCK_W=bw,
+        num_warps=num_warps or 4,
+    )  # fmt: skip
+
+
+def _conv_direct_launch(x, weight, bias, y, xs, ws, ys, g, idx64, transposed, tile):
+    """Few output channels a group (depthwise), forward or transposed: one output channel a
+    program, tap by tap (`_conv_direct_kernel`)."""
+    BLOCK_M, num_warps = tile[0], tile[3]
+    OD, OH, OW = g["out"]
+    KD, KH, KW = g["k"]
+    C_out = g["C_out"]
+    has_bias = bias is not None
+    b = bias if has_bias else y
+    sizes = [g["C_in_g"], *g["size"]]
+    S = OD * OH * OW
+    # 1024 positions a program at 4 warps: 8 a thread, contiguous along the output row.
+    # The interpreter too: its cost is per program (a block of 64 made level1/75's reduced
+    # copy, 24 channel planes of 850 positions, 336 programs and 85 s a call; 24 and 9 s).
+    block = BLOCK_M or max(16, min(1024, triton.next_power_of_2(S)))
+    n_blocks = triton.cdiv(S, block)
+    _conv_direct_kernel[(n_blocks * g["N"] * C_out,)](
+        x, weight, b, y, *sizes, C_out, g["C_out_g"], OD, OH, OW, KD, KH, KW, *_conv_params(g),
+        *xs, *ws, *ys, S, n_blocks,
+        HAS_BIAS=has_bias, TRANSPOSED=bool(transposed), BLOCK=block, IDX64=idx64,
+        num_warps=num_warps or 4,
+    )  # fmt: skip
+
+
+def _conv_gemm_launch(x, xs, weight, ws, bias, y, ys, g, idx64, transposed, precision, tile,
+                      knobs):  # fmt: skip
+    """The implicit GEMM (`_conv_gemm_kernel`), or with `X_SPLIT` its split form
+    (`_conv_split_launch`): the reduction's loop and phases, the input copied channels-last
+    (`X_LAST`), the dot's precision, the weights repacked (`_conv_packed_weights`)."""
+    SPLIT_W, PACK_W, X_LAST, X_SPLIT, EPILOGUE, PART_SUM = knobs
+    N, C_in, C_in_g, C_out_g, groups = g["N"], g["C_in"], g["C_in_g"], g["C_out_g"], g["groups"]
+    D, H, W = g["size"]
+    KD, KH, KW = g["k"]
+    OD, OH, OW = g["out"]
+    sd, sh, sw = g["stride"]
+    dd, dh, dw = g["dilation"]
+    conv = _conv_params(g)
     tap_outer = C_in_g >= TAP_LOOP_MIN_CIN_G
     # strided transposed: one program per output phase, skipping the taps that miss it
     phased = bool(transposed) and tap_outer and sd * sh * sw > 1
-    phases = sd * sh * sw if phased else 1
     JD, JH, JW = (triton.cdiv(OD, sd), triton.cdiv(OH, sh), triton.cdiv(OW, sw))
     # taps that hit one output phase are stride / gcd(stride, dilation) apart
     steps = [s // math.gcd(s, d) if phased else 1 for s, d in ((sd, dd), (sh, dh), (sw, dw))]
@@ -1036,12 +1111,11 @@ def triton_convolution(
         and weight.dtype == torch.float32
     ):
         shapes = dict(groups=groups, C_in_g=C_in_g, C_out_g=C_out_g, out=(OD, OH, OW))
-        tile = (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages)
         _conv_split_launch(
             x, xs, weight, ws, bias, y, ys, shapes, conv, transposed, tile, EPILOGUE,
             exact=precision == "ieee", part_sum=bool(PART_SUM) and precision == "bf16x3",
         )  # fmt: skip
-        return y
+        return
     if EPILOGUE is not None:  # its kernel is a copy of the split GEMM: nothing else runs it
         raise ValueError(
             "EPILOGUE needs the X_SPLIT path: precision='bf16x3' or 'ieee', fp32 operands"
@@ -1055,14 +1129,53 @@ def triton_convolution(
         )
         x = x_last
         xs = [S * C_in, 1, H * W * C_in, W * C_in, C_in]
+    precision = _conv_gemm_precision(x, precision)
+    w_hi, w_lo, ws, split_w = _conv_packed_weights(weight, ws, g, precision, SPLIT_W, PACK_W)
+    b = bias if bias is not None else y
+    args = [x, w_hi, w_lo, b, y, C_in_g, D, H, W, C_out_g, OD, OH, OW, KD, KH, KW, *conv]
+    args += [*xs, *ws, *ys, M, C_in_g * KD * KH * KW, JD, JH, JW, *steps]
+    # Hint that the input tile's rows are contiguous (W-contiguous input, not channels-last).
+    # Triton then vectorises only as far as the offsets' provable alignment, which never spans
+    # two output rows; within one, consecutive rows must read consecutive inputs: W-stride 1 or
+    # a transposed gather (i = j + offset). Not for strided convs: their reads are strided, and
+    # the pipeliner's first steps (tap 0, a constant) can make the offsets provably aligned.
+    m_contig = xs[4] == 1 and xs[1] != 1
+    m_contig = m_contig and (sw == 1 or (tap_outer and bool(transposed)))
+    flags = dict(
+        HAS_BIAS=bias is not None,
+        TRANSPOSED=bool(transposed),
+        TAP_OUTER=tap_outer,
+        PHASED=phased,
+        PRECISION=precision,
+        IDX64=idx64,
+        SPLIT_W=split_w,
+        M_CONTIG=m_contig,
+        # the output's rows are consecutive addresses within an output row (phased: s apart)
+        Y_CONTIG=ys[4] == 1 and ys[1] != 1 and not phased,
+    )
+    _conv_gemm_run(args, flags, M, C_out_g, groups * (sd * sh * sw if phased else 1), tile)
+
+
+def _conv_gemm_precision(x, precision):
+    """The GEMM's tl.dot input precision: fp16/bf16 their native dot ("ieee"), fp32 "tf32x3"
+    unless asked otherwise; the interpreter has no bf16x3 (its dot is exact: "ieee")."""
     if x.dtype != torch.float32:
         precision = "ieee"  # fp16/bf16: their native dot
     elif precision is None:
         precision = "tf32x3"
     elif precision not in CONV_PRECISIONS:
         raise ValueError(f"precision {precision!r}: expected one of {CONV_PRECISIONS}")
-    if interpret and precision == "bf16x3":  # the interpreter has no bf16x3 (its dot is exact)
+    if os.environ.get("TRITON_INTERPRET", "0") == "1" and precision == "bf16x3":
         precision = "ieee"
+    return precision
+
+
+def _conv_packed_weights(weight, ws, g, precision, SPLIT_W, PACK_W):
+    """The weights repacked output-channel-fastest (`_conv_pack_kernel`; unless `PACK_W` is
+    False), and with `SPLIT_W` (tf32x3, fp32 weights) split into TF32 high and low parts.
+    Returns (high part, low part, the weight strides the GEMM reads, whether split)."""
+    C_in_g, C_out_g = g["C_in_g"], g["C_out_g"]
+    KD, KH, KW = g["k"]
     w_hi = w_lo = weight
     split_w = bool(SPLIT_W) and precision == "tf32x3" and weight.dtype == torch.float32
     if split_w or PACK_W is None or PACK_W:  # weights repacked output-channel-fastest
@@ -1075,46 +1188,32 @@ def triton_convolution(
         )
         plane = C_in_g * C_out_g
         ws = [taps * plane, 1, C_out_g, KH * KW * plane, KW * plane, plane]
-    args = [x, w_hi, w_lo, b, y, *sizes, C_out_g, OD, OH, OW, KD, KH, KW, *conv, *xs, *ws, *ys]
-    args += [M, K, JD, JH, JW, *steps]
-    # Hint that the input tile's rows are contiguous (W-contiguous input, not channels-last).
-    # Triton then vectorises only as far as the offsets' provable alignment, which never spans
-    # two output rows; within one, consecutive rows must read consecutive inputs: W-stride 1 or
-    # a transposed gather (i = j + offset). Not for strided convs: their reads are strided, and
-    # the pipeliner's first steps (tap 0, a constant) can make the offsets provably aligned.
-    m_contig = xs[4] == 1 and xs[1] != 1
-    m_contig = m_contig and (sw == 1 or (tap_outer and bool(transposed)))
-    flags = dict(
-        HAS_BIAS=has_bias,
-        TRANSPOSED=bool(transposed),
-        TAP_OUTER=tap_outer,
-        PHASED=phased,
-        PRECISION=precision,
-        IDX64=idx64,
-        SPLIT_W=split_w,
-        M_CONTIG=m_contig,
-        # the output's rows are consecutive addresses within an output row (phased: s apart)
-        Y_CONTIG=ys[4] == 1 and ys[1] != 1 and not phased,
-    )
-    fixed = (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) != (None,) * 5
+    return w_hi, w_lo, ws, split_w
+
+
+def _conv_gemm_run(args, flags, M, C_out_g, programs_z, tile):
+    """Launch the implicit GEMM: the tuner's tile, or in the interpreter one small tile, else
+    autotuned on the GPU (`_conv_gemm_kernel_tuned`)."""
+    BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages = tile
+    interpret = os.environ.get("TRITON_INTERPRET", "0") == "1"
+    fixed = tile != (None,) * 5
     if interpret or fixed:  # the tuner's tile, or in the interpreter one small tile
         if interpret and not fixed:
             bm, bn, bk = 32, 16 if C_out_g <= 16 else 32, 16
         else:
             bm, bn, bk = BLOCK_M or 128, BLOCK_N or 64, BLOCK_K or 32
-        grid = (triton.cdiv(M, bm), triton.cdiv(C_out_g, bn), groups * phases)
+        grid = (triton.cdiv(M, bm), triton.cdiv(C_out_g, bn), programs_z)
         _conv_gemm_kernel[grid](
             *args, **flags, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
             num_warps=num_warps or 8, num_stages=num_stages or 3,
         )  # fmt: skip
-        return y
+        return
 
     def grid(meta):
         m_blocks = triton.cdiv(M, meta["BLOCK_M"])
-        return (m_blocks, triton.cdiv(C_out_g, meta["BLOCK_N"]), groups * phases)
+        return (m_blocks, triton.cdiv(C_out_g, meta["BLOCK_N"]), programs_z)
 
     _conv_gemm_kernel_tuned[grid](*args, **flags)
-    return y
 
 
 def _conv_split_pads(size, out, k, s, p, d, transposed):
