@@ -185,36 +185,43 @@ def verify(
 ) -> Verdict:
     """Verify one candidate against a problem; returns the `Verdict` (`.correct`, `.status`,
     `.feedback()`, `.to_dict()`). `options`: `VERIFY_FIELDS`, e.g. `trials=2, aot_target=None`.
-    Pass a `tools.verify.Verifier` to reuse its worker pool and reference cache across calls."""
-    from tools.verify import Verifier
+    Pass a `tools.verify.Verifier` (`agent.evaluation.make_verifier`) to reuse its worker pool
+    and reference cache across calls."""
+    from agent.evaluation import verify_candidate
 
     prob = load_problem(problem)
     source, kpath = load_kernel(kernel)
-    if verifier is None:
-        verifier = Verifier(verify_options(**options))
-    elif options:
-        raise TypeError("pass either a verifier or verification options, not both")
-    return verifier.verify(prob, source, kpath)
+    return verify_candidate(_verifier(verifier, options), prob, source, kpath)
 
 
 def profile(
     problem: PathOrSource,
     kernel: PathOrSource,
     *,
-    baseline: str = "best",
+    baseline: str = DEFAULTS["baseline"],
     verifier: Any = None,
     **options: Any,
 ) -> ProfileResult:
     """Verify, then time a candidate against eager and torch.compile (GPU). On a machine without
-    a GPU the result's status is `unavailable`. `options`: `VERIFY_FIELDS`."""
-    from tools.profile import profile as profile_tool
-    from tools.verify import Verifier
+    a GPU the result's status is `unavailable`. `options`: `VERIFY_FIELDS`, or a `verifier`."""
+    from agent.evaluation import profile_candidate
+    from tools.profile import ProfileOptions
 
     prob = load_problem(problem)
     source, kpath = load_kernel(kernel)
+    verifier = _verifier(verifier, options)
+    return profile_candidate(verifier, prob, source, kpath, ProfileOptions(baseline=baseline))
+
+
+def _verifier(verifier: Any, options: dict[str, Any]) -> Any:
+    """The verifier given, else one for the verification keywords (not both)."""
+    from agent.evaluation import make_verifier
+
     if verifier is None:
-        verifier = Verifier(verify_options(**options))
-    return profile_tool(prob, source, verifier=verifier, baseline=baseline, kernel_path=kpath)
+        return make_verifier(verify_options(**options))
+    if options:
+        raise TypeError("pass either a verifier or verification options, not both")
+    return verifier
 
 
 # ------------------------------------------------------------------------------------------

@@ -1,22 +1,73 @@
-"""Turn a drafted candidate into an evaluated attempt through `tools.evaluate` (the one
-evaluation path), and the rule that decides whether an attempt replaces the best."""
+"""The one evaluation path of agent/: the verifier every command and the API build
+(`make_verifier`), a candidate verified (`verify_candidate`: `tools.evaluate`), profiled
+(`profile_candidate`) or turned into an evaluated attempt of the loop (`evaluate_candidate`:
+`tools.evaluate`), and the rule that decides whether an attempt replaces the best."""
 
 from __future__ import annotations
 
 import multiprocessing
 import os
 import signal
+from typing import TYPE_CHECKING, Any
 
 import tools.evaluate
 from agent.context import RunContext
 from agent.state import Attempt, Candidate
 from tools.problem import Problem
+from tools.results import Verdict
 from tools.roofline import NOISE_FLOOR
+from tools.verify import Verifier, VerifyOptions
+
+if TYPE_CHECKING:
+    from tools.profile_result import ProfileOptions, ProfileResult
 
 KEEP_MARGIN = NOISE_FLOOR
 """A correct attempt replaces the best only when it is faster by more than this fraction, the
 timer's noise floor. On the H200 the tuner's variants of 5 us kernels differed from their seed
 by 0.6-2.2%, which is not a result."""
+
+
+def make_verifier(options: VerifyOptions, *, one_job: bool = False) -> Verifier:
+    """The verifier for `options` (its device, sandbox slots, limits): the one place agent/
+    builds a `tools.verify.Verifier` (`tests/test_one_evaluation_path.py` keeps it so). Share
+    one across candidates and problems: it keeps their worker slots and checked problems.
+    `one_job`: at most one job at a time on the CPU (a Ray task holds one core); on CUDA the
+    slots are still every GPU the process sees times `jobs_per_gpu`."""
+    return _OneJobVerifier(options) if one_job else Verifier(options)
+
+
+class _OneJobVerifier(Verifier):
+    """A Verifier whose sandbox runs one job at a time on the CPU; it makes its sandbox and
+    limits from the options itself, through `Verifier.sandbox_factory` (a test's seam)."""
+
+    @staticmethod
+    def sandbox_factory(**kw: Any) -> Any:  # type: ignore[override]
+        return Verifier.sandbox_factory(max_workers=1, **kw)
+
+
+def verify_candidate(
+    verifier: Verifier, problem: Problem, source: str, kernel_path: str = "candidate.py"
+) -> Verdict:
+    """The verdict of one candidate (`verify`, the API, the MCP tool): `tools.evaluate`'s,
+    without timing."""
+    return tools.evaluate.evaluate(
+        problem, source, verifier=verifier, kernel_path=kernel_path, measure=False
+    ).verdict
+
+
+def profile_candidate(
+    verifier: Verifier,
+    problem: Problem,
+    source: str,
+    kernel_path: str = "candidate.py",
+    options: ProfileOptions | None = None,
+) -> ProfileResult:
+    """Verify, then time one candidate (`profile`, the API, the MCP tool): `tools.profile`, the
+    timing `tools.evaluate` runs on a GPU, whose whole result (the table, the trace, status
+    `unavailable` without a GPU) these callers show."""
+    from tools.profile import profile
+
+    return profile(problem, source, verifier=verifier, kernel_path=kernel_path, options=options)
 
 
 def no_code_message(candidate: Candidate) -> str | None:

@@ -75,13 +75,13 @@ class _Verifiers:
 
     def get(self, **options: Any) -> Any:
         from agent.api import verify_options
-        from tools.verify import Verifier
+        from agent.evaluation import make_verifier
 
         opts = verify_options(**options)
         key = repr(opts)
         with self._lock:
             if key not in self._by_key:
-                self._by_key[key] = Verifier(opts)
+                self._by_key[key] = make_verifier(opts)
             return self._by_key[key]
 
 

@@ -14,6 +14,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from agent.config import AgentConfig, check_run_id
 from agent.context import RunContext
 from agent.drafters import CompilerDrafter
+from agent.evaluation import make_verifier
 from agent.graph import build_graph
 from agent.interrupt import sigint_held
 from agent.llm import backend_for
@@ -85,7 +86,7 @@ def make_context(
     `verifier`: one shared with other runs (a loop-mode bench runs several problems at once on
     one Verifier, so their jobs share its slots); else a new one from the config."""
     llm = backend if backend is not None else backend_for(config)
-    verifier = verifier if verifier is not None else Verifier(config.verify_options())
+    verifier = verifier if verifier is not None else make_verifier(config.verify_options())
     drafter = None
     if mode == "optimize" and (llm is None or config.compiler_seed):
         drafter = CompilerDrafter(verifier.sandbox, verifier.device)

@@ -62,8 +62,8 @@ def test_verifier_jobs_per_gpu_sets_the_slots(two_fake_gpus, monkeypatch):
 
 def test_ray_task_body_honours_jobs_per_gpu_with_uuids(two_fake_gpus, monkeypatch):
     """CUDA_VISIBLE_DEVICES holding UUIDs once made evaluate_problem drop --jobs-per-gpu."""
-    import agent.bench.run
-    from tools.verify import VerifyOptions
+    import agent.bench
+    from tools.verify import Verifier, VerifyOptions
 
     monkeypatch.setattr(importlib.import_module("tools.verify"), "resolve_device", lambda d: "cuda")
     seen = {}
@@ -71,11 +71,13 @@ def test_ray_task_body_honours_jobs_per_gpu_with_uuids(two_fake_gpus, monkeypatc
     class Stop(Exception):
         pass
 
-    def fake_verifier(options, sandbox):
-        seen["devices"] = list(sandbox._pool.devices)
+    real = Verifier.sandbox_factory
+
+    def spy(**kw):
+        seen["devices"] = list(real(**kw)._pool.devices)
         raise Stop
 
-    monkeypatch.setattr(agent.bench.run, "Verifier", fake_verifier)
+    monkeypatch.setattr(Verifier, "sandbox_factory", staticmethod(spy))
     with pytest.raises(Stop):
         agent.bench.evaluate_problem("p.py", "", [], VerifyOptions(jobs_per_gpu=3), "default")
     assert seen["devices"] == ["cuda:0"] * 3 + ["cuda:1"] * 3

@@ -22,7 +22,7 @@ from agent.bench.records import SampleRecord, code_precision, peak_memory
 from agent.bench.shared import _evaluated, _make_backend, _ray_init, _ray_resources
 from agent.bench.store import BenchDir
 from agent.config import AgentConfig
-from agent.evaluation import kill_jobs
+from agent.evaluation import kill_jobs, make_verifier
 from tools.errors import BadInputError, TritonAgentError
 from tools.problem import Problem
 from tools.roofline import slowdown_reason
@@ -156,7 +156,7 @@ def _run_loop_mode(
     if not todo:
         return errors
     llm = backend if backend is not None else _make_backend(cfg)
-    verifier = Verifier(cfg.verify_options())
+    verifier = make_verifier(cfg.verify_options())
     scripted = agent_cfg.replies is not None or agent_cfg.backend == "replay"
     width = cfg.loop_jobs or (1 if scripted else verifier.sandbox.slots)
     emit(

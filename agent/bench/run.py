@@ -20,12 +20,12 @@ from agent.bench.records import Draft, Evaluated, evaluate_sample
 from agent.bench.report import rebuild_report
 from agent.bench.shared import _evaluated, _make_backend, _ray_init, _ray_resources
 from agent.bench.store import BenchDir, discover_problems
-from agent.evaluation import kill_jobs
+from agent.evaluation import kill_jobs, make_verifier
 from agent.rundir import write_atomic
 from tools.errors import BackendError, BadInputError, TritonAgentError
 from tools.evaluate import DEFAULT_BASELINE
 from tools.problem import Problem, read_problem
-from tools.verify import Verifier, VerifyOptions
+from tools.verify import VerifyOptions
 
 log = logging.getLogger(__name__)
 
@@ -176,7 +176,7 @@ def _run_sample_mode(
         errors.update(_evaluate_with_ray(problems, work, cfg, bdir, emit))
         return errors
 
-    verifier = Verifier(cfg.verify_options())
+    verifier = make_verifier(cfg.verify_options())
     slots = verifier.sandbox.slots
     emit({"event": "start", "device": verifier.device, "slots": slots})
     lock = threading.Lock()
@@ -274,21 +274,13 @@ def evaluate_problem(
 ) -> list[dict[str, Any]]:
     """One problem's candidates, evaluated on this machine (a Ray task's body): a Verifier on
     the GPUs this process may use (Ray sets CUDA_VISIBLE_DEVICES), candidates in parallel."""
-    from tools.limits import Limits
     from tools.problem import problem_from_source
-    from tools.sandbox import Sandbox
-    from tools.verify import resolve_device
 
-    device = resolve_device(verify_options.device)
-    limits = Limits(timeout_s=verify_options.timeout_s, memory_mb=verify_options.memory_mb)
     # On CUDA: every GPU this process sees (ids or UUIDs in CUDA_VISIBLE_DEVICES alike)
-    sandbox = Sandbox(
-        device=device, max_workers=1, limits=limits, slots_per_gpu=verify_options.jobs_per_gpu
-    )
-    verifier = Verifier(verify_options, sandbox=sandbox)
+    verifier = make_verifier(verify_options, one_job=True)
     problem = problem_from_source(problem_source, problem_path)
     ds = [Draft(**d) for d in drafts]
-    with cf.ThreadPoolExecutor(max_workers=sandbox.slots) as pool:
+    with cf.ThreadPoolExecutor(max_workers=verifier.sandbox.slots) as pool:
         results = list(
             pool.map(
                 lambda d: evaluate_sample(

@@ -262,14 +262,14 @@ def refused_input(report: dict[str, Any], cfg: Any) -> BadInputError | None:
     import json
     from pathlib import Path
 
+    from agent.evaluation import make_verifier
     from tools.errors import TritonAgentError
     from tools.problem import read_problem
-    from tools.verify import Verifier
 
     rows = report.get("problems") or []
     if not rows or any(r["n"] or not r["error"] for r in rows):
         return None
-    verifier = Verifier(cfg.verify_options())
+    verifier = make_verifier(cfg.verify_options())
     first: BadInputError | None = None
     for row in rows:
         meta = json.loads((Path(report["out"]) / row["problem"] / "problem.json").read_text())

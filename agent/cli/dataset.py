@@ -174,9 +174,9 @@ class BuildProgress:
 
 def _build(args: argparse.Namespace) -> int:
     from agent.dataset import build
-    from tools.verify import Verifier
+    from agent.evaluation import make_verifier
 
-    verifier = Verifier(verify_options_from(args))
+    verifier = make_verifier(verify_options_from(args))
     profile = {"auto": None, "on": True, "off": False}[args.profile]
     from agent.progress import live_progress
 

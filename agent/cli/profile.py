@@ -43,9 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
+    from agent.evaluation import make_verifier, profile_candidate
     from tools.problem import read_kernel, read_problem
-    from tools.profile import ProfileOptions, profile
-    from tools.verify import Verifier
+    from tools.profile import ProfileOptions
 
     problem = read_problem(args.problem)
     source = read_kernel(args.kernel)
@@ -56,11 +56,9 @@ def cmd_profile(args: argparse.Namespace) -> int:
         kernelbench=args.protocol == "kernelbench",
         trace=bool(args.trace),
     )
-    verifier = Verifier(verify_options_from(args))
+    verifier = make_verifier(verify_options_from(args))
     with err_console.status(f"verifying and profiling {args.kernel} on {verifier.device} ..."):
-        result = profile(
-            problem, source, verifier=verifier, kernel_path=args.kernel, options=options
-        )
+        result = profile_candidate(verifier, problem, source, args.kernel, options)
     print_profile(result)
     if args.trace:
         if result.write_trace(args.trace):

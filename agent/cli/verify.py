@@ -27,20 +27,20 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    from agent.evaluation import make_verifier, verify_candidate
     from tools.problem import read_kernel, read_problem
-    from tools.verify import Verifier
 
     problem = read_problem(args.problem)
     source = read_kernel(args.kernel)
     options = verify_options_from(args)
-    verifier = Verifier(options)
+    verifier = make_verifier(options)
     if getattr(args, "sanitize", False) and verifier.device != "cuda":
         raise BadInputError(
             "--sanitize needs a GPU (compute-sanitizer checks CUDA kernels); on the CPU every "
             "verification already runs the interpreter's cross-program race check"
         )
     with err_console.status(f"verifying {args.kernel} on {verifier.device} ..."):
-        verdict = verifier.verify(problem, source, args.kernel)
+        verdict = verify_candidate(verifier, problem, source, args.kernel)
     if getattr(args, "sanitize", False) and verdict.correct:
         from tools import sanitize
 
