@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.rundir import write_atomic
+from tools.arithmetic import cell
 
 GREEN, RED, BLUE, ORANGE, GREY = "#2e7d32", "#c62828", "#1565c0", "#ef6c00", "#757575"
 STATUS_COLOR = {"ok": GREEN, "slower": ORANGE}
@@ -505,16 +506,12 @@ def render_run(run_dir: str | Path) -> str:
                 td(badge(a.get("status") or "?"), raw=True),
                 td(_x(sp.get("eager")), num=sp.get("eager") or 0),
                 td(_x(sp.get("compile")), num=sp.get("compile") or 0),
+                td(cell((a.get("verdict") or {}).get("arithmetic"))),
                 td((a.get("summary") or "")[:200]),
             ]
         )
-    body.append(
-        table(
-            ["#", "round", "source", "status", "vs eager", "vs compile", "summary"],
-            rows,
-            sortable=True,
-        )
-    )
+    heads = ["#", "round", "source", "status", "vs eager", "vs compile", "arithmetic", "summary"]
+    body.append(table(heads, rows, sortable=True))
     body.append("<h2>Each attempt</h2>")
     previous: tuple[str, str | None] | None = None
     best_index = (best or {}).get("index")
@@ -652,16 +649,12 @@ def render_bench(report: dict[str, Any]) -> str:
                 td(_x(b.get("eager")), num=b.get("eager") or 0),
                 td(_x(b.get("compile")), num=b.get("compile") or 0),
                 td(st or (p.get("error") or "-")),
+                td(cell(p.get("arithmetic"))),
             ]
         )
     one = "success@1" if mode == "loop" else "pass@1"
-    body.append(
-        table(
-            ["problem", "n", "correct", one, "best vs eager", "best vs compile", "statuses"],
-            rows,
-            sortable=True,
-        )
-    )
+    heads = ["problem", "n", "correct", one, "best vs eager", "best vs compile", "statuses"]
+    body.append(table([*heads, "arithmetic"], rows, sortable=True))
     for n in report.get("notes") or []:
         body.append(f'<p class="note">Note: {esc(n)}</p>')
     return page(title, "\n".join(body))

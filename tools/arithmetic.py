@@ -49,11 +49,14 @@ __all__ = [
     "FP32_CONTRACT",
     "Findings",
     "arithmetic_of",
+    "cell",
+    "count_kernels",
     "from_cache_dir",
     "from_source",
     "from_ttir",
     "ordered",
     "outside_fp32_contract",
+    "summary",
 ]
 
 
@@ -108,6 +111,49 @@ def arithmetic_of(source: str, verdict: Any, cache_dir: str | None = None) -> li
     if not (static or compiled):
         return []
     return total.names()
+
+
+def cell(names: Any) -> str:
+    """A kernel's arithmetic in a report's cell: `fp32, bf16x3`, those the fp32 contract does
+    not admit marked; `-` where none is known."""
+    if not isinstance(names, list) or not names:
+        return "-"
+    outside = set(outside_fp32_contract(names))
+    return ", ".join(f"{n} (outside the fp32 contract)" if n in outside else n for n in names)
+
+
+def count_kernels(kernels: Iterable[tuple[str, list[str]]]) -> dict[str, Any]:
+    """Kernels per arithmetic over (label, arithmetic) pairs, one per kernel (a kernel in fp32
+    and bf16x3 counts under both), and the labels of those outside the fp32 contract."""
+    counts: dict[str, int] = {}
+    named = 0
+    outside = []
+    for label, names in kernels:
+        if not names:
+            continue
+        named += 1
+        for n in set(names):
+            counts[n] = counts.get(n, 0) + 1
+        if outside_fp32_contract(names):
+            outside.append(label)
+    return {
+        "kernels": {n: counts[n] for n in ordered(counts)},
+        "counted": named,
+        "outside_fp32_contract": outside,
+    }
+
+
+def summary(counts: Any, what: str = "kernels") -> str | None:
+    """`count_kernels`' result in one sentence (None where no kernel was counted)."""
+    if not isinstance(counts, dict) or not counts.get("counted"):
+        return None
+    outside = counts.get("outside_fp32_contract") or []
+    per = ", ".join(f"{k} {v}" for k, v in (counts.get("kernels") or {}).items())
+    named = f"{len(outside)} ({', '.join(outside[:10])})" if outside else "none"
+    return (
+        f"arithmetic of the {counts['counted']} {what} (one kernel can use several): {per}; "
+        f"outside the fp32 contract (docs/verification.md): {named}"
+    )
 
 
 def _hashable(value: Any) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections import Counter
@@ -23,6 +24,7 @@ from agent.bench.metrics import (
 from agent.bench.records import SampleRecord
 from agent.bench.store import BenchDir, ProblemRows, load_results
 from agent.rundir import write_atomic
+from tools.arithmetic import cell, count_kernels, summary
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +37,7 @@ def rebuild_report(
     bdir = BenchDir(out)
     settings, problems = load_results(out)
     report = compute_report(settings, problems)
+    add_arithmetic(report, read_arithmetic(bdir, problems))
     if elapsed_s is not None:
         report["elapsed_s"] = round(elapsed_s, 1)
     report["out"] = str(bdir.path)
@@ -222,11 +225,53 @@ SLOWER_THAN = 0.97
 def _precision_of(recs: Sequence[SampleRecord]) -> str:
     """The precision of the problem's fastest correct candidate, else of its first candidate
     ("" where neither calls the GEMM template or the convolutions)."""
+    shown = _reported(recs)
+    return shown.precision if shown is not None else ""
+
+
+def _reported(recs: Sequence[SampleRecord]) -> SampleRecord | None:
+    """The candidate a problem's row describes: its fastest correct one, else its first
+    correct one, else its first."""
     timed = [r for r in recs if r.correct and r.speedups.get("best")]
     if timed:
-        return max(timed, key=lambda r: r.speedups["best"]).precision
+        return max(timed, key=lambda r: r.speedups["best"])
     pool = [r for r in recs if r.correct] or list(recs)
-    return pool[0].precision if pool else ""
+    return pool[0] if pool else None
+
+
+def read_arithmetic(bdir: BenchDir, problems: ProblemRows) -> dict[tuple[str, int], list[str]]:
+    """Each evaluated candidate's `Verdict.arithmetic` (tools/arithmetic.py) by (problem,
+    sample), from its verdict.json; a verdict made before the field has none."""
+    out: dict[tuple[str, int], list[str]] = {}
+    for name, recs, _, _ in problems:
+        for r in recs:
+            try:
+                verdict = json.loads((bdir.sample_dir(name, r.sample) / "verdict.json").read_text())
+            except (OSError, ValueError):
+                continue
+            found = verdict.get("arithmetic") if isinstance(verdict, dict) else None
+            if isinstance(found, list):
+                out[(name, r.sample)] = [str(a) for a in found]
+    return out
+
+
+def add_arithmetic(report: dict[str, Any], arithmetic: dict[tuple[str, int], list[str]]) -> None:
+    """Each candidate's arithmetic into `report` (`compute_report`'s): on its sample, on its
+    problem's row (the candidate the row describes: `_reported`), counted in
+    `metrics.arithmetic` over the problems with a correct kernel, and that count as a note."""
+    for row in report["problems"]:
+        for sample in row["samples"]:
+            sample["arithmetic"] = arithmetic.get((row["problem"], sample["sample"]), [])
+        recs = [SampleRecord.from_dict(d) for d in row["samples"]]
+        shown = _reported(recs)
+        row["arithmetic"] = arithmetic.get((row["problem"], shown.sample), []) if shown else []
+    counts = count_kernels(
+        (r["problem"], r["arithmetic"]) for r in report["problems"] if r["correct"]
+    )
+    report["metrics"]["arithmetic"] = counts
+    line = summary(counts, "problems' reported kernels")
+    if line:
+        report["notes"].insert(0, line[0].upper() + line[1:])
 
 
 def _limit_of(recs: Sequence[SampleRecord]) -> str:
@@ -364,8 +409,8 @@ def render_markdown(r: dict[str, Any]) -> str:
     one = "success@1" if s["mode"] == "loop" else "pass@1"
     lines += [
         f"| problem | n | correct | {one} | best vs eager | best vs compile | best vs better "
-        "| vs eager fp32 | precision | time s | span s | host MB | GPU MB | statuses |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| vs eager fp32 | precision | time s | span s | host MB | GPU MB | statuses | arithmetic |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for p in r["problems"]:
         st = ", ".join(f"{k}×{v}" for k, v in p["statuses"].items())
@@ -381,7 +426,7 @@ def render_markdown(r: dict[str, Any]) -> str:
             f"{_x(b['eager'])} | {_x(b['compile'])} | {_x(b.get('best'))} | "
             f"{_x(b.get('eager_fp32'))} | {p.get('precision') or '-'} | {_num(p['time_s'])} | "
             f"{_num(p['span_s'])} | {_num(p['peak_host_mb'], nd=0)} | "
-            f"{_num(p['peak_gpu_mb'], nd=0)} | {st or '-'} |"
+            f"{_num(p['peak_gpu_mb'], nd=0)} | {st or '-'} | {cell(p.get('arithmetic'))} |"
         )
     lines.append("")
     slow = [
