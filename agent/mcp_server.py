@@ -44,18 +44,19 @@ Target = Annotated[
         description="On CPU, also compile kernels ahead of time for this CUDA target (e.g. sm_90); null to skip."
     ),
 ]
-Tol = Annotated[float | None, Field(ge=0, description="Tolerance; null for the per-dtype default.")]
+Atol = Annotated[float | None, Field(**field_constraints("atol"))]
+Rtol = Annotated[float | None, Field(**field_constraints("rtol"))]
 Preset = Literal[BY_NAME["tolerance_preset"].choices]  # type: ignore[valid-type]
 Policy = Literal[BY_NAME["policy"].choices]  # type: ignore[valid-type]
 Baseline = Literal[BY_NAME["baseline"].choices]  # type: ignore[valid-type]
 BackendName = Literal[tuple(b for b in BACKENDS if b != "langchain")]  # type: ignore[valid-type]
 """The backends a client can name (a LangChain chat model is an object: the Python API only)."""
-Budget = Annotated[int, Field(**{**field_constraints("budget"), "le": 1000})]
+Budget = Annotated[int, Field(**field_constraints("budget"))]
 Samples = Annotated[int, Field(**field_constraints("samples_per_round"))]
 ModelName = Annotated[str | None, Field(description="Model name or local path.")]
 BaseUrl = Annotated[str | None, Field(description="OpenAI-compatible endpoint.")]
 Replies = Annotated[str | None, Field(description='Replay backend: JSONL file of {"text": ...}.')]
-TimeLimit = Annotated[float | None, Field(gt=0, description="Seconds for the whole run.")]
+TimeLimit = Annotated[float | None, Field(**field_constraints("time_limit_s"))]
 RunsDir = Annotated[str | None, Field(description="Where run directories go.")]
 
 INSTRUCTIONS = (
@@ -155,8 +156,8 @@ def build_server(runs_dir: str | None = None) -> MCPServer:
         problem: ProblemArg,
         kernel: KernelArg,
         trials: Trials = DEFAULTS["trials"],
-        atol: Tol = DEFAULTS["atol"],
-        rtol: Tol = DEFAULTS["rtol"],
+        atol: Atol = DEFAULTS["atol"],
+        rtol: Rtol = DEFAULTS["rtol"],
         tolerance_preset: Preset = DEFAULTS["tolerance_preset"],
         policy: Policy = DEFAULTS["policy"],
         timeout_s: Timeout = DEFAULTS["timeout_s"],

@@ -35,7 +35,7 @@ chat model object: the API), `compiler` (the compiler drafter alone) and `auto`.
 
 OPTIONS: tuple[Option, ...] = (
     # -- the loop ---------------------------------------------------------------------------
-    Option(name="budget", group="loop", type=int, default=20, low=1,
+    Option(name="budget", group="loop", type=int, default=20, low=1, high=1000,
            help="candidate kernels to evaluate (the compiler seed, attempt 0, is free)"),
     Option(name="samples_per_round", group="loop", type=int, default=1, low=1, high=64,
            help="candidates drafted and evaluated in parallel per round"),
@@ -140,7 +140,7 @@ def _add(parser: argparse.ArgumentParser, o: Option, default: Any) -> None:
             dest=o.name,
             action=argparse.BooleanOptionalAction,
             default=default,
-            help=o.help,
+            help=f"{o.help} (default {'on' if default else 'off'})",
         )
         action.option = o  # type: ignore[attr-defined]  # the table's (tests check every flag)
         return

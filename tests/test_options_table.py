@@ -164,3 +164,44 @@ def test_the_backend_kinds_are_the_registry():
     assert make_backend("replay", replies=["x"]).generate("p") == ["x"]
     source = inspect.getsource(make_backend)
     assert "if kind ==" not in source.replace('if kind == "compiler"', "")
+
+
+def _schema_range(prop: dict) -> dict:
+    """The range keys of a JSON schema property, a nullable one (`anyOf`) included."""
+    keys = ("minimum", "exclusiveMinimum", "maximum")
+    found = {k: prop[k] for k in keys if k in prop}
+    for alt in prop.get("anyOf", []):
+        found.update({k: alt[k] for k in keys if k in alt})
+    return found
+
+
+def test_the_mcp_tools_take_the_tables_ranges_and_defaults():
+    import anyio
+
+    from agent.mcp_server import build_server
+
+    async def schemas():
+        return {t.name: t.input_schema["properties"] for t in await build_server().list_tools()}
+
+    checked = 0
+    for tool, props in anyio.run(schemas).items():
+        for name, prop in props.items():
+            o = BY_NAME.get(name)
+            if o is None:
+                continue
+            wanted = {}
+            if o.low is not None:
+                wanted["exclusiveMinimum" if o.low_open else "minimum"] = o.low
+            if o.high is not None:
+                wanted["maximum"] = o.high
+            assert _schema_range(prop) == wanted, (tool, name)
+            assert prop.get("default") == o.default, (tool, name)
+            checked += 1
+    assert checked >= 20
+    tree = ast.parse((ROOT / "agent" / "mcp_server.py").read_text())
+    by_hand = [
+        n.lineno for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "Field"
+        for k in n.keywords if k.arg in ("ge", "gt", "le", "lt")
+    ]  # fmt: skip
+    assert by_hand == []
