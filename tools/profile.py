@@ -35,6 +35,7 @@ from tools.baselines import (
 from tools.limits import Limits
 from tools.problem import Problem, read_problem
 from tools.profile_result import ProfileOptions, ProfileResult
+from tools.profile_worker import profile_job
 from tools.results import Verdict
 from tools.roofline import (
     DevicePeaks,
@@ -150,7 +151,7 @@ def _verify_and_time(
     )
     atol, rtol = verdict.atol or 1e-4, verdict.rtol or 1e-4
     outcome = v.sandbox.run(
-        "tools.profile_worker:profile_job",
+        profile_job,
         prob.source,
         os.path.abspath(prob.path),
         source,

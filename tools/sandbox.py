@@ -29,10 +29,11 @@ import os
 import pickle
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -62,6 +63,30 @@ log = logging.getLogger(__name__)
 PRELOAD_MODULES = ["tools._undumpable", "tools._preload"]
 """Imported by the forkserver: first, itself and every job it forks not dumpable
 (`tools.isolation`); then torch and triton."""
+
+
+Job = Callable[..., Any] | str
+"""A job: its function, or "module:function" (`job_ref`)."""
+
+
+def job_ref(fn: Job) -> str:
+    """The reference a job process imports its function by ("module:qualified.name"): a job is
+    named by its function (which editors and import searches follow), and crosses to the job
+    as this string, resolved there after the guard is installed (`tools.job_process`), the
+    same as one given as a string. Only a function the job can import by that name will do:
+    not a lambda, a local function or a bound method (SandboxError)."""
+    if isinstance(fn, str):
+        return fn
+    module = getattr(fn, "__module__", None)
+    name = getattr(fn, "__qualname__", None)
+    obj: Any = sys.modules.get(module) if isinstance(module, str) else None
+    for part in name.split(".") if isinstance(name, str) else ["<none>"]:
+        obj = getattr(obj, part, None)
+    if obj is not fn or module == "__main__":
+        raise SandboxError(
+            f"a job must be a module-level function its process can import by name; got {fn!r}"
+        )
+    return f"{module}:{name}"
 
 
 OutcomeKind = Literal["ok", "error", "crash", "timeout"]
@@ -152,7 +177,7 @@ class Sandbox:
 
     def run(
         self,
-        fn: str,
+        fn: Job,
         *args: Any,
         timeout: float | None = None,
         limits: Limits | None = None,
@@ -164,7 +189,8 @@ class Sandbox:
         pausable: bool = False,
         **kwargs: Any,
     ) -> JobOutcome:
-        """Run `fn` ("module:function") with args in a fresh worker; never raises for job faults.
+        """Run `fn` (a module-level function, or "module:function") with args in a fresh worker;
+        never raises for job faults.
         `exclusive`: no other job runs on the job's device meanwhile (timing).
         `gpu_mb`: device memory the job is expected to need (admission beside other jobs).
         `triton_cache_out`: after the job, copy its private Triton cache there;
@@ -214,7 +240,7 @@ class Sandbox:
     def start(
         self,
         slot: Slot,
-        fn: str,
+        fn: Job,
         *args: Any,
         limits: Limits | None = None,
         env: dict[str, str] | None = None,
@@ -226,6 +252,7 @@ class Sandbox:
         """Start `fn` in a fresh worker on `slot` and return at once. An interactive job (the
         default) is called as `fn(channel, *args, **kwargs)` and talks with the parent through
         `JobSession.send` / `recv` until it returns. End every session with `end()`."""
+        fn = job_ref(fn)
         lim = limits or self.limits
         workdir = tempfile.mkdtemp(prefix="ta-job-")
         if triton_cache_in:
