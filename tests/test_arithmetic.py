@@ -348,3 +348,12 @@ def test_an_index_mask_is_no_rounding():
         "%c = arith.constant dense<-256> : tensor<16xi32>\n"
         "%i = arith.andi %r, %c : tensor<16xi32>\n"
     ).names() == ["fp32"]
+
+
+def test_the_mcp_verify_schema_carries_the_field():
+    from pydantic import TypeAdapter
+
+    from agent.mcp_models import OUTPUT_MODELS
+
+    field = TypeAdapter(OUTPUT_MODELS["verify"]).json_schema()["properties"]["arithmetic"]
+    assert field["type"] == "array" and field["items"] == {"type": "string"}
