@@ -357,3 +357,10 @@ def test_the_mcp_verify_schema_carries_the_field():
 
     field = TypeAdapter(OUTPUT_MODELS["verify"]).json_schema()["properties"]["arithmetic"]
     assert field["type"] == "array" and field["items"] == {"type": "string"}
+
+
+def test_a_failing_reading_never_fails_the_verification():
+    class Broken:
+        evidence = None  # no `.audit`: the reading raises inside
+
+    assert arithmetic_of("x = 1\n", Broken()) == ["unknown"]

@@ -30,6 +30,7 @@ they can only add to what the source shows of the kernels they name.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -43,6 +44,8 @@ from tools.arithmetic_kinds import (
     outside_fp32_contract,
 )
 from tools.arithmetic_source import SourceModel, scan_kernel
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "ARITHMETICS",
@@ -94,7 +97,16 @@ def from_source(
 def arithmetic_of(source: str, verdict: Any, cache_dir: str | None = None) -> list[str]:
     """`Verdict.arithmetic`: the arithmetics of the kernels `verdict`'s job launched, each read
     from its compiled TTIR where `cache_dir` (the job's kept Triton cache) has it, else from
-    `source` with the constexprs the job recorded. [] when no kernel is found."""
+    `source` with the constexprs the job recorded. [] when no kernel is found. Never
+    raises: a reading that fails is `["unknown"]` (it describes, the checks judge)."""
+    try:
+        return _arithmetic_of(source, verdict, cache_dir)
+    except Exception:  # a description must not fail a verification
+        log.exception("reading the arithmetic failed")
+        return ["unknown"]
+
+
+def _arithmetic_of(source: str, verdict: Any, cache_dir: str | None) -> list[str]:
     evidence = verdict.evidence
     launched = list(evidence.audit.kernels) if evidence.audit is not None else []
     records: dict[str, list[dict[str, Any]]] = {}
