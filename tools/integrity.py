@@ -12,23 +12,34 @@ import os
 import sys
 import threading
 import types
+from collections.abc import Callable
 
 import torch
 
 
 def _integrity_targets() -> list[tuple[str, object, str]]:
-    import importlib
-    import pickle
-    import time
-
-    import triton
-
+    """(label, owner, attribute name) of everything `Integrity` snapshots, in this order: the
+    timers and torch's entry points, what the harness's code resolves at call time, Triton's
+    runtime and language, the thread and pipe entry points, the harness's own modules."""
     targets: list[tuple[str, object, str]] = []
 
     def add(label: str, owner: object, *names: str) -> None:
         for n in names:
             if hasattr(owner, n):
                 targets.append((f"{label}.{n}", owner, n))
+
+    _add_timers_and_torch(add)
+    _add_resolved_at_call_time(add)
+    _add_triton(add)
+    _add_threads_and_pipes(add)
+    _add_harness_modules(targets)
+    return targets
+
+
+def _add_timers_and_torch(add: Callable[..., None]) -> None:
+    """The timers, and torch's entry points the harness calls (seeding, allocating, comparing,
+    moving, saving, modules, CUDA sync)."""
+    import time
 
     add(
         "time",
@@ -82,10 +93,16 @@ def _integrity_targets() -> list[tuple[str, object, str]]:
     add(
         "torch.cuda", torch.cuda, "synchronize", "Event", "Stream", "current_stream", "is_available"
     )
+
+
+def _add_resolved_at_call_time(add: Callable[..., None]) -> None:
+    """What the harness's code resolves by name when it runs: builtins, torch's functions and
+    tensor methods, the profiler and dispatch-mode stack, pickle, Triton's timers."""
     # Everything the harness's own code resolves at call time: builtins (`isinstance`, `len`,
     # `type`...) and every tensor method, inherited ones included (`torch.Tensor.reshape = f`
     # shadows `TensorBase.reshape` without touching it).
     import builtins
+    import pickle
 
     add("builtins", builtins, *[n for n, v in vars(builtins).items() if callable(v)])
     add("torch", torch, *[n for n, v in vars(torch).items() if callable(v) and n[:1] != "_"])
@@ -126,6 +143,11 @@ def _integrity_targets() -> list[tuple[str, object, str]]:
         add("triton.testing", tt, "do_bench", "do_bench_cudagraph")
     except Exception:
         pass
+
+
+def _add_triton(add: Callable[..., None]) -> None:
+    """Triton's launch entry points, the interpreter (its builder's arithmetic included) and
+    the language it lowers."""
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
@@ -155,8 +177,14 @@ def _integrity_targets() -> list[tuple[str, object, str]]:
         if lang is not None:
             label = getattr(lang, "__name__", "triton.language")
             add(label, lang, *[n for n, v in vars(lang).items() if callable(v) and n[:2] != "__"])
+
+
+def _add_threads_and_pipes(add: Callable[..., None]) -> None:
+    """Thread creation, aten registration, `triton.jit`, and the pipe to the parent."""
     import _thread
     import threading
+
+    import triton
 
     add("_thread", _thread, "start_new_thread", "start_new")
     add("threading", threading, "_start_new_thread", "_start_joinable_thread")
@@ -171,6 +199,13 @@ def _integrity_targets() -> list[tuple[str, object, str]]:
         "send",
         "close",
     )
+
+
+def _add_harness_modules(targets: list[tuple[str, object, str]]) -> None:
+    """Every callable of the harness's modules (and the methods of their classes), and their
+    settings (the guard's lists and state, the audit's operator sets)."""
+    import importlib
+
     for modname in (
         "tools.compare",
         "tools.handover",
@@ -209,7 +244,6 @@ def _integrity_targets() -> list[tuple[str, object, str]]:
         ):
             if hasattr(mod, n):
                 targets.append((f"{modname}.{n}", mod, n))
-    return targets
 
 
 _DUNDERS = frozenset(
