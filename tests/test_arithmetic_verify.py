@@ -42,5 +42,6 @@ def test_a_verified_kernel_is_named_by_what_it_launched():
     no_run = Verdict(status="ok", compiled=True, correct=True, message="")
     assert arithmetic_of(src, no_run) == ["unknown"]
     assert arithmetic_of(src, verdict) == ["tf32x3"]
+    assert verdict.arithmetic == ["tf32x3"]  # set by the verifier
     plain = (EX / "kernels" / "matmul.py").read_text()
     assert arithmetic_of(plain, verdict) == ["fp32"]

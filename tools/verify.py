@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from tools.arithmetic import arithmetic_of
 from tools.errors import ProblemError, ResourceError, TooLargeForCPUError, is_out_of_memory_text
 from tools.generalize import generalize
 from tools.limits import HOST_FLOOR_MB, Limits
@@ -202,6 +203,8 @@ class Verifier:
             verdict = generalize(
                 problem, verdict, lambda other: self._verify(other, kernel_source, kernel_path)
             )
+        # what the launched kernels compute in, read here, not in the candidate's process
+        verdict.arithmetic = arithmetic_of(kernel_source, verdict, triton_cache_out)
         verdict.duration_s = round(time.monotonic() - start, 3)
         verdict.device = "cpu" if self.device == "cpu" else "cuda"
         verdict.policy = self.options.policy
