@@ -115,6 +115,7 @@ def main() -> int:
     ap.add_argument("--work", default="/tmp/kb-roundtrip")
     ap.add_argument("--out", default=os.environ.get("OUT") or "/tmp/gpu-out")
     ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--bench-args", default="", help="more arguments for `agent bench`")
     args = ap.parse_args()
     kb, work, out = Path(args.kb), Path(args.work), Path(args.out)
     runs, run_name = work / "runs", "roundtrip"
@@ -124,8 +125,11 @@ def main() -> int:
     bench = [sys.executable, "-m", "agent", "bench", "--kernelbench", str(kb),
              "--level", str(args.level), "--problems", args.problems, "--backend", "compiler",
              "--out", str(work / "bench"), "--export-kernelbench", str(run_dir), "--json"]  # fmt: skip
-    done = subprocess.run(bench, cwd=ROOT, capture_output=True, text=True)
-    (out / "roundtrip_bench_stderr.txt").write_text(done.stderr[-20000:])
+    bench += args.bench_args.split()
+    # written as it goes, so a run cut short by the device's limit still says where it was
+    with open(out / "roundtrip_bench_stderr.txt", "w") as err:
+        done = subprocess.run(bench, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err, text=True)
+    print(f"bench exit {done.returncode}", flush=True)
     ours = json.loads((run_dir / RESULTS_NAME).read_text())
     exported = sorted(p.name for p in run_dir.glob("level_*_kernel.py"))
 
