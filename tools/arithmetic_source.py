@@ -87,7 +87,10 @@ class SourceModel:
                     self.assigns.setdefault(name, []).append(value)
         self.jit = {name for name, fn in self.functions.items() if _is_jit(fn)}
         self._collect_calls(tree)
-        self.default_precision = self._default_precision(tree)
+        sets_default = "TRITON_F32_DEFAULT" in source or "fp32_default" in source
+        self.default_precision = (
+            self._default_precision(tree) if sets_default else frozenset({None})
+        )
 
     def _collect_calls(self, tree: ast.Module) -> None:
         def visit(node: ast.AST, scope: ast.FunctionDef | None) -> None:
