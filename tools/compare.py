@@ -4,7 +4,9 @@ Outputs reach several GB, so the comparison runs over flat chunks and converts o
 to float64: extra memory follows the chunk size, not the output's.
 
 Tolerances are per dtype (fp32 1e-4, half types 1e-2) unless overridden; the `kernelbench-v0`
-preset is 1e-2 for everything, as in KernelBench's first release.
+preset is 1e-2 for everything, as in KernelBench's first release. Where an fp32 reference is
+itself inaccurate (the result cancels), the fp64 rule (`tools.fp64_rule`) may excuse elements
+outside the tolerance, within its limits: `compare_outputs` applies them output by output.
 """
 
 from __future__ import annotations
@@ -17,6 +19,22 @@ from typing import Any
 import torch
 
 from tools.errors import BadInputError
+from tools.fp64_rule import (
+    FP32_CLAIM_FACTOR,
+    cancelling,
+    claim_ratio,
+    excuse_cap_words,
+    no_farther_from_fp64,
+)
+from tools.mismatch_hints import (
+    HINT_ALL_ZEROS,
+    HINT_FORMULA,
+    HINT_NEVER_WRITTEN,
+    hint_nan_blocks,
+    hint_scattered,
+    hint_tail,
+    pattern_hint,
+)
 from tools.results import MismatchReport
 
 DEFAULT_TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
@@ -33,13 +51,6 @@ elements, measured on an H200: +0.4 GiB for a matching output, +1 GiB for a wron
 HINT_FULL_ELEMS = 1 << 24
 """Up to this many elements, `pattern_hint` looks at whole float64 copies (rows, columns);
 beyond it the hint comes from per-chunk counts."""
-FP64_SLACK = 2 * torch.finfo(torch.float32).eps
-"""The rounding allowance of the fp64 rule (`no_farther_from_fp64`), relative to the element's
-fp64 value: 2^-22 |ref64|, between 2 and 4 fp32 ulps of the element. An fp32 output can be no
-closer to the fp64 value than half an ulp (its correct rounding), and the fp64 reference carries
-its own (2^-29 times smaller) rounding error; the slack keeps a correctly rounded candidate from
-failing where PyTorch's value happens to be about as close. It is far below any tolerance's rtol
-(1e-4 is ~800 ulps), so it widens nothing the tolerance would not."""
 
 
 @dataclass(kw_only=True)
@@ -75,6 +86,9 @@ class Difference:
     """Elements outside the tolerance that the fp64 rule accepted (`no_farther_from_fp64`)."""
     accepted_max_ref_err: float = 0.0
     """The largest |reference - fp64 reference| among them."""
+    excuse_cap: int | None = None
+    """The most elements the rule could have excused over the outputs (`EXCUSE_CAP_FLOOR`), where
+    the caps were given."""
 
 
 def compare_outputs(
@@ -86,13 +100,67 @@ def compare_outputs(
     run: str = "first",
     reference64: list[torch.Tensor | None] | None = None,
     allowance64: list[torch.Tensor | None] | None = None,
+    excuse_caps: list[int | None] | None = None,
 ) -> Difference:
     """Outputs against the reference, output by output. With `reference64` (fp64 outputs of the
     same inputs, per output or None), an fp32 element outside the tolerance still counts as
     correct where it is no farther from the fp64 value than the reference is
-    (`no_farther_from_fp64`); `Difference.accepted` counts those elements. `allowance64` (per
-    output, beside `reference64`): PyTorch's largest fp32 error over several draws
-    (`tools.freshness.fp32_error_allowance`), used in place of its one draw where larger."""
+    (`no_farther_from_fp64`) and the element cancels (`cancelling`); `Difference.accepted`
+    counts those elements. `allowance64` (per output, beside `reference64`): PyTorch's largest
+    fp32 error over several draws times `ALLOWANCE_FACTOR` (`tools.freshness.
+    fp32_error_allowance`), used in place of its one draw where larger; with it, an output in
+    which the rule excused elements must also keep every element within `FP32_CLAIM_FACTOR`
+    times PyTorch's error there (`fp32_claim_finding`). `excuse_caps` (per output, or None): the
+    most elements the rule may excuse in it (`excuse_cap`); more is a mismatch."""
+    shape = _shape_difference(got, expected)
+    if shape is not None:
+        return shape
+    accepted, accepted_err, caps = 0, 0.0, None
+    for i, (g, e) in enumerate(zip(got, expected)):
+        atol, rtol = tol.for_dtype(e.dtype)
+        r64 = reference64[i] if reference64 is not None and i < len(reference64) else None
+        if r64 is not None and (e.dtype != torch.float32 or tuple(r64.shape) != tuple(e.shape)):
+            r64 = None
+        a64 = allowance64[i] if r64 is not None and allowance64 and i < len(allowance64) else None
+        if a64 is not None and tuple(a64.shape) != tuple(e.shape):
+            a64 = None
+        if r64 is not None and allclose(g, e, atol, rtol):
+            continue  # within the tolerance: the rule has nothing to excuse here
+        report = mismatch_report(
+            g,
+            e,
+            atol,
+            rtol,
+            output_index=i,
+            trial=trial,
+            run=run,
+            reference64=r64,
+            allowance64=a64,
+        )
+        if report is not None:
+            return Difference(kind="value", message=summarise(report), report=report)
+        if r64 is None:
+            continue
+        n, err = fp64_accepted(g, e, r64, atol, rtol, allowance64=a64)
+        cap = excuse_caps[i] if excuse_caps is not None and i < len(excuse_caps) else None
+        if n and a64 is not None:
+            refusal = fp32_claim_finding(g, e, r64, a64, output_index=i, excused=n)
+            if refusal is None and cap is not None and n > cap:
+                refusal = excuse_cap_words(n, cap, g.numel(), output_index=i)
+            if refusal is not None:
+                plain = mismatch_report(g, e, atol, rtol, output_index=i, trial=trial, run=run)
+                tail = f" The tolerance alone: {summarise(plain)}" if plain is not None else ""
+                return Difference(kind="value", message=refusal + tail, report=plain)
+        if cap is not None:
+            caps = (caps or 0) + cap
+        accepted, accepted_err = accepted + n, max(accepted_err, err)
+    return Difference(
+        kind="ok", accepted=accepted, accepted_max_ref_err=accepted_err, excuse_cap=caps
+    )
+
+
+def _shape_difference(got: list, expected: list) -> Difference | None:
+    """A `shape` difference where the outputs' count, types, shapes or dtypes differ; else None."""
     if len(got) != len(expected):
         return Difference(
             kind="shape",
@@ -111,32 +179,7 @@ def compare_outputs(
             return Difference(
                 kind="shape", message=f"output {i} has dtype {g.dtype}, expected {e.dtype}"
             )
-    accepted, accepted_err = 0, 0.0
-    for i, (g, e) in enumerate(zip(got, expected)):
-        atol, rtol = tol.for_dtype(e.dtype)
-        r64 = reference64[i] if reference64 is not None and i < len(reference64) else None
-        if r64 is not None and (e.dtype != torch.float32 or tuple(r64.shape) != tuple(e.shape)):
-            r64 = None
-        a64 = allowance64[i] if r64 is not None and allowance64 and i < len(allowance64) else None
-        if a64 is not None and tuple(a64.shape) != tuple(e.shape):
-            a64 = None
-        report = mismatch_report(
-            g,
-            e,
-            atol,
-            rtol,
-            output_index=i,
-            trial=trial,
-            run=run,
-            reference64=r64,
-            allowance64=a64,
-        )
-        if report is not None:
-            return Difference(kind="value", message=summarise(report), report=report)
-        if r64 is not None:
-            n, err = fp64_accepted(g, e, r64, atol, rtol, allowance64=a64)
-            accepted, accepted_err = accepted + n, max(accepted_err, err)
-    return Difference(kind="ok", accepted=accepted, accepted_max_ref_err=accepted_err)
+    return None
 
 
 def allclose(
@@ -173,7 +216,8 @@ def mismatch_report(
     the same infinity; integer and bool tensors must be equal. With `reference64` (the fp64
     outputs of the same inputs), an element that is not close still counts as correct where it
     is no farther from the fp64 value than `expected` is (`no_farther_from_fp64`; with
-    `allowance64`, than the larger of that and the allowance). Works on the
+    `allowance64`, than the larger of that and the allowance) and the element cancels
+    (`cancelling`). Works on the
     tensors' own device, `chunk_elems` elements at a time: a matching output costs one pass, a
     wrong one a second pass for the statistics.
     """
@@ -248,26 +292,45 @@ def _is_floating(t: torch.Tensor) -> bool:
     return t.is_floating_point() or t.is_complex()
 
 
-def no_farther_from_fp64(
-    g: torch.Tensor,
-    e: torch.Tensor,
-    r64: torch.Tensor,
-    allowance64: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """Elements where `g` is no farther from the fp64 reference `r64` than the fp32 reference
-    `e` is: |g - r64| <= |e - r64| + FP64_SLACK * |r64|, all three finite (an fp32 reference
-    that overflowed or is NaN excuses nothing). With `allowance64` (PyTorch's largest fp32 error
-    at each element over several draws, `tools.freshness.fp32_error_allowance`; a NaN there
-    allows nothing), the larger of it and |e - r64|. Same shape, same device; float64
-    arithmetic."""
-    gd, ed, rd = g.double(), e.double(), r64.to(device=g.device, dtype=torch.float64)
-    ok = torch.isfinite(gd) & torch.isfinite(ed) & torch.isfinite(rd)
-    bound = (ed - rd).abs_()
-    if allowance64 is not None:
-        allow = allowance64.to(device=g.device, dtype=torch.float64)
-        bound = torch.fmax(bound, allow.nan_to_num(nan=0.0, posinf=0.0, neginf=0.0))
-    ok &= (gd - rd).abs_() <= bound.add_(rd.abs().mul_(FP64_SLACK))
-    return ok
+def fp32_claim_finding(
+    got: torch.Tensor,
+    expected: torch.Tensor,
+    reference64: torch.Tensor,
+    allowance64: torch.Tensor,
+    *,
+    output_index: int = 0,
+    excused: int = 0,
+    factor: float = FP32_CLAIM_FACTOR,
+    chunk_elems: int = CHUNK_ELEMS,
+) -> str | None:
+    """Whether an output in which the fp64 rule excused `excused` elements strays, at any element
+    (within the tolerance or not), beyond `factor` times PyTorch's own fp32 error there
+    (`pytorch_error` over the draws, at least `FP64_SLACK` of the fp64 value and the smallest
+    normal fp32 number): a message, or None. Only finite elements of both references count
+    (where PyTorch overflowed there is no fp32 error to hold a kernel to)."""
+    count, worst, worst_at, worst_err, worst_own = 0, 0.0, -1, 0.0, 0.0
+    for start, gc, ec, rc, ac in _Pieces(got, expected, chunk_elems, reference64, allowance64):
+        assert rc is not None
+        err, own, ratio = claim_ratio(gc, ec, rc, ac)
+        n = int((ratio > factor).sum())
+        if n:
+            count += n
+            k = int(ratio.argmax())
+            if float(ratio[k]) > worst:
+                worst, worst_at = float(ratio[k]), start + k
+                worst_err, worst_own = float(err[k]), float(own[k])
+    if not count:
+        return None
+    return (
+        f"output {output_index}: the fp64 rule excused {excused} element(s) outside the "
+        f"tolerance as fp32 rounding where the result cancels, but {count} of "
+        f"{got.numel()} elements err against an fp64 reference by more than {factor:g}x "
+        f"PyTorch's own largest fp32 error there over its draws (the worst, at "
+        f"{_unravel(worst_at, tuple(got.shape))}: {worst_err:.3g}, {worst:.0f}x; PyTorch's "
+        f"{worst_own:.3g}): a kernel excused as fp32 must be about as accurate as fp32 at "
+        "every element, and this one is not (lower-precision arithmetic or rounding of the "
+        "outputs, hidden where the result cancels)."
+    )
 
 
 def fp64_accepted(
@@ -280,13 +343,15 @@ def fp64_accepted(
     chunk_elems: int = CHUNK_ELEMS,
     allowance64: torch.Tensor | None = None,
 ) -> tuple[int, float]:
-    """How many elements are outside the tolerance yet accepted by `no_farther_from_fp64`, and
-    the largest error it allowed among them (|expected - reference64|, or the allowance where
-    larger; 0.0 where none)."""
+    """How many elements are outside the tolerance yet accepted by `no_farther_from_fp64` where
+    they cancel (`cancelling`), and the largest error it allowed among them (|expected -
+    reference64|, or the allowance where larger; 0.0 where none)."""
     floating = _is_floating(expected)
     count, worst = 0, 0.0
     for _, gc, ec, rc, ac in _Pieces(got, expected, chunk_elems, reference64, allowance64):
+        assert rc is not None
         took = _bad_mask(gc, ec, atol, rtol, floating) & no_farther_from_fp64(gc, ec, rc, ac)
+        took &= cancelling(ec, rc, atol, rtol, ac)
         n = int(took.sum())
         if n:
             count += n
@@ -308,7 +373,7 @@ def _bad_mask(
 ) -> torch.Tensor:
     """Elements of `g` outside the tolerance of `e` (same shape, same device); with `r64`, those
     that are also farther from it than `e` is (`no_farther_from_fp64`, with the allowance
-    `a64`)."""
+    `a64`) or do not cancel (`cancelling`)."""
     if not floating:
         return g != e
     # Two float64 copies, then in place (`copy=True`: `.double()` of float64 is the input itself).
@@ -320,7 +385,7 @@ def _bad_mask(
     ok |= gf.sub_(ef).abs_() <= ef.abs_().mul_(rtol).add_(atol)
     del gf, ef
     if r64 is not None and not bool(ok.all()):
-        ok |= no_farther_from_fp64(g, e, r64, a64)
+        ok |= no_farther_from_fp64(g, e, r64, a64) & cancelling(e, r64, atol, rtol, a64)
     return ~ok
 
 
@@ -523,106 +588,21 @@ def _num(x: torch.Tensor) -> float | int | str:
     return v
 
 
-_HINT_NEVER_WRITTEN = (
-    "every element is NaN (the harness fills fresh allocations with NaN): "
-    "the output was never written"
-)
-_HINT_ALL_ZEROS = (
-    "the output is all zeros: it was probably never written (or written to another buffer)"
-)
-_HINT_FORMULA = "wrong almost everywhere: check the formula itself, not just the masks"
-
-
-def _hint_tail(first: int) -> str:
-    return (
-        f"elements from flat index {first} to the end are wrong while the first {first} are "
-        "right: the grid does not cover the whole output, or the last (partial) block is "
-        "masked off; check the grid size and the mask `offsets < n_elements`"
-    )
-
-
-def _hint_nan_blocks(nan_count: int) -> str:
-    return (
-        f"{nan_count} elements are NaN (never written: fresh allocations are filled with "
-        "NaN): some blocks or rows are not stored; check the grid and the store mask"
-    )
-
-
-def _hint_scattered(bad_count: int, n: int) -> str:
-    return f"{bad_count} of {n} elements wrong, scattered: check indexing and strides"
-
-
 def _tally_hint(t: _Tally, bad_count: int, n: int) -> str:
     """`pattern_hint` for outputs too large for whole copies: the same words, from counts (no
     row or column patterns)."""
     if t.nan_got == n and t.nan_expected == 0:
-        return _HINT_NEVER_WRITTEN
+        return HINT_NEVER_WRITTEN
     if t.zero_got == n and t.zero_expected < n:
-        return _HINT_ALL_ZEROS
+        return HINT_ALL_ZEROS
     if bad_count == n:
-        return _HINT_FORMULA
+        return HINT_FORMULA
     # Every bad index is >= the first one, so this many means all of them to the end.
     if bad_count == n - t.first_bad_flat:
-        return _hint_tail(t.first_bad_flat)
+        return hint_tail(t.first_bad_flat)
     if t.nan_got and t.bad_not_nan == 0:
-        return _hint_nan_blocks(t.nan_got)
-    return _hint_scattered(bad_count, n)
-
-
-def pattern_hint(g: torch.Tensor, e: torch.Tensor, bad: torch.Tensor) -> str:
-    """A guess at the cause, in words an LLM can act on (whole tensors, any device)."""
-    n = g.numel()
-    flat_bad = bad.reshape(-1)
-    nan_g = torch.isnan(g).reshape(-1)
-    if n and bool(nan_g.all()) and not bool(torch.isnan(e).any()):
-        return _HINT_NEVER_WRITTEN
-    if n and bool((g == 0).all()) and not bool((e == 0).all()):
-        return _HINT_ALL_ZEROS
-    if bool(flat_bad.all()):
-        if e.dim() >= 1 and e.shape[-1] > 1 and n > e.shape[-1]:
-            rows_g = g.reshape(-1, e.shape[-1])
-            rows_e = e.reshape(-1, e.shape[-1])
-            off = rows_g - rows_e
-            spread = (off.max(dim=1).values - off.min(dim=1).values).abs()
-            if bool((spread <= 1e-3 * (1 + rows_e.abs().max())).all()):
-                return (
-                    "every row is off by a constant: check the row reduction "
-                    "(max subtraction, sum, mean or the normaliser)"
-                )
-            ratio = rows_g / rows_e
-            if bool(torch.isfinite(ratio).all()):
-                rspread = ratio.max(dim=1).values - ratio.min(dim=1).values
-                if bool((rspread.abs() <= 1e-3).all()):
-                    return (
-                        "every row is off by a constant factor: check the normalisation "
-                        "(the sum / norm used to divide)"
-                    )
-        return _HINT_FORMULA
-    bad_idx = flat_bad.nonzero().reshape(-1)
-    first, last = int(bad_idx[0]), int(bad_idx[-1])
-    if last == n - 1 and int(bad_idx.numel()) == n - first:
-        if first == 0:
-            return "wrong almost everywhere"
-        return _hint_tail(first)
-    if nan_g.any() and bool((flat_bad == nan_g).all()):
-        return _hint_nan_blocks(int(nan_g.sum()))
-    if e.dim() >= 2:
-        cols = e.shape[-1]
-        bad2 = bad.reshape(-1, cols)
-        bad_cols = bad2.any(dim=0)
-        bad_rows = bad2.any(dim=1)
-        if bool(bad_cols.any()) and not bool(bad_cols.all()):
-            c0 = int(bad_cols.nonzero()[0])
-            if bool(bad_cols[c0:].all()):
-                return (
-                    f"columns {c0}..{cols - 1} are wrong in the affected rows: the last block of "
-                    "each row is mishandled; check the column mask for the last partial block"
-                )
-        if bool(bad_rows.any()) and not bool(bad_rows.all()):
-            rows = bad_rows.nonzero().reshape(-1).tolist()
-            shown = ", ".join(map(str, rows[:8])) + (" ..." if len(rows) > 8 else "")
-            return f"only some rows are wrong ({len(rows)} of {bad2.shape[0]}: {shown}): check the row indexing / program ids"
-    return _hint_scattered(int(bad_idx.numel()), n)
+        return hint_nan_blocks(t.nan_got)
+    return hint_scattered(bad_count, n)
 
 
 def summarise(r: MismatchReport) -> str:

@@ -15,7 +15,14 @@ from typing import Any
 
 import torch
 
-from tools.compare import CHUNK_ELEMS, mismatch_report, normalise_outputs
+from tools.compare import (
+    CHUNK_ELEMS,
+    fp32_claim_finding,
+    fp64_accepted,
+    mismatch_report,
+    normalise_outputs,
+)
+from tools.fp64_rule import ALLOWANCE_FACTOR, excuse_cap, excuse_cap_words
 from tools.job_common import _sync
 from tools.timing import Call
 
@@ -81,6 +88,8 @@ def reference_on_fresh(
     fp64_into: list | None = None,
     allowance_into: list | None = None,
     seed: int = 0,
+    tolerances: list[tuple[float, float]] | None = None,
+    caps_into: list | None = None,
 ) -> list:
     """The model's outputs on new values written by `fill`, computed in `inputs`' own buffers (no
     second input set on the device); the floating-point inputs then get their values back from
@@ -90,7 +99,9 @@ def reference_on_fresh(
     promoted) are appended to it, for `check_freshness`'s fp64 rule; nothing is appended where
     the model fails in float64 or forces its own dtype. `allowance_into` (a list, with
     `fp64_into`): the fp64 rule's allowance on those values (`fp32_error_allowance`, its draws
-    seeded from `seed`), appended where it could be made."""
+    seeded from `seed`), appended where it could be made; `caps_into` (a list, with
+    `allowance_into` and `tolerances`, per output (atol, rtol)): the rule's cap per output
+    (`tools.fp64_rule.excuse_cap`), appended beside it."""
     fill(inputs)
     if fp64_into is not None:
         fp64_into.extend(fp64_outputs(model, inputs))
@@ -112,7 +123,13 @@ def reference_on_fresh(
             fill(inputs)  # the same values again (`fill` is seeded); the draws perturb them
             return inputs
 
-        allowance_into.extend(fp32_error_allowance(model, again, expected, fp64_into, seed=seed))
+        made: dict = {}
+        allowance = fp32_error_allowance(
+            model, again, expected, fp64_into, seed=seed, record=made, tolerances=tolerances
+        )
+        allowance_into.extend(allowance)
+        if caps_into is not None and allowance and "outside" in made:
+            caps_into.extend(excuse_cap(n) for n in made["outside"])
     for x, original in zip(inputs, originals, strict=True):
         if isinstance(x, torch.Tensor) and x.is_floating_point():
             x.copy_(original)
@@ -147,14 +164,6 @@ comparison the one-draw rule leaves failing. Measured on the CPU
 (`benchmarks/fp64_draws_calibration.py`, output in `benchmarks/results/fp64_draws.md`)."""
 
 
-ALLOWANCE_FACTOR = 3.0
-"""The allowance is this times PyTorch's largest error over the draws. With errors of one
-spread, the largest of 9 draws is under the candidate's own about 10% of the time; three times
-it, 5e-4 of the time (Gaussian errors, 2M elements): a kernel as accurate as PyTorch loses
-about one element in 2,000 of those outside the tolerance, and one ten times less accurate
-still loses 59% of them."""
-
-
 ALLOWANCE_BUDGET_S = 60.0
 """Seconds the draws of one allowance may take (a trial's, in the judge or the timing job). Fewer
 draws only make the allowance smaller, so stopping early is never less strict: it bounds what a
@@ -183,6 +192,43 @@ def perturb_one_ulp(x: torch.Tensor, generator: torch.Generator) -> None:
         c.copy_(torch.where(keep, c, moved))
 
 
+def _perturbed_draw(model32, model64, weights: list, inputs: list, seed: int) -> tuple:
+    """One draw of `fp32_error_allowance`: `inputs` and the models' floating-point `weights`
+    ((fp32 tensor, fp64 tensor, original values)) moved an ulp (`perturb_one_ulp`, generators
+    seeded `seed`), then (fp32 outputs, fp64 outputs of the same moved values)."""
+    generators: dict[torch.device, torch.Generator] = {}
+
+    def generator(device: torch.device) -> torch.Generator:
+        if device not in generators:
+            generators[device] = torch.Generator(device=device).manual_seed(seed)
+        return generators[device]
+
+    for x in inputs:
+        if isinstance(x, torch.Tensor) and x.is_floating_point():
+            perturb_one_ulp(x, generator(x.device))
+    with torch.no_grad():
+        for w32, w64, values in weights:
+            w32.copy_(values)
+            perturb_one_ulp(w32, generator(w32.device))
+            w64.copy_(w32)
+        out32 = normalise_outputs(model32(*inputs))
+        promoted = [
+            x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+            for x in inputs
+        ]
+        del inputs
+        out64 = normalise_outputs(model64(*promoted))
+        del promoted
+    return out32, out64
+
+
+def _outside(o32: torch.Tensor, e: torch.Tensor, atol: float, rtol: float) -> int:
+    """Elements of one draw's fp32 output outside the tolerance of the trial's fp32 reference
+    (NaN compares False: a draw that went NaN raises no cap)."""
+    ed = e.to(o32.device).double()
+    return int(((o32.double() - ed).abs_() > ed.abs().mul_(rtol).add_(atol)).sum())
+
+
 def fp32_error_allowance(
     model: torch.nn.Module,
     make_inputs: Callable[[], list],
@@ -194,6 +240,7 @@ def fp32_error_allowance(
     factor: float = ALLOWANCE_FACTOR,
     budget_s: float | None = ALLOWANCE_BUDGET_S,
     record: dict | None = None,
+    tolerances: list[tuple[float, float]] | None = None,
 ) -> list:
     """PyTorch's largest fp32 error at each output element over `draws` + 1 draws: the trial's
     own (|expected - reference64|) and `draws` more, each on the trial's inputs with every
@@ -207,7 +254,11 @@ def fp32_error_allowance(
 
     `make_inputs()` returns the trial's inputs afresh each call (the same values; the draws
     perturb them in place). No draw starts once the ones made, at their average time, would
-    take the next past `budget_s`; `record["draws"]` (where given) gets the number made."""
+    take the next past `budget_s`; `record["draws"]` (where given) gets the number made.
+    `tolerances` (per output, (atol, rtol)): `record["outside"]` gets, per output, the most
+    elements any one draw's fp32 output had outside that tolerance of `expected` (PyTorch as a
+    candidate against itself: what the fp64 rule's cap, `tools.fp64_rule.excuse_cap`, is made
+    from; 0 where no draw was made)."""
     import copy
 
     if not expected or len(reference64) != len(expected):
@@ -233,40 +284,18 @@ def fp32_error_allowance(
             if w32.is_floating_point() and w64.is_floating_point()
         ]
         start, made = time.monotonic(), 0
+        outside = [0] * len(allowance)
         for k in range(draws):
             spent = time.monotonic() - start
             if k and budget_s is not None and spent + spent / k > budget_s:
                 break
-            inputs = make_inputs()
-            generators: dict[torch.device, torch.Generator] = {}
-            for x in inputs:
-                if isinstance(x, torch.Tensor) and x.is_floating_point():
-                    if x.device not in generators:
-                        generators[x.device] = torch.Generator(device=x.device).manual_seed(
-                            seed * 1000 + k
-                        )
-                    perturb_one_ulp(x, generators[x.device])
-            with torch.no_grad():
-                for w32, w64, values in weights:
-                    if w32.device not in generators:
-                        generators[w32.device] = torch.Generator(device=w32.device).manual_seed(
-                            seed * 1000 + k
-                        )
-                    w32.copy_(values)
-                    perturb_one_ulp(w32, generators[w32.device])
-                    w64.copy_(w32)
-                out32 = normalise_outputs(model32(*inputs))
-                promoted = [
-                    x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
-                    for x in inputs
-                ]
-                del inputs
-                out64 = normalise_outputs(model64(*promoted))
-                del promoted
+            out32, out64 = _perturbed_draw(
+                model32, model64, weights, make_inputs(), seed * 1000 + k
+            )
             _sync()
             if len(out32) != len(allowance) or len(out64) != len(allowance):
                 return []
-            for a, o32, o64 in zip(allowance, out32, out64, strict=True):
+            for j, (a, o32, o64) in enumerate(zip(allowance, out32, out64, strict=True)):
                 if (
                     not isinstance(o32, torch.Tensor)
                     or not isinstance(o64, torch.Tensor)
@@ -280,10 +309,14 @@ def fp32_error_allowance(
                 err = (o32.double() - o64).abs_().float().nan_to_num_(0.0, 0.0, 0.0)
                 torch.fmax(a, err.to(a.device), out=a)
                 del err
+                if tolerances is not None and j < len(tolerances):
+                    outside[j] = max(outside[j], _outside(o32, expected[j], *tolerances[j]))
             del out32, out64
             made += 1
         if record is not None:
             record["draws"] = made
+            if tolerances is not None:
+                record["outside"] = outside
         for a in allowance:
             a.mul_(factor)
         return allowance
@@ -314,6 +347,7 @@ def check_freshness(
     chunk_elems: int = CHUNK_ELEMS,
     expected64: list | None = None,
     allowance64: list | None = None,
+    excuse_caps: list | None = None,
 ) -> dict[str, Any]:
     """Write new values into the very buffers the candidate was timed on and check its output.
 
@@ -325,8 +359,9 @@ def check_freshness(
     float64 (`reference_on_fresh(fp64_into=...)`), for a candidate the judge accepted through
     its fp64 rule: an fp32 element outside the tolerance is then still correct where it is no
     farther from the fp64 value than the fp32 reference is, the judge's own rule
-    (`tools.compare.no_farther_from_fp64`), with `allowance64` (`reference_on_fresh(
-    allowance_into=...)`) as the judge's allowance over several draws."""
+    (`tools.fp64_rule.no_farther_from_fp64`), with `allowance64` (`reference_on_fresh(
+    allowance_into=...)`) as the judge's allowance over several draws, and `excuse_caps` (per
+    output, `tools.fp64_rule.excuse_cap`) as its cap, where the caller made them."""
     if not any(isinstance(x, torch.Tensor) and x.is_floating_point() for x in bufs):
         return {"checked": False, "ok": True, "message": "no floating-point inputs to rewrite"}
     if callable(fresh):
@@ -346,6 +381,7 @@ def check_freshness(
         chunk_elems=chunk_elems,
         expected64=expected64,
         allowance64=allowance64,
+        excuse_caps=excuse_caps,
     )
 
 
@@ -358,11 +394,14 @@ def fresh_finding(
     chunk_elems: int = CHUNK_ELEMS,
     expected64: list | None = None,
     allowance64: list | None = None,
+    excuse_caps: list | None = None,
     during_timing: bool = False,
 ) -> dict[str, Any]:
     """The freshness check's finding on a call's `outputs` (made on the new values), against
-    `expected`, the reference on them (see `check_freshness` for `expected64`/`allowance64`).
-    `during_timing`: the call was one of the timed ones (`tools.timing.Freshness`)."""
+    `expected`, the reference on them (see `check_freshness` for `expected64`/`allowance64`/
+    `excuse_caps`: the judge's fp64 rule, its fp32 claim and its cap, `tools.compare.
+    compare_outputs`). `during_timing`: the call was one of the timed ones
+    (`tools.timing.Freshness`)."""
     got = normalise_outputs(outputs)
     where = "during the timing" if during_timing else "after the timing"
     if len(got) != len(expected):
@@ -405,5 +444,24 @@ def fresh_finding(
                 "message": f"output {i}: {report.bad_count} of {e.numel()} elements wrong after "
                 f"new values were written into the same input buffers ({where}; a result "
                 "cached by the input's address, or a timed call that skipped the work?)",
+            }
+        if r64 is None or a64 is None:
+            continue
+        # The rule excused elements here: the judge's fp32 claim and cap hold on these values too.
+        n, _ = fp64_accepted(g, e, r64, atol, rtol, chunk_elems=chunk_elems, allowance64=a64)
+        if not n:
+            continue
+        refusal = fp32_claim_finding(
+            g, e, r64, a64, output_index=i, excused=n, chunk_elems=chunk_elems
+        )
+        cap = excuse_caps[i] if excuse_caps and len(excuse_caps) == len(expected) else None
+        if refusal is None and isinstance(cap, int) and n > cap:
+            refusal = excuse_cap_words(n, cap, e.numel(), output_index=i)
+        if refusal is not None:
+            return {
+                "checked": True,
+                "ok": False,
+                "message": f"{refusal} (on new values written into the same input buffers, "
+                f"{where})",
             }
     return {"checked": True, "ok": True, "message": "output follows new values in the same buffers"}

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from tools.compare import Tolerance, compare_outputs
+from tools.fp64_rule import excuse_cap
 from tools.freshness import fp32_error_allowance, fp64_outputs
 from tools.handover import MAX_OUTPUTS, HandoverError, import_output
 from tools.job_common import (
@@ -168,6 +169,8 @@ class _Fp64Reference:
         self.done = False
         self.allowance_: list | None = None
         self.allowance_done = False
+        self.caps: list[int | None] | None = None
+        """The fp64 rule's cap per output (`tools.fp64_rule.excuse_cap`), made with the allowance."""
         self.draws = 0
         """Draws made beside the trial's own for `allowance()` (fewer than `FP32_DRAWS` where
         its time budget ran out)."""
@@ -179,6 +182,7 @@ class _Fp64Reference:
     def new_trial(self, msg: dict | None, expected: list) -> None:
         self.msg, self.expected, self.outputs, self.done = msg, expected, None, False
         self.allowance_, self.allowance_done, self.draws = None, False, 0
+        self.caps = None
         self.samples_: list[PrecisionSample | None] | None = None
         self.samples_done, self.skipped = False, ""
 
@@ -265,11 +269,12 @@ class _Fp64Reference:
         self.sample_runs, self.sample_runs_s = n + 1, spent + time.perf_counter() - t0
         return full
 
-    def allowance(self) -> list | None:
+    def allowance(self, tol: Tolerance | None = None) -> list | None:
         """PyTorch's largest fp32 error per element over the trial's inputs and `FP32_DRAWS`
         copies of them an ulp away (`tools.freshness.fp32_error_allowance`), beside `get()`'s
         fp64 outputs; made only when asked for, at most once a trial; None where it does not
-        apply or fails."""
+        apply or fails. With `tol`, `caps` gets the rule's cap per output from the same draws
+        (`tools.fp64_rule.excuse_cap`)."""
         if not self.allowance_done:
             self.allowance_done = True
             reference64 = self.get()
@@ -283,9 +288,12 @@ class _Fp64Reference:
                     reference64,
                     seed=int(msg["seed"]),
                     record=made,
+                    tolerances=[tol.for_dtype(e.dtype) for e in self.expected] if tol else None,
                 )
                 self.allowance_ = out or None
                 self.draws = int(made.get("draws", 0)) if out else 0
+                if out and "outside" in made:
+                    self.caps = [excuse_cap(n) for n in made["outside"]]
         return self.allowance_
 
     def get(self) -> list | None:
@@ -431,7 +439,7 @@ def _compare(
     """One run's outputs against the trial's reference. Where fp32 values fall outside the
     tolerance, they are compared again with the fp64 reference (`fp64`, made then): an element
     no farther from it than PyTorch's own fp32 value is counts as correct
-    (`tools.compare.no_farther_from_fp64`), and the finding says how many were. With
+    (`tools.fp64_rule.no_farther_from_fp64`), and the finding says how many were. With
     `precision_check`, outputs that match are also checked for lower-precision arithmetic."""
     descs = msg.get("compare")
     run = str(msg.get("run", "first"))
@@ -454,15 +462,12 @@ def _compare(
         draws, skipped = 0, ""
         if diff.kind == "value" and fp64 is not None:
             reference64 = fp64.get()
+            # PyTorch's error at an element is one draw, so the rule takes its largest over
+            # more draws (inputs an ulp away); the same draws give the cancellation condition,
+            # the cap on the elements excused and the fp32 claim over the whole output
+            # (issue 35), so they are made whenever the rule is asked to excuse anything.
+            allowance = fp64.allowance(tol) if reference64 is not None else None
             if reference64 is not None:
-                diff = compare_outputs(
-                    got, expected, tol, trial=trial, run=run, reference64=reference64
-                )
-                _sync()
-            # Still outside: PyTorch's error at an element is one draw, so the rule takes its
-            # largest over more draws (inputs an ulp away) before it calls the element wrong.
-            allowance = fp64.allowance() if diff.kind == "value" and reference64 else None
-            if allowance is not None:
                 diff = compare_outputs(
                     got,
                     expected,
@@ -471,9 +476,10 @@ def _compare(
                     run=run,
                     reference64=reference64,
                     allowance64=allowance,
+                    excuse_caps=fp64.caps if allowance is not None else None,
                 )
                 _sync()
-                draws = fp64.draws
+                draws = fp64.draws if allowance is not None else 0
         if diff.kind == "ok" and precision_check and fp64 is not None:
             samples = fp64.samples()
             finding = (
@@ -498,6 +504,8 @@ def _compare(
         out["fp64_accepted_max_ref_err"] = diff.accepted_max_ref_err
     if draws:
         out["fp64_draws"] = draws + 1
+    if diff.accepted and diff.excuse_cap is not None:
+        out["fp64_cap"] = diff.excuse_cap
     if skipped:
         out["precision_skipped"] = skipped
     return out
