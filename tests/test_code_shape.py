@@ -38,8 +38,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "tools/freshness.py:fp32_error_allowance": 106,
     "tools/isolation.py:drop_privileges": 87,
     "tools/judge.py:_compare": 81,
-    "tools/profile.py:_verify_and_time": 103,
-    "tools/profile.py:assemble": 118,
     "tools/triton_conv.py:_conv_split_launch": 110,
     "tools/triton_conv.py:triton_convolution": 93,
     "tools/verdict_rules.py:_judge_reply": 222,

@@ -119,6 +119,9 @@ def refuted(r: ProfileResult) -> Verdict:
 def _verify_and_time(
     prob: Problem, source: str, kpath: str, v: Verifier, opts: ProfileOptions, compiled: str
 ) -> ProfileResult:
+    """Verify; on a GPU, time the verified kernel in an exclusive timing job
+    (`_run_timing_job`, seeded with the verification's compiled kernels in `compiled`) and
+    assemble its reply; remember the baselines and re-verify an implausible speedup."""
     import torch
 
     base = dict(
@@ -143,6 +146,27 @@ def _verify_and_time(
             "GPU (Triton interpreter timings on the CPU say nothing about GPU speed)",
             **base,
         )
+    outcome = _run_timing_job(prob, source, kpath, v, opts, compiled, verdict)
+    result = _from_outcome(outcome, verdict, v, opts, base)
+    if result.status not in ("not_verified", "unavailable"):
+        remember_baselines(outcome.value, prob, opts)
+        _maybe_reverify(result, prob, source, kpath, v, opts)
+    return result
+
+
+def _run_timing_job(
+    prob: Problem,
+    source: str,
+    kpath: str,
+    v: Verifier,
+    opts: ProfileOptions,
+    compiled: str,
+    verdict: Verdict,
+) -> Any:
+    """The timing job (`tools.profile_worker.profile_job`) of a verified kernel, alone on its
+    GPU, with the cached baselines and device peaks. Returns its `JobOutcome`."""
+    import torch
+
     cache = load_cache() if opts.use_cache else {"baselines": {}, "peaks": {}}
     cached_baselines = (
         {}
@@ -150,7 +174,7 @@ def _verify_and_time(
         else cached_baselines_for(cache, prob.digest, torch.__version__, installed_triton_version())
     )
     atol, rtol = verdict.atol or 1e-4, verdict.rtol or 1e-4
-    outcome = v.sandbox.run(
+    return v.sandbox.run(
         profile_job,
         prob.source,
         os.path.abspath(prob.path),
@@ -183,6 +207,14 @@ def _verify_and_time(
         exclusive=True,
         triton_cache_in=compiled,
     )
+
+
+def _from_outcome(
+    outcome: Any, verdict: Verdict, v: Verifier, opts: ProfileOptions, base: dict[str, Any]
+) -> ProfileResult:
+    """The result of a timing job: refuted when it crashed or timed out, unavailable when it
+    failed, else its reply assembled (`assemble`; a reply the harness could not have written
+    refutes the kernel)."""
     if outcome.kind in ("crash", "timeout"):
         return ProfileResult(
             status="not_verified",
@@ -202,9 +234,8 @@ def _verify_and_time(
             message=f"the timing job failed: {outcome.error[-1500:]}",
             **base,
         )
-    data = outcome.value
     try:
-        result = assemble(data, verdict, opts, **base)
+        return assemble(outcome.value, verdict, opts, **base)
     except Exception as exc:  # noqa: BLE001 - the candidate shares the job's process
         return ProfileResult(
             status="not_verified",
@@ -215,10 +246,6 @@ def _verify_and_time(
             refuted_by="crash",
             **base,
         )
-    if result.status not in ("not_verified", "unavailable"):
-        remember_baselines(data, prob, opts)
-        _maybe_reverify(result, prob, source, kpath, v, opts)
-    return result
 
 
 def timing_memory_mb(opts: ProfileOptions, verdict: Verdict) -> int:
@@ -257,7 +284,43 @@ def _figure(footprint: Any, name: str) -> int | None:
 def assemble(
     data: dict[str, Any], verdict: Verdict, opts: ProfileOptions, **base: Any
 ) -> ProfileResult:
-    """Turn a timing job's raw data into the result. Pure: no I/O (testable on CPU)."""
+    """Turn a timing job's raw data into the result. Pure: no I/O (testable on CPU).
+
+    In order: the result opened with the device and the baselines (`_opened`); refuted where
+    the job failed, broke the rules or returned a stale result (`_refused`); the candidate's
+    timings, speedups and evidence (`_timed`); the status against `opts.baseline`."""
+    r = _opened(data, verdict, base)
+    if r.status == "unavailable":
+        return r
+    b = data.get("baselines") or {}
+    if _refused(r, data):
+        return r
+    noisy = _timed(r, data, b, opts)
+    chosen = r.chosen_speedup
+    if noisy:
+        r.status = "noisy"
+        runs = ", ".join(format_ms(s.median_ms) for s in r.candidate_runs)
+        r.message = (
+            f"timings not trusted: {len(r.candidate_runs)} independent sequences of the same "
+            f"kernel disagree ({runs}) beyond the noise floor; re-run on a quiet GPU"
+        )
+    elif chosen is None:
+        r.status = "unavailable"
+        r.message = f"the {opts.baseline} baseline could not be timed; see the notes"
+    elif chosen.value > 1.0:
+        r.status = "ok"
+        r.message = f"correct and {chosen.value:.2f}x faster than {_baseline_name(opts.baseline)}"
+    else:
+        r.status = "slower"
+        r.message = (
+            f"correct but {1 / chosen.value:.2f}x slower than {_baseline_name(opts.baseline)}"
+        )
+    return r
+
+
+def _opened(data: dict[str, Any], verdict: Verdict, base: dict[str, Any]) -> ProfileResult:
+    """The result with what the job measured before the candidate: the device, its peaks, the
+    baselines; status `unavailable` when the job found no GPU, else `ok` for now."""
     base.setdefault("torch_version", data.get("torch_version", ""))
     base["torch_version"] = data.get("torch_version") or base["torch_version"]
     r = ProfileResult(
@@ -291,25 +354,39 @@ def assemble(
         r.notes.append(f"eager at full fp32 not timed: {b['eager_fp32_error']}")
     if b.get("compile_error"):
         r.notes.append(f"torch.compile baseline unavailable: {b['compile_error']}")
+    return r
+
+
+def _refused(r: ProfileResult, data: dict[str, Any]) -> bool:
+    """Whether the timing job refutes the verified kernel (status `not_verified`, `refuted_by`
+    and the message set): it failed while being timed, broke the sandbox rules, or the
+    freshness check found a stale result. Records the freshness finding either way."""
     if "error" in data:
         r.status = "not_verified"
         r.message = (
             f"the candidate passed verification but failed while being timed ({data['error']})"
         )
         r.notes.append(data.get("traceback", "")[-1500:])
-        return r
+        return True
     if data.get("violations"):
         r.status, r.refuted_by = "not_verified", "rules"
         r.message = (
             f"the candidate broke the sandbox rules while being timed: {data['violations'][0]}"
         )
-        return r
+        return True
     fresh = data.get("fresh") or {}
     r.freshness = fresh
     if not fresh.get("ok", True):
         r.status, r.refuted_by = "not_verified", "stale"
         r.message = f"not a real kernel result: {fresh.get('message')}"
-        return r
+        return True
+    return False
+
+
+def _timed(r: ProfileResult, data: dict[str, Any], b: dict[str, Any], opts: ProfileOptions) -> bool:
+    """The candidate's timed sequences (pooled where they agree), its speedups over the
+    baselines, the per-kernel breakdown and time by class, the trace, KernelBench's numbers,
+    host time and the roofline. Returns whether the sequences disagree (noisy)."""
     samples = data["candidate_samples"]
     r.candidate_runs = [summarize(s) for s in samples]
     keep, noisy = settle(r.candidate_runs, opts.noise_floor)
@@ -352,26 +429,7 @@ def assemble(
             peak_flops=peak,
             compute_roof=roof,
         )
-    chosen = r.chosen_speedup
-    if noisy:
-        r.status = "noisy"
-        runs = ", ".join(format_ms(s.median_ms) for s in r.candidate_runs)
-        r.message = (
-            f"timings not trusted: {len(r.candidate_runs)} independent sequences of the same "
-            f"kernel disagree ({runs}) beyond the noise floor; re-run on a quiet GPU"
-        )
-    elif chosen is None:
-        r.status = "unavailable"
-        r.message = f"the {opts.baseline} baseline could not be timed; see the notes"
-    elif chosen.value > 1.0:
-        r.status = "ok"
-        r.message = f"correct and {chosen.value:.2f}x faster than {_baseline_name(opts.baseline)}"
-    else:
-        r.status = "slower"
-        r.message = (
-            f"correct but {1 / chosen.value:.2f}x slower than {_baseline_name(opts.baseline)}"
-        )
-    return r
+    return noisy
 
 
 def kernelbench_summary(kb: Any) -> dict[str, Any] | None:
