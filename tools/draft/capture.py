@@ -75,20 +75,72 @@ def count_state_tensors(model: Any) -> int:
 def capture_inductor(
     problem: LoadedProblem, device: str, dynamic: bool = False, settings: str = "default"
 ) -> Capture:
+    """Compile the problem's Model with Inductor (one graph, `dynamic` sizes or the problem's)
+    under the drafter's settings and patches (`_config_patches`, `_lowering_patches`) and run
+    it once, capturing the wrapper source Inductor generates, the compiled module (GPU), and
+    each graph input's source, shape and size symbols (`_capture_hooks`). On the CPU the
+    compile stops once the wrapper source exists."""
     import torch
     import torch._dynamo
-    import torch._inductor.config as inductor_config
+
+    stop_at_source = device == "cpu"
+    seen, save_output_code, compile_to_module, backend = _capture_hooks(stop_at_source)
+    with contextlib.ExitStack() as stack:
+        scan_pass = _config_patches(stack, problem, device, dynamic, settings)
+        _lowering_patches(stack, settings, stop_at_source, save_output_code, compile_to_module)
+        torch._dynamo.reset()
+        compiled = torch.compile(problem.model, backend=backend, fullgraph=True, dynamic=dynamic)
+        try:
+            with torch.no_grad():
+                compiled(*problem.inputs)
+        except Exception as exc:
+            if not (stop_at_source and seen["wrappers"] and _caused_by(exc, _WrapperCaptured)):
+                raise DraftUnsupportedError(
+                    f"torch.compile failed on this problem: {type(exc).__name__}: {first_line(exc)}"
+                ) from exc
+        finally:
+            torch._dynamo.reset()
+    wrappers, graph_inputs, modules = seen["wrappers"], seen["graph_inputs"], seen["modules"]
+    if len(wrappers) != 1 or len(graph_inputs) != 1:
+        raise DraftUnsupportedError(
+            f"expected one Inductor graph, got {len(wrappers)} wrappers for {len(graph_inputs)} graphs"
+        )
+    guards, symbol_sources = _guards_and_symbols(seen["shape_envs"])
+    return Capture(
+        wrappers[0],
+        graph_inputs[0],
+        modules[0] if modules else None,
+        seen["sources"],
+        seen["shapes"],
+        guards,
+        symbol_sources,
+        scan_pass.rewritten,
+        0
+        if not dynamic or parameter_shapes_symbolic(problem.model)
+        else count_state_tensors(problem.model),
+    )
+
+
+def _capture_hooks(stop_at_source: bool) -> tuple[dict[str, list[Any]], Any, Any, Any]:
+    """What Inductor is made to hand over, and the three hooks that collect it: the wrapper
+    source (`save_output_code`; raises `_WrapperCaptured` when `stop_at_source`), the compiled
+    module (`compile_to_module`), and the backend that records each graph input's source,
+    traced shape and size symbols before compiling. Returns (what was seen, the hooks)."""
+    import torch
     from torch._inductor.compile_fx import compile_fx
     from torch._inductor.graph import GraphLowering
-    from torch._inductor.select_algorithm import AlgorithmSelectorCache
 
-    wrappers: list[str] = []
-    graph_inputs: list[list[Any]] = []
-    modules: list[Any] = []
-    stop_at_source = device == "cpu"
+    seen: dict[str, list[Any]] = {
+        "wrappers": [],
+        "graph_inputs": [],
+        "modules": [],
+        "sources": [],
+        "shapes": [],
+        "shape_envs": [],
+    }
 
     def save_output_code(code: str) -> None:
-        wrappers.append(code)
+        seen["wrappers"].append(code)
         if stop_at_source:
             raise _WrapperCaptured()
 
@@ -96,119 +148,132 @@ def capture_inductor(
 
     def compile_to_module(self: Any) -> Any:
         module = original_compile_to_module(self)
-        modules.append(module)
+        seen["modules"].append(module)
         return module
-
-    sources: list[str | None] = []
-    shapes: list[tuple[Any, ...] | None] = []
-    shape_envs: list[Any] = []
 
     def backend(gm: Any, example_inputs: list[Any]) -> Any:
         # A restarted analysis (dynamo retracing after tensorifying a Python float failed)
         # calls the backend again for the same graph: only the last call counts.
-        for seen in (graph_inputs, sources, shapes, shape_envs):
-            seen.clear()
-        graph_inputs.append(list(example_inputs))
+        for key in ("graph_inputs", "sources", "shapes", "shape_envs"):
+            seen[key].clear()
+        seen["graph_inputs"].append(list(example_inputs))
         for node in (n for n in gm.graph.nodes if n.op == "placeholder"):
             grapharg = node.meta.get("grapharg")
             source = getattr(grapharg, "source", None)
-            sources.append(source.name if source is not None else None)
+            seen["sources"].append(source.name if source is not None else None)
             value = node.meta.get("example_value")
-            shapes.append(tuple(value.shape) if isinstance(value, torch.Tensor) else None)
+            seen["shapes"].append(tuple(value.shape) if isinstance(value, torch.Tensor) else None)
             if isinstance(value, torch.SymInt):
-                shape_envs.append(value.node.shape_env)
+                seen["shape_envs"].append(value.node.shape_env)
             elif isinstance(value, torch.Tensor):
                 for size in value.shape:
                     if isinstance(size, torch.SymInt):
-                        shape_envs.append(size.node.shape_env)
+                        seen["shape_envs"].append(size.node.shape_env)
         return compile_fx(gm, example_inputs)
 
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(inductor_config.patch(inductor_options(device, settings)))
-        # No channels-last copies around convolutions, static or dynamic: `triton_convolution`
-        # reads any layout from its tensors, and X_SPLIT makes its own channels-last copy. With
-        # symbolic sizes Inductor sized them with the channel counts fixed (level1/55: a (s77, 8,
-        # h, w) buffer). With fixed sizes it copied the input and weights channels-last, and the
-        # output back after the convolution: the static twins of level1/55, 57 and level2/17, 52
-        # (the sized path) timed 1.4-2.0x slower than their dynamic drafts on the H200 (session 12).
-        stack.enter_context(
-            inductor_config.patch(existing_options(inductor_config, {"layout_optimization": False}))
-        )
-        # A scan's exponents (exp of differences of cumulative sums: Mamba2) in fp64, rounded
-        # to fp32 once: in fp32 they carry most of the error (tools/draft/scan_precision.py).
-        scan_pass = exponents_in_fp64_pass()
-        stack.enter_context(
-            inductor_config.patch(
-                existing_options(inductor_config, {"post_grad_custom_pre_pass": scan_pass})
-            )
-        )
-        if dynamic:
-            # No duck sizing: two dims that happen to be equal (batch 16, dim 16) stay two sizes.
-            import torch.fx.experimental._config as fx_config
+    return seen, save_output_code, compile_to_module, backend
 
-            stack.enter_context(
-                fx_config.patch(existing_options(fx_config, {"use_duck_shape": False}))
-            )
-            # Parameter shapes and modules' int attributes (LayerNorm's normalized_shape)
-            # symbolic too: they follow the constructor's arguments.
-            symbolic = parameter_shapes_symbolic(problem.model)
-            stack.enter_context(
-                torch._dynamo.config.patch(
-                    existing_options(
-                        torch._dynamo.config,
-                        {
-                            "force_parameter_static_shapes": not symbolic,
-                            "force_nn_module_property_static_shapes": not symbolic,
-                            "allow_unspec_int_on_nn_module": symbolic,
-                        },
-                    )
+
+def _config_patches(
+    stack: contextlib.ExitStack,
+    problem: LoadedProblem,
+    device: str,
+    dynamic: bool,
+    settings: str,
+) -> Any:
+    """Inductor's, FX's and Dynamo's settings for the draft, entered on `stack`. Returns the
+    post-grad pass that computes a scan's exponents in fp64 (it counts what it rewrote)."""
+    import torch
+    import torch._inductor.config as inductor_config
+
+    stack.enter_context(inductor_config.patch(inductor_options(device, settings)))
+    # No channels-last copies around convolutions, static or dynamic: `triton_convolution`
+    # reads any layout from its tensors, and X_SPLIT makes its own channels-last copy. With
+    # symbolic sizes Inductor sized them with the channel counts fixed (level1/55: a (s77, 8,
+    # h, w) buffer). With fixed sizes it copied the input and weights channels-last, and the
+    # output back after the convolution: the static twins of level1/55, 57 and level2/17, 52
+    # (the sized path) timed 1.4-2.0x slower than their dynamic drafts on the H200 (session 12).
+    stack.enter_context(
+        inductor_config.patch(existing_options(inductor_config, {"layout_optimization": False}))
+    )
+    # A scan's exponents (exp of differences of cumulative sums: Mamba2) in fp64, rounded
+    # to fp32 once: in fp32 they carry most of the error (tools/draft/scan_precision.py).
+    scan_pass = exponents_in_fp64_pass()
+    stack.enter_context(
+        inductor_config.patch(
+            existing_options(inductor_config, {"post_grad_custom_pre_pass": scan_pass})
+        )
+    )
+    if dynamic:
+        # No duck sizing: two dims that happen to be equal (batch 16, dim 16) stay two sizes.
+        import torch.fx.experimental._config as fx_config
+
+        stack.enter_context(fx_config.patch(existing_options(fx_config, {"use_duck_shape": False})))
+        # Parameter shapes and modules' int attributes (LayerNorm's normalized_shape)
+        # symbolic too: they follow the constructor's arguments.
+        symbolic = parameter_shapes_symbolic(problem.model)
+        stack.enter_context(
+            torch._dynamo.config.patch(
+                existing_options(
+                    torch._dynamo.config,
+                    {
+                        "force_parameter_static_shapes": not symbolic,
+                        "force_nn_module_property_static_shapes": not symbolic,
+                        "allow_unspec_int_on_nn_module": symbolic,
+                    },
                 )
             )
-        stack.enter_context(
-            unittest.mock.patch.object(
-                GraphLowering, "save_output_code", staticmethod(save_output_code)
-            )
         )
-        stack.enter_context(
-            unittest.mock.patch.object(GraphLowering, "compile_to_module", compile_to_module)
+    return scan_pass
+
+
+def _lowering_patches(
+    stack: contextlib.ExitStack,
+    settings: str,
+    stop_at_source: bool,
+    save_output_code: Any,
+    compile_to_module: Any,
+) -> None:
+    """The hooks into Inductor's lowering (the wrapper source, the compiled module, the
+    template choices kept), and the drafter's patches of what Inductor generates
+    (`tools.draft.inductor_patches`), entered on `stack`."""
+    from torch._inductor.graph import GraphLowering
+    from torch._inductor.select_algorithm import AlgorithmSelectorCache
+
+    stack.enter_context(
+        unittest.mock.patch.object(
+            GraphLowering, "save_output_code", staticmethod(save_output_code)
         )
-        stack.enter_context(
-            unittest.mock.patch.object(
-                AlgorithmSelectorCache,
-                "__call__",
-                choices_kept(
-                    AlgorithmSelectorCache.__call__,
-                    first_only=stop_at_source,
-                    conv_templates=settings == "inductor_conv",
-                ),
-            )
+    )
+    stack.enter_context(
+        unittest.mock.patch.object(GraphLowering, "compile_to_module", compile_to_module)
+    )
+    stack.enter_context(
+        unittest.mock.patch.object(
+            AlgorithmSelectorCache,
+            "__call__",
+            choices_kept(
+                AlgorithmSelectorCache.__call__,
+                first_only=stop_at_source,
+                conv_templates=settings == "inductor_conv",
+            ),
         )
-        if stop_at_source:
-            stack.enter_context(stand_in_driver_if_needed())
-            stack.enter_context(conv_bias_peeled())
-        stack.enter_context(avg_pool_in_triton())
-        stack.enter_context(max_pool1d_as_2d())
-        stack.enter_context(group_norm_with_symbolic_groups())
-        stack.enter_context(attention_as_math())
-        stack.enter_context(warnings_outside_graph())
-        stack.enter_context(attention_as_math())
-        stack.enter_context(warnings_outside_graph())
-        torch._dynamo.reset()
-        compiled = torch.compile(problem.model, backend=backend, fullgraph=True, dynamic=dynamic)
-        try:
-            with torch.no_grad():
-                compiled(*problem.inputs)
-        except Exception as exc:
-            if not (stop_at_source and wrappers and _caused_by(exc, _WrapperCaptured)):
-                raise DraftUnsupportedError(
-                    f"torch.compile failed on this problem: {type(exc).__name__}: {first_line(exc)}"
-                ) from exc
-        finally:
-            torch._dynamo.reset()
-    if len(wrappers) != 1 or len(graph_inputs) != 1:
-        raise DraftUnsupportedError(
-            f"expected one Inductor graph, got {len(wrappers)} wrappers for {len(graph_inputs)} graphs"
-        )
+    )
+    if stop_at_source:
+        stack.enter_context(stand_in_driver_if_needed())
+        stack.enter_context(conv_bias_peeled())
+    stack.enter_context(avg_pool_in_triton())
+    stack.enter_context(max_pool1d_as_2d())
+    stack.enter_context(group_norm_with_symbolic_groups())
+    stack.enter_context(attention_as_math())
+    stack.enter_context(warnings_outside_graph())
+    stack.enter_context(attention_as_math())
+    stack.enter_context(warnings_outside_graph())
+
+
+def _guards_and_symbols(shape_envs: list[Any]) -> tuple[list[str], dict[str, str]]:
+    """A dynamic draft's assumptions about sizes (the shape environment's guards) and its size
+    symbols as Python inside `forward` (`s27` -> `x.shape[1]`)."""
     guards, symbol_sources = [], {}
     if shape_envs:
         env = shape_envs[0]
@@ -217,19 +282,7 @@ def capture_inductor(
             if where:
                 with contextlib.suppress(Exception):
                     symbol_sources[str(symbol)] = source_expr(where[0].name)
-    return Capture(
-        wrappers[0],
-        graph_inputs[0],
-        modules[0] if modules else None,
-        sources,
-        shapes,
-        guards,
-        symbol_sources,
-        scan_pass.rewritten,
-        0
-        if not dynamic or parameter_shapes_symbolic(problem.model)
-        else count_state_tensors(problem.model),
-    )
+    return guards, symbol_sources
 
 
 def _caused_by(exc: BaseException | None, kind: type[BaseException]) -> bool:

@@ -258,13 +258,84 @@ def _draft(
 ) -> DraftResult:
     """One draft. `conv_from`: a draft of the same problem whose convolution calls were picked
     at draft time: its picks are copied instead of timed again, and no epilogue is fused (the
-    sized path's static draft, `_with_sized_path`)."""
+    sized path's static draft, `_with_sized_path`).
+
+    Its steps: the reference's forward and Inductor's capture (`_reference_and_capture`), the
+    kernels loaded and rewritten (`_rewritten_kernels`), the graph inputs as expressions of
+    forward (`_call_args`), the host code rewritten with the kernel libraries it needs
+    (`_kernel_libraries`), the outputs and kept state (`_outputs_and_state`), the notes on
+    library calls (`_library_notes`), the candidate assembled (`_assembled`), the launch
+    parameters picked on the GPU (`_picked_on_the_gpu`)."""
     import torch
 
     notes = list(notes_before)
     phases = _Phases()
     forward_args, forward_names = forward_signature(problem)
     vararg = forward_args.vararg.arg if forward_args.vararg else None
+    reference, state, capture = _reference_and_capture(problem, device, dynamic, settings, phases)
+    kernels, kernel_rewriter = _rewritten_kernels(capture, device, notes)
+    call_args, scalars, symbols = _call_args(problem, capture, forward_names, vararg, dynamic)
+    first_tensor = next(
+        (i for i, v in enumerate(capture.graph_inputs) if isinstance(v, torch.Tensor)), 0
+    )
+    call, host, n_args = rewrite_host(capture.wrapper, kernels, not dynamic, scalars, first_tensor)
+    libraries = _kernel_libraries(call, host, notes)
+    if n_args != len(capture.graph_inputs):
+        raise DraftUnsupportedError(
+            f"Inductor's call takes {n_args} tensors but the graph had {len(capture.graph_inputs)} inputs"
+        )
+    sizes_doc, fixed = describe_sizes(capture, call_args, forward_names, vararg, symbols, dynamic)
+    notes.append(sizes_doc.replace("\n", " "))
+    if host.gemms:
+        notes.append(
+            f"GEMMs ({', '.join(host.gemms)}) use this project's template (tools/gemm_template.py), "
+            "input_precision tf32x3 for fp32 operands (three TF32 products: about fp32 accuracy); "
+            "launch parameters at each gemm(...) call, for the tuner"
+        )
+    output_expr, stores = _outputs_and_state(reference, state, call, notes)
+    library_calls = _library_notes(host, kernel_rewriter, device, libraries, notes)
+    model_new = model_new_source(problem, forward_args, call_args, output_expr, stores)
+    source = _assembled(
+        problem,
+        device,
+        kernels,
+        kernel_rewriter,
+        call,
+        host,
+        model_new,
+        sizes_doc,
+        libraries,
+        capture.scan_exponents,
+        notes,
+    )
+    phases.mark("rewriting")
+    source = _picked_on_the_gpu(
+        source, problem, device, kernels, host, libraries[0], conv_from, notes, phases
+    )
+    notes.append(phases.note("static" if not dynamic else "dynamic"))
+    conv_source, recurrent_source, attention_source = libraries
+    return DraftResult(
+        source=source,
+        mixed=bool(library_calls),
+        library_calls=library_calls,
+        kernels=list(dict.fromkeys(host.launched))
+        + (["_gemm_kernel"] if host.gemms else [])
+        + (list(RECURRENT_KERNELS) if recurrent_source else [])
+        + (["_attention_kernel"] if attention_source else []),
+        notes=notes,
+        dynamic=dynamic,
+        fixed_sizes=fixed,
+        precision=", ".join(dict.fromkeys(precisions(source))) or None,
+        settings=settings,
+    )
+
+
+def _reference_and_capture(
+    problem: LoadedProblem, device: str, dynamic: bool, settings: str, phases: _Phases
+) -> tuple[Any, list[str], Any]:
+    """The reference's outputs, the tensor attributes forward reassigns, and Inductor's capture
+    of forward (`capture_inductor`). Returns (reference, state, capture)."""
+    import torch
 
     # In full fp32 (tools.precision): Inductor's GEMM/convolution templates read PyTorch's TF32
     # switches when they generate code (cuDNN's is on by default), and a TF32 template in an
@@ -281,7 +352,12 @@ def _draft(
         with attention_as_op(problem.module):  # issue 33: SDPA as one op
             capture = capture_inductor(problem, device, dynamic, settings)
     phases.mark("Inductor")
+    return reference, state, capture
 
+
+def _rewritten_kernels(capture: Any, device: str, notes: list[str]) -> tuple[dict, Any]:
+    """Inductor's kernels loaded, each with its launch config picked and its source rewritten
+    (`KernelRewriter`; interpreter-safe on the CPU). Returns (kernels, the rewriter)."""
     with tempfile.TemporaryDirectory(prefix="inductor_draft_") as workdir:
         with stand_in_driver_if_needed() if device == "cpu" else contextlib.nullcontext():
             kernels = load_kernels(capture.wrapper, capture.module, workdir)
@@ -293,6 +369,20 @@ def _draft(
         notes.append(
             f"{kernel.name}: {blocks or 'no block sizes'}, num_warps={kernel.config.num_warps} ({how})"
         )
+    return kernels, kernel_rewriter
+
+
+def _call_args(
+    problem: LoadedProblem,
+    capture: Any,
+    forward_names: list[str],
+    vararg: str | None,
+    dynamic: bool,
+) -> tuple[list[str], set[int], dict[str, str]]:
+    """Each graph input as an expression of the candidate's forward: a forward argument, a
+    parameter/buffer/tensor attribute, or (dynamic) a Python number. Returns (the expressions,
+    the inputs Inductor took as 0-d tensors, the symbols' expressions)."""
+    import torch
 
     sources = tensor_sources(problem, forward_names, vararg)
     capture.symbol_sources = plain_sources(problem, capture.symbol_sources)
@@ -320,10 +410,13 @@ def _draft(
                 f"of Model (shape {tuple(getattr(value, 'shape', ()))}, reached as {source!r})"
             )
         call_args.append(expr)
-    first_tensor = next(
-        (i for i, v in enumerate(capture.graph_inputs) if isinstance(v, torch.Tensor)), 0
-    )
-    call, host, n_args = rewrite_host(capture.wrapper, kernels, not dynamic, scalars, first_tensor)
+    return call_args, scalars, symbols
+
+
+def _kernel_libraries(call: Any, host: Any, notes: list[str]) -> tuple[str, str, str]:
+    """The host's library calls this project runs in Triton instead, each with its note:
+    convolutions (issue 15), recurrent layers and attention (issue 33). Returns the sources to
+    copy into the candidate (convolution, recurrent, attention; "" where none)."""
     conv_source = convolutions_in_triton(call, host)  # issue 15 hook
     if conv_source:
         from tools.triton_conv import PRECISION_NOTE
@@ -339,18 +432,15 @@ def _draft(
         from tools.attention_kernels import PRECISION_NOTE as ATTENTION_NOTE
 
         notes.append(ATTENTION_NOTE)
-    if n_args != len(capture.graph_inputs):
-        raise DraftUnsupportedError(
-            f"Inductor's call takes {n_args} tensors but the graph had {len(capture.graph_inputs)} inputs"
-        )
-    sizes_doc, fixed = describe_sizes(capture, call_args, forward_names, vararg, symbols, dynamic)
-    notes.append(sizes_doc.replace("\n", " "))
-    if host.gemms:
-        notes.append(
-            f"GEMMs ({', '.join(host.gemms)}) use this project's template (tools/gemm_template.py), "
-            "input_precision tf32x3 for fp32 operands (three TF32 products: about fp32 accuracy); "
-            "launch parameters at each gemm(...) call, for the tuner"
-        )
+    return conv_source, recurrent_source, attention_source
+
+
+def _outputs_and_state(
+    reference: Any, state: list[str], call: Any, notes: list[str]
+) -> tuple[str, list[str]]:
+    """How forward's outputs are built from the call's (`output_structure`), and the stores of
+    the tensor attributes forward reassigns, after them. Raises DraftUnsupportedError where the
+    counts differ (outputs that alias inputs)."""
     counter = [0]
     output_expr = output_structure(reference, counter)
     stores = [f"self.{name} = outputs[{counter[0] + i}]" for i, name in enumerate(state)]
@@ -363,7 +453,14 @@ def _draft(
         )
     if stores:
         notes.append("forward's state kept as Model keeps it: " + "; ".join(stores))
+    return output_expr, stores
 
+
+def _library_notes(
+    host: Any, kernel_rewriter: Any, device: str, libraries: tuple, notes: list[str]
+) -> list[str]:
+    """The notes on what the draft keeps outside Triton (libdevice on the CPU, library calls)
+    or lacks (no kernel). Returns the library calls forward makes."""
     if kernel_rewriter.libdevice_kept and device == "cpu":
         notes.append(
             "libdevice."
@@ -383,8 +480,29 @@ def _draft(
                 else ""
             )
         )
-    if not host.launched and not recurrent_source and not attention_source:
+    if not host.launched and not libraries[1] and not libraries[2]:
         notes.append("Inductor emitted no Triton kernel for this problem")
+    return library_calls
+
+
+def _assembled(
+    problem: LoadedProblem,
+    device: str,
+    kernels: dict,
+    kernel_rewriter: Any,
+    call: Any,
+    host: Any,
+    model_new: str,
+    sizes_doc: str,
+    libraries: tuple,
+    scan_exponents: int,
+    notes: list[str],
+) -> str:
+    """The candidate's source: the kernels, the host code and `ModelNew` (`assemble`), with the
+    kernel libraries' sources, and a selective scan's GEMMs at fp32 accuracy."""
+    import torch
+
+    conv_source, recurrent_source, attention_source = libraries
     source = assemble(
         problem,
         torch.__version__,
@@ -393,7 +511,7 @@ def _draft(
         kernel_rewriter,
         call,
         host,
-        model_new_source(problem, forward_args, call_args, output_expr, stores),
+        model_new,
         sizes_doc
         + (
             "\nGEMMs: this project's template, tl.dot input precision tf32x3 for fp32 operands\n"
@@ -405,9 +523,25 @@ def _draft(
     source = with_conv_source(source, conv_source)  # issue 15 hook
     source = with_source_before_call(source, recurrent_source)  # issue 33 hook
     source = with_source_before_call(source, attention_source)  # issue 33 hook
-    if capture.scan_exponents:  # issue 33: a selective scan's GEMMs at fp32 accuracy
-        source = _scan_at_fp32_accuracy(source, capture.scan_exponents, notes)
-    phases.mark("rewriting")
+    if scan_exponents:  # issue 33: a selective scan's GEMMs at fp32 accuracy
+        source = _scan_at_fp32_accuracy(source, scan_exponents, notes)
+    return source
+
+
+def _picked_on_the_gpu(
+    source: str,
+    problem: LoadedProblem,
+    device: str,
+    kernels: dict,
+    host: Any,
+    conv_source: str,
+    conv_from: str | None,
+    notes: list[str],
+    phases: _Phases,
+) -> str:
+    """On a GPU, the launch parameters picked at draft time: the convolutions' (or copied from
+    `conv_from`), the GEMM tiles, the kernels' launch configs, then the convolutions' fused
+    epilogues. The source as it was on the CPU."""
     if conv_source and device == "cuda" and conv_from is not None:
         from tools.draft.sized import copy_conv_keywords
 
@@ -424,21 +558,7 @@ def _draft(
     if conv_source and device == "cuda" and conv_from is None:
         source = _with_fused_epilogues(source, problem, notes)
         phases.mark("epilogue fusion")
-    notes.append(phases.note("static" if not dynamic else "dynamic"))
-    return DraftResult(
-        source=source,
-        mixed=bool(library_calls),
-        library_calls=library_calls,
-        kernels=list(dict.fromkeys(host.launched))
-        + (["_gemm_kernel"] if host.gemms else [])
-        + (list(RECURRENT_KERNELS) if recurrent_source else [])
-        + (["_attention_kernel"] if attention_source else []),
-        notes=notes,
-        dynamic=dynamic,
-        fixed_sizes=fixed,
-        precision=", ".join(dict.fromkeys(precisions(source))) or None,
-        settings=settings,
-    )
+    return source
 
 
 def _scan_at_fp32_accuracy(source: str, exponents: int, notes: list[str]) -> str:
