@@ -364,3 +364,28 @@ def test_a_failing_reading_never_fails_the_verification():
         evidence = None  # no `.audit`: the reading raises inside
 
     assert arithmetic_of("x = 1\n", Broken()) == ["unknown"]
+
+
+def test_inline_assembly():
+    split = """
+    a_hi = tl.inline_asm_elementwise(
+        "cvt.rna.tf32.f32 $0, $1;", "=r,r", [a], dtype=tl.float32, is_pure=True, pack=1
+    )
+    a_lo = a - a_hi
+    c = tl.dot(a_lo, b, input_precision="tf32") + tl.dot(a_hi, b, input_precision="tf32")
+    """
+    assert names(kernel(split)) == ["tf32x3"]
+    approx = """
+    c = tl.inline_asm_elementwise(
+        "ex2.approx.f32 $0, $1;", "=r,r", [a], dtype=tl.float32, is_pure=True, pack=1
+    )
+    """
+    assert names(kernel(approx)) == ["unknown"]  # assembly can compute in anything
+    ttir = (
+        '%h = tt.elementwise_inline_asm "cvt.rna.tf32.f32 $0, $1;" {constraints = "=r,r", '
+        "packed_element = 1 : i32, pure = true} %a : tensor<16x16xf32> -> tensor<16x16xf32>\n"
+        "%l = arith.subf %a, %h : tensor<16x16xf32>\n"
+        "%c = tt.dot %l, %b, %z, inputPrecision = tf32 : tensor<16x16xf32> * tensor<16x16xf32> "
+        "-> tensor<16x16xf32>\n"
+    )
+    assert from_ttir(ttir).names() == ["tf32x3"]

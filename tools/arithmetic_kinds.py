@@ -25,8 +25,8 @@ ARITHMETICS: dict[str, str] = {
     "int8": "int8 products",
     "reduced": "fp32 values with mantissa bits cleared by hand (a bit mask that is neither TF32's "
     "nor bf16's)",
-    "unknown": "a tl.dot whose input precision the code computes at run time, and no compiled "
-    "kernel of it was seen",
+    "unknown": "a tl.dot whose input precision the code computes at run time (no compiled kernel "
+    "of it seen), or inline assembly other than a cvt to TF32/bf16/fp16",
 }
 """Every name `Verdict.arithmetic` may hold, in the order it lists them."""
 
@@ -76,6 +76,16 @@ def dtype_name(value: Any) -> str | None:
     if text in ("int8", "uint8", "i8", "ui8"):
         return "int8"
     return None
+
+
+def asm_kind(asm: str) -> str:
+    """What inline PTX rounds to: a `cvt` to TF32, bf16 or fp16 (a split by hand), else
+    `unknown` (assembly can compute in anything)."""
+    for pattern, kind in ((r"cvt\.\w*\.?tf32", "tf32"), (r"cvt\.\w*\.?bf16", "bf16"),
+                          (r"cvt\.\w*\.?f16", "fp16")):  # fmt: skip
+        if re.search(pattern, asm):
+            return kind
+    return "unknown"
 
 
 def mask_kind(value: int) -> str | None:
@@ -140,6 +150,8 @@ def from_ttir(text: str) -> Findings:
             out.labels |= dot_labels(types[0] if types else None, [_ir_precision(rest)])
         elif op == "tt.dot_scaled":
             out.labels.add("fp8")
+        elif op == "tt.elementwise_inline_asm":
+            out.labels.add(asm_kind(rest))
         elif op in ("arith.truncf", "tt.fp_to_fp") and types and types[-1] in NARROW:
             out.labels.add(types[-1])
         elif op == "arith.andi":
@@ -186,6 +198,9 @@ def _ir_rounding(name: str, defs: dict, masks: dict, depth: int) -> str | None:
         return types[-1] if types and types[-1] in NARROW else None
     if op == "arith.andi":
         return _ir_mask(operands, defs, masks)
+    if op == "tt.elementwise_inline_asm":
+        kind = asm_kind(rest)
+        return kind if kind != "unknown" else None
     if op in ("tt.bitcast", "arith.bitcast", "arith.extf") and operands:
         return _ir_rounding(operands[0], defs, masks, depth - 1)
     return None

@@ -13,6 +13,7 @@ from tools.arithmetic_kinds import (
     NARROW,
     SPLITS,
     Findings,
+    asm_kind,
     dot_labels,
     dtype_name,
     mask_kind,
@@ -393,6 +394,8 @@ def _scan_call(model, fn, env, rounded, call: ast.Call, out: Findings, stack: se
         out.labels |= _dot_site(model, fn, env, rounded, call)
     elif name == "dot_scaled":
         out.labels.add("fp8")
+    elif name == "inline_asm_elementwise":
+        out.labels.add(_asm_kind(model, fn, env, call))
     elif name in ("to", "cast"):
         kind = _cast_kind(model, fn, env, call)
         if kind in NARROW or kind == "fp64":
@@ -477,6 +480,19 @@ def _cast_kind(model, fn, env, call: ast.Call) -> str | None:
     return narrow[0] if narrow else None
 
 
+def _asm_kind(model, fn, env, call: ast.Call) -> str:
+    """What `tl.inline_asm_elementwise(asm, ...)` rounds to (`asm_kind`); `unknown` for other
+    assembly (it can compute in anything) or assembly the code builds."""
+    asm = (
+        call.args[0]
+        if call.args
+        else next((k.value for k in call.keywords if k.arg == "asm"), None)
+    )
+    texts = model.values(asm, fn, env) if asm is not None else None
+    kinds = {asm_kind(str(t)) for t in texts or ()} or {"unknown"}
+    return "unknown" if texts is None or len(kinds) > 1 else kinds.pop()
+
+
 def _mask_of(model: SourceModel, fn: ast.FunctionDef, node: ast.BinOp) -> str | None:
     """The rounding a `bits & mask` makes: a mask clearing low bits of an fp32's bits (the other
     operand comes from a bitcast; an index aligned with `& -16` is no rounding)."""
@@ -518,6 +534,9 @@ def _rounding(model, fn, env, rounded: dict, expr: ast.expr) -> str | None:
     if not isinstance(expr, ast.Call):
         return None
     name = _base(expr.func)
+    if name == "inline_asm_elementwise":
+        kind = _asm_kind(model, fn, env, expr)
+        return kind if kind != "unknown" else None
     if name in ("to", "cast"):
         kind = _cast_kind(model, fn, env, expr)
         if kind in NARROW:
