@@ -64,15 +64,33 @@ def pick_tiles(
     """`source` with each GEMM call site's fastest tile written in, and a note per site.
 
     Runs the draft's forward once on `inputs` (its `ModelNew` built from `init_inputs` on
-    `device`), timing `tiles` at each `gemm(...)` site the forward reaches. `timer` takes a
-    `Run` (a zero-argument call; `info` has the site and the tile) and returns milliseconds
-    (tests pass a scripted one).
+    `device`), timing `tiles` at each `gemm(...)` site the forward reaches (`_time_sites`).
+    `timer` takes a `Run` (a zero-argument call; `info` has the site and the tile) and returns
+    milliseconds (tests pass a scripted one). The picks and notes: `_picked_tiles`.
     """
-    import torch
-
     sites = {s: k for s, k in gemm_sites(source).items() if s not in conv_sites(source) and k}
     if not sites:
         return source, []
+    seen = _time_sites(source, sites, init_inputs, inputs, device, timer, tiles)
+    changes, notes = _picked_tiles(sites, *seen)
+    return (rewrite(source, changes) if changes else source), notes
+
+
+def _time_sites(
+    source: str,
+    sites: dict[int, Any],
+    init_inputs: list[Any],
+    inputs: list[Any],
+    device: str,
+    timer: Timer,
+    tiles: tuple[tuple[int, ...], ...],
+) -> tuple[dict[int, list[tuple[float, dict[str, Any]]]], dict[int, str], dict[int, int], set[int]]:
+    """Run the draft's forward with its `gemm` replaced: the first call at each site in `sites`
+    times the tiles there (`_time_tiles`), every call then runs as written. Returns (each
+    site's timings, its operands' shapes, its tiles that did not run, the sites that are
+    matrix-vector products)."""
+    import torch
+
     spans = call_lines(source)
     timings: dict[int, list[tuple[float, dict[str, Any]]]] = {}
     shapes: dict[int, str] = {}
@@ -103,35 +121,63 @@ def pick_tiles(
             ):
                 trial["out"] = torch.empty_like(out)  # out is also an operand: keep it intact
             current = {k: kwargs.get(k) for k in GEMM_TILE_KEYS}
-
-            def time_tile(values: dict[str, Any]) -> float:
-                def run() -> Any:
-                    return real(*args, **{**trial, **values})
-
-                return timer(Run(run, f"gemm#{site} {_tile(values)}", {"site": site, **values}))
-
-            results: list[tuple[float, dict[str, Any]]] = []
-            rows, cols = a.shape[-2], b.shape[-1]
-            for tile in (tuple(current[k] for k in GEMM_TILE_KEYS), *tiles):
-                values = dict(zip(GEMM_TILE_KEYS, tile, strict=True))
-                if results and (values == results[0][1] or _too_big(values, rows, cols)):
-                    continue
-                try:
-                    results.append((time_tile(values), values))
-                except Exception:  # out of shared memory or registers: not a candidate tile
-                    failures[site] = failures.get(site, 0) + 1
-            # Other jobs may share the GPU in bursts: every tile is timed again in later rounds,
-            # each keeping its best, so one burst during one tile's turn does not decide.
-            for _ in range(ROUNDS - 1):
-                for i in range(len(results)):
-                    ms, values = results[i]
-                    results[i] = (min(ms, time_tile(values)), values)
-            timings[site] = results
+            timings[site] = _time_tiles(real, args, trial, current, site, timer, tiles, failures)
             return real(*args, **kwargs)
 
         module.gemm = timed_gemm
         run_forward(module, init_inputs, inputs, device)
+    return timings, shapes, failures, vectors
 
+
+def _time_tiles(
+    real: Any,
+    args: tuple,
+    trial: dict[str, Any],
+    current: dict[str, Any],
+    site: int,
+    timer: Timer,
+    tiles: tuple[tuple[int, ...], ...],
+    failures: dict[int, int],
+) -> list[tuple[float, dict[str, Any]]]:
+    """One site's tiles timed, the call's own first (`current`), each kept at its best over
+    `ROUNDS`; a tile that does not run (shared memory, registers) is counted in `failures`.
+    Returns [(ms, tile)], the call's own first."""
+
+    def time_tile(values: dict[str, Any]) -> float:
+        def run() -> Any:
+            return real(*args, **{**trial, **values})
+
+        return timer(Run(run, f"gemm#{site} {_tile(values)}", {"site": site, **values}))
+
+    results: list[tuple[float, dict[str, Any]]] = []
+    rows, cols = args[0].shape[-2], args[1].shape[-1]
+    for tile in (tuple(current[k] for k in GEMM_TILE_KEYS), *tiles):
+        values = dict(zip(GEMM_TILE_KEYS, tile, strict=True))
+        if results and (values == results[0][1] or _too_big(values, rows, cols)):
+            continue
+        try:
+            results.append((time_tile(values), values))
+        except Exception:  # out of shared memory or registers: not a candidate tile
+            failures[site] = failures.get(site, 0) + 1
+    # Other jobs may share the GPU in bursts: every tile is timed again in later rounds, each
+    # keeping its best, so one burst during one tile's turn does not decide.
+    for _ in range(ROUNDS - 1):
+        for i in range(len(results)):
+            ms, values = results[i]
+            results[i] = (min(ms, time_tile(values)), values)
+    return results
+
+
+def _picked_tiles(
+    sites: dict[int, Any],
+    timings: dict[int, list[tuple[float, dict[str, Any]]]],
+    shapes: dict[int, str],
+    failures: dict[int, int],
+    vectors: set[int],
+) -> tuple[dict[Any, Any], list[str]]:
+    """Each timed site's fastest tile where it beats the call's own by `MIN_GAIN`, and a note
+    per site (matrix-vector, none ran, picked or kept, not reached). Returns (the changes to
+    the call sites' tile keywords, the notes)."""
     changes: dict[Any, Any] = {}
     notes = []
     for site, results in sorted(timings.items()):
@@ -169,7 +215,7 @@ def pick_tiles(
             + ", gemm#".join(map(str, missed))
             + ": not reached by the forward; kept as written"
         )
-    return (rewrite(source, changes) if changes else source), notes
+    return changes, notes
 
 
 def _too_big(values: dict[str, Any], rows: int, cols: int) -> bool:
