@@ -33,7 +33,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "tools/draft/launch_configs.py:pick_configs": 86,
     "tools/draft/sized.py:with_sized_path": 94,
     "tools/freshness.py:fp32_error_allowance": 106,
-    "tools/isolation.py:drop_privileges": 87,
     "tools/judge.py:_compare": 81,
     "tools/triton_conv.py:_conv_split_launch": 110,
     "tools/triton_conv.py:triton_convolution": 93,

@@ -223,33 +223,7 @@ def drop_privileges(
     make_undumpable()
     mode: Mode = "same-user"
     if os.geteuid() == 0:
-        if not change_uid:
-            blocked = "asked to keep uid 0"
-        elif cuda_ipc and device.startswith("cuda"):
-            blocked = "its outputs go to the judge by CUDA IPC, which fails between users"
-        else:
-            blocked = unreadable_for_others(device)
-        mode = "capabilities" if blocked else "user"
-        if blocked:
-            notes.append(
-                f"stays uid 0 without capabilities: {blocked} (the agent's files stay readable "
-                "to the candidate by ownership)"
-            )
-        if mode == "user" and not _give_to(workdir, uid):
-            mode = "capabilities"
-            notes.append(f"stays uid 0 without capabilities: {workdir} could not be given to it")
-        _drop_bounding_set(notes)
-        if mode == "user":
-            try:
-                os.setgroups([])
-                os.setresgid(uid, uid, uid)
-                os.setresuid(uid, uid, uid)
-                os.environ["HOME"] = workdir  # root's home is not its to read
-            except OSError as exc:
-                mode = "capabilities"
-                notes.append(f"stays uid 0 without capabilities: setresuid failed ({exc})")
-                _give_to(workdir, 0)  # without CAP_DAC_OVERRIDE uid 0 needs to own it
-        _clear_capabilities(notes)
+        mode = _drop_root(workdir, device, uid, change_uid, cuda_ipc, notes)
     else:
         notes.append(
             "the jobs run as one unprivileged user: only 'not dumpable' keeps the candidate out "
@@ -274,6 +248,43 @@ def drop_privileges(
         agent_readable=agent_readable,
         notes=notes,
     )
+
+
+def _drop_root(
+    workdir: str, device: str, uid: int, change_uid: bool, cuda_ipc: bool, notes: list[str]
+) -> Mode:
+    """A job running as root: to `uid` where it may (`drop_privileges` says when it may not),
+    `workdir` given to it; the capability bounding set and every capability dropped either
+    way. Returns the mode reached ("user", or "capabilities": uid 0 without capabilities);
+    why not "user" goes to `notes`."""
+    if not change_uid:
+        blocked = "asked to keep uid 0"
+    elif cuda_ipc and device.startswith("cuda"):
+        blocked = "its outputs go to the judge by CUDA IPC, which fails between users"
+    else:
+        blocked = unreadable_for_others(device)
+    mode: Mode = "capabilities" if blocked else "user"
+    if blocked:
+        notes.append(
+            f"stays uid 0 without capabilities: {blocked} (the agent's files stay readable "
+            "to the candidate by ownership)"
+        )
+    if mode == "user" and not _give_to(workdir, uid):
+        mode = "capabilities"
+        notes.append(f"stays uid 0 without capabilities: {workdir} could not be given to it")
+    _drop_bounding_set(notes)
+    if mode == "user":
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            os.environ["HOME"] = workdir  # root's home is not its to read
+        except OSError as exc:
+            mode = "capabilities"
+            notes.append(f"stays uid 0 without capabilities: setresuid failed ({exc})")
+            _give_to(workdir, 0)  # without CAP_DAC_OVERRIDE uid 0 needs to own it
+    _clear_capabilities(notes)
+    return mode
 
 
 def unreadable_for_others(device: str = "cpu") -> str:
