@@ -389,3 +389,24 @@ def test_inline_assembly():
         "-> tensor<16x16xf32>\n"
     )
     assert from_ttir(ttir).names() == ["tf32x3"]
+
+
+def test_aliases_of_dot_and_of_dtypes():
+    aliased = kernel("c = mm(a, b)").replace("@triton.jit", "mm = tl.dot\n\n@triton.jit")
+    assert names(aliased) == ["tf32"]
+    imported = kernel("c = mm(a, b, input_precision='tf32x3')").replace(
+        "import os\n", "import os\nfrom triton.language import dot as mm\n"
+    )
+    assert names(imported) == ["tf32x3"]
+    computed = kernel("c = mm(a, b)").replace(
+        "@triton.jit", "mm = getattr(tl, 'do' + 't')\n\n@triton.jit"
+    )
+    assert names(computed) == ["unknown"]  # not fp32
+    bf = kernel("c = tl.dot(a.to(BF), b.to(BF))").replace(
+        "@triton.jit", "BF = tl.bfloat16\n\n@triton.jit"
+    )
+    assert names(bf) == ["bf16"]
+    hidden = kernel("c = a.to(DT) + b", "DT: tl.constexpr")
+    assert names(hidden) == ["unknown"]  # no launch, no default: not known
+    assert names(hidden, ["k"], {"k": [{"DT": "fp16"}]}) == ["fp16"]  # as the job records it
+    assert names(kernel("c = (a * b).to(c_ptr.dtype.element_ty)")) == ["fp32"]  # the data's own

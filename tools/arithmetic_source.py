@@ -5,6 +5,7 @@ can take, `scan_kernel` collects a kernel's dots, casts, masks and residuals."""
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -76,6 +77,7 @@ class SourceModel:
         self._locals: dict[int, dict[str, list[ast.expr]]] = {}
         self._rounds: dict[str, str | None] = {}
         self._busy: set[tuple[int, str]] = set()
+        self.imported: dict[str, str] = {}
         for node in tree.body:
             if isinstance(node, ast.FunctionDef):
                 self.functions[node.name] = node
@@ -86,12 +88,34 @@ class SourceModel:
             elif isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
                 for name, value in _bindings(node):
                     self.assigns.setdefault(name, []).append(value)
+            elif isinstance(node, ast.ImportFrom):
+                for alias in node.names:
+                    self.imported[alias.asname or alias.name] = alias.name
         self.jit = {name for name, fn in self.functions.items() if _is_jit(fn)}
         self._collect_calls(tree)
         sets_default = "TRITON_F32_DEFAULT" in source or "fp32_default" in source
         self.default_precision = (
             self._default_precision(tree) if sets_default else frozenset({None})
         )
+
+    def callee(self, func: ast.expr) -> str | None:
+        """The function a call reaches, by name: `tl.dot(...)` and `k[grid](...)` by their own,
+        a module-level alias (`mm = tl.dot`, `from triton.language import dot as mm`) by what it
+        names; `?` for an alias the code computes (`mm = getattr(tl, name)`)."""
+        name = _base(func)
+        target = func.value if isinstance(func, ast.Subscript) else func
+        for _ in range(_DEPTH):
+            if not isinstance(target, ast.Name) or name in self.functions:
+                return name
+            if name in self.imported:
+                return self.imported[name]
+            bound = self.assigns.get(name)
+            if not bound:
+                return name
+            if len(bound) > 1 or not isinstance(bound[0], ast.Name | ast.Attribute):
+                return "?"
+            target, name = bound[0], _base(bound[0])
+        return "?"
 
     def _collect_calls(self, tree: ast.Module) -> None:
         def visit(node: ast.AST, scope: ast.FunctionDef | None) -> None:
@@ -148,8 +172,12 @@ class SourceModel:
         if isinstance(expr, ast.BoolOp):
             return self._boolop_values(expr, scope, env, d)
         if isinstance(expr, ast.Attribute):
-            kind = dtype_name(expr.attr)
-            return frozenset({f"dtype:{kind}"}) if kind and _dotted(expr) != expr.attr else None
+            is_dtype = dtype_name(expr.attr) or re.fullmatch(r"u?int\d+", expr.attr)
+            return (
+                frozenset({f"dtype:{expr.attr}"})
+                if is_dtype and _dotted(expr) != expr.attr
+                else None
+            )
         if isinstance(expr, ast.Call):
             name = _base(expr.func)
             if name == "constexpr" and expr.args:
@@ -389,8 +417,10 @@ def _scan(model: SourceModel, fn: ast.FunctionDef, env: dict, stack: set) -> Fin
 
 
 def _scan_call(model, fn, env, rounded, call: ast.Call, out: Findings, stack: set) -> None:
-    name = _base(call.func)
-    if name == "dot" and len(call.args) >= 2:
+    name = model.callee(call.func)
+    if name == "?":  # a callable the code computes: it can be anything
+        out.labels.add("unknown")
+    elif name == "dot" and len(call.args) >= 2:
         out.labels |= _dot_site(model, fn, env, rounded, call)
     elif name == "dot_scaled":
         out.labels.add("fp8")
@@ -398,14 +428,14 @@ def _scan_call(model, fn, env, rounded, call: ast.Call, out: Findings, stack: se
         out.labels.add(_asm_kind(model, fn, env, call))
     elif name in ("to", "cast"):
         kind = _cast_kind(model, fn, env, call)
-        if kind in NARROW or kind == "fp64":
+        if kind in NARROW or kind in ("fp64", "unknown"):
             out.labels.add(kind)
     elif name in _KERNEL_DTYPE_CALLS:
         for kw in call.keywords:
             if kw.arg == "dtype":
                 kinds = {dtype_name(v) for v in model.values(kw.value, fn, env) or ()}
                 out.labels |= kinds & {*NARROW, "fp64"}
-    elif name in model.jit and isinstance(call.func, ast.Name):
+    elif name in model.jit and name in model.functions:
         callee = model.functions[name]
         out.update(_scan(model, callee, _bind(model, fn, env, callee, call), stack))
 
@@ -461,7 +491,7 @@ def _is_none(expr: ast.expr) -> bool:
 
 def _cast_kind(model, fn, env, call: ast.Call) -> str | None:
     """The dtype a `.to(dtype)` / `tl.cast(x, dtype)` converts to, when it rounds (a bitcast
-    reinterprets bits: None)."""
+    reinterprets bits: None); `unknown` for a dtype the code computes."""
     if any(
         k.arg == "bitcast" and model.truth(k.value, fn, env) is not False for k in call.keywords
     ):
@@ -475,7 +505,10 @@ def _cast_kind(model, fn, env, call: ast.Call) -> str | None:
     given = next((k.value for k in call.keywords if k.arg == "dtype"), given)
     if given is None:
         return None
-    kinds = {dtype_name(v) for v in model.values(given, fn, env) or ()}
+    found = model.values(given, fn, env)
+    if found is None:  # a dtype the code computes: unknown, unless it is the data's own
+        return None if ast.unparse(given).endswith((".dtype", ".element_ty")) else "unknown"
+    kinds = {dtype_name(v) for v in found}
     narrow = [k for k in ARITHMETICS if k in kinds and k in (*NARROW, "fp64")]
     return narrow[0] if narrow else None
 
