@@ -83,28 +83,38 @@ def _k_blocks(x, w, block):
     return acc
 
 
-def _triton_ieee(x, w):
-    """A tl.dot GEMM in full fp32 (GPU only; None elsewhere)."""
-    if x.device.type != "cuda":
-        return None
+try:  # the GPU's honest GEMM: a tl.dot kernel in full fp32
     import triton
     import triton.language as tl
 
     @triton.jit
-    def _mm(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    def _mm_ieee_kernel(
+        a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr
+    ):
         rm = tl.program_id(0) * BM + tl.arange(0, BM)
         rn = tl.program_id(1) * BN + tl.arange(0, BN)
         acc = tl.zeros((BM, BN), dtype=tl.float32)
-        for k0 in range(0, K, BK):
+        for k0 in range(0, K, BK):  # K a multiple of BK here (4,096)
             rk = k0 + tl.arange(0, BK)
             a = tl.load(a_ptr + rm[:, None] * K + rk[None, :], mask=rm[:, None] < M, other=0.0)
             b = tl.load(b_ptr + rk[:, None] * N + rn[None, :], mask=rn[None, :] < N, other=0.0)
             acc += tl.dot(a, b, input_precision="ieee")
-        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn < N))
+        mask = (rm[:, None] < M) & (rn[None, :] < N)
+        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=mask)
 
+except ImportError:  # pragma: no cover - torch without triton
+    triton = None
+
+
+def _triton_ieee(x, w):
+    """`_mm_ieee_kernel`'s product (GPU only; None elsewhere)."""
+    if x.device.type != "cuda" or triton is None:
+        return None
     c = torch.empty(x.shape[0], w.shape[1], device=x.device)
     grid = (triton.cdiv(x.shape[0], 32), triton.cdiv(w.shape[1], 32))
-    _mm[grid](x.contiguous(), w.contiguous(), c, x.shape[0], w.shape[1], x.shape[1], 32, 32, 32)
+    _mm_ieee_kernel[grid](
+        x.contiguous(), w.contiguous(), c, x.shape[0], w.shape[1], x.shape[1], BM=32, BN=32, BK=32
+    )
     return c
 
 
