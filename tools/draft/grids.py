@@ -98,44 +98,15 @@ def launch_grid(kernel: Kernel, node: ast.Call, static: bool) -> ast.expr:
     grids (templates' `FixedGrid`, precomputed ones) become a tuple. Sizes are whatever the
     launch passes: literals in a static draft (`triton.cdiv(13000, meta['XBLOCK'])`), names of
     the host code in a dynamic one (`triton.cdiv(triton_poi_fused_relu_0_xnumel, meta['XBLOCK'])`).
-    A static draft's grid is checked against Inductor's own for the chosen config.
+    A static draft's grid is checked against Inductor's own for the chosen config
+    (`_checked_static`).
     """
-    import triton
-    from torch._inductor.runtime import triton_heuristics
-
     inductor_meta = kernel.autotuner.inductor_meta
     grid_type = _grid_type(kernel.name, inductor_meta)
     runtime_args, _ = kernel_params(kernel)
     extra = list(inductor_meta.get("extra_launcher_args", []))
     launch_args = dict(zip(runtime_args + extra, node.args, strict=False))
-    follows = grid_type in _BLOCK_GRIDS
-    meta = dict(kernel.config.kwargs)
-    if follows:
-        meta.update({k: f"meta[{k!r}]" for k in meta if k in ("XBLOCK", "YBLOCK", "ZBLOCK")})
-    try:
-        grid = getattr(triton_heuristics, grid_type)(inductor_meta=inductor_meta, mode="python")
-        # readable in the candidate: triton.cdiv(13000, meta['XBLOCK'])
-        grid.ceildiv = lambda numel, block: (
-            numel
-            if block in (None, 1)
-            else -(numel // -block)
-            if isinstance(numel, int) and isinstance(block, int)
-            else f"triton.cdiv({numel}, {block})"
-        )
-        grid.generate(meta)
-        # A prefix (`y_grid_raw_ = ...` lines: a y dimension split over z past the 65535 limit)
-        # is inlined into the dimensions, so the grid stays one expression.
-        temps = _prefix_assignments(kernel.name, grid.prefix)
-        dims = [
-            _Substitute(temps).visit(pyast.parse(str(g), mode="eval").body)
-            for g in (grid.x_grid, grid.y_grid, grid.z_grid)
-        ]
-    except DraftUnsupportedError:
-        raise
-    except Exception as exc:
-        raise DraftUnsupportedError(
-            f"kernel {kernel.name}: cannot write its {grid_type} grid ({type(exc).__name__}: {exc})"
-        ) from exc
+    dims = _grid_dims(kernel, grid_type)
 
     class _Args(ast.NodeTransformer):
         def visit_Name(self, n: ast.Name) -> ast.AST:
@@ -158,20 +129,65 @@ def launch_grid(kernel: Kernel, node: ast.Call, static: bool) -> ast.expr:
         )
     expr = ast.fix_missing_locations(expr)
     if static:
-        constant = _grid_for(kernel, node)
-        free = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)} - {"meta", "triton"}
-        try:
-            if free:
-                raise ValueError(f"free names {sorted(free)}")
-            value = eval(
-                compile(ast.Expression(expr), "<grid>", "eval"),
-                {"__builtins__": {}, "triton": triton},
-            )
-            value = value(dict(kernel.config.kwargs)) if uses_meta else value
-            if tuple(value)[: len(constant)] != tuple(constant):
-                raise ValueError(f"{tuple(value)} != Inductor's {constant}")
-        except Exception:
-            return ast.Tuple([ast.Constant(g) for g in constant], ast.Load())
-        if not uses_meta:
-            return ast.Tuple([ast.Constant(g) for g in constant], ast.Load())
+        return _checked_static(kernel, node, expr, uses_meta)
+    return expr
+
+
+def _grid_dims(kernel: Kernel, grid_type: str) -> list[ast.expr]:
+    """Inductor's grid (`triton_heuristics.<grid_type>`) generated as Python, the block sizes of
+    a plain block grid as `meta[...]` and its prefix lines inlined: the x, y and z dimensions
+    as expressions of the launch's parameter names."""
+    from torch._inductor.runtime import triton_heuristics
+
+    inductor_meta = kernel.autotuner.inductor_meta
+    meta = dict(kernel.config.kwargs)
+    if grid_type in _BLOCK_GRIDS:
+        meta.update({k: f"meta[{k!r}]" for k in meta if k in ("XBLOCK", "YBLOCK", "ZBLOCK")})
+    try:
+        grid = getattr(triton_heuristics, grid_type)(inductor_meta=inductor_meta, mode="python")
+        # readable in the candidate: triton.cdiv(13000, meta['XBLOCK'])
+        grid.ceildiv = lambda numel, block: (
+            numel
+            if block in (None, 1)
+            else -(numel // -block)
+            if isinstance(numel, int) and isinstance(block, int)
+            else f"triton.cdiv({numel}, {block})"
+        )
+        grid.generate(meta)
+        # A prefix (`y_grid_raw_ = ...` lines: a y dimension split over z past the 65535 limit)
+        # is inlined into the dimensions, so the grid stays one expression.
+        temps = _prefix_assignments(kernel.name, grid.prefix)
+        return [
+            _Substitute(temps).visit(pyast.parse(str(g), mode="eval").body)
+            for g in (grid.x_grid, grid.y_grid, grid.z_grid)
+        ]
+    except DraftUnsupportedError:
+        raise
+    except Exception as exc:
+        raise DraftUnsupportedError(
+            f"kernel {kernel.name}: cannot write its {grid_type} grid ({type(exc).__name__}: {exc})"
+        ) from exc
+
+
+def _checked_static(kernel: Kernel, node: ast.Call, expr: ast.expr, uses_meta: bool) -> ast.expr:
+    """A static draft's grid: `expr` where it evaluates to Inductor's own grid for the chosen
+    config and follows the block sizes (`uses_meta`), else Inductor's grid as literals."""
+    import triton
+
+    constant = _grid_for(kernel, node)
+    free = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)} - {"meta", "triton"}
+    try:
+        if free:
+            raise ValueError(f"free names {sorted(free)}")
+        value = eval(
+            compile(ast.Expression(expr), "<grid>", "eval"),
+            {"__builtins__": {}, "triton": triton},
+        )
+        value = value(dict(kernel.config.kwargs)) if uses_meta else value
+        if tuple(value)[: len(constant)] != tuple(constant):
+            raise ValueError(f"{tuple(value)} != Inductor's {constant}")
+    except Exception:
+        return ast.Tuple([ast.Constant(g) for g in constant], ast.Load())
+    if not uses_meta:
+        return ast.Tuple([ast.Constant(g) for g in constant], ast.Load())
     return expr
