@@ -205,3 +205,27 @@ def test_the_mcp_tools_take_the_tables_ranges_and_defaults():
         for k in n.keywords if k.arg in ("ge", "gt", "le", "lt")
     ]  # fmt: skip
     assert by_hand == []
+
+
+def test_the_backends_leave_generates_checks_to_the_base_class():
+    """The five backends once each opened `generate` with the same prompt and sampling checks;
+    they write `_sample` only, and `Backend.generate` checks once."""
+    from agent.llm.base import Backend
+
+    for path in sorted((ROOT / "agent" / "llm").glob("*_backend.py")) + [
+        ROOT / "agent" / "llm" / "replay.py"
+    ]:
+        tree = ast.parse(path.read_text())
+        classes = [n for n in tree.body if isinstance(n, ast.ClassDef) and "Backend" in n.name]
+        assert classes, path.name
+        for cls in classes:
+            methods = {f.name for f in cls.body if isinstance(f, ast.FunctionDef)}
+            assert "_sample" in methods and "generate" not in methods, (path.name, cls.name)
+        calls = {getattr(n.func, "id", None) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+        assert not calls & {"check_prompt", "check_sampling"}, path.name
+    from agent.llm import ReplayBackend
+    from agent.llm.langchain_backend import LangChainBackend
+
+    assert issubclass(ReplayBackend, Backend) and issubclass(LangChainBackend, Backend)
+    with pytest.raises(BadInputError, match="prompt is empty"):
+        ReplayBackend(["a"]).generate("")
