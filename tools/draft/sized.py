@@ -153,9 +153,25 @@ def with_sized_path(dynamic: str, static: str) -> str:
         raise NotCombinable("the two forwards take different arguments")
     if dforward.args.kwonlyargs or dforward.args.kwarg:
         raise NotCombinable("forward takes keyword-only arguments")
+    renames, added, new_imports = _static_additions(dynamic, static, dtree, stree)
+    sized_funcs = "\n\n\n".join(_rename(_segment(static, n), renames).rstrip() for n in added)
+    sized_forward = _rename(_segment(static, sforward), renames)
+    sized_forward = sized_forward.replace("def forward(", "def _forward_sized(", 1)
+    text = _put_together(dynamic, dcls, dforward, sized_funcs, sized_forward)
+    if new_imports:
+        text = _after_imports(text, new_imports)
+    pyast.parse(text)  # what was put together must at least be Python
+    return text
 
-    # static functions: the same text as the dynamic draft's is kept once; a name the dynamic
-    # draft also defines otherwise gets the suffix (kernels, call), a new one is kept as is
+
+def _static_additions(
+    dynamic: str, static: str, dtree: ast.Module, stree: ast.Module
+) -> tuple[dict[str, str], list[ast.FunctionDef], list[str]]:
+    """What the static draft adds: its functions (the same text as the dynamic draft's is kept
+    once; a name the dynamic draft also defines otherwise gets the suffix (kernels, call), a
+    new one is kept as is) and its imports the dynamic draft lacks. Returns (renames, the
+    functions to add, the imports to add); NotCombinable where module-level objects differ."""
+    dfuncs, sfuncs = _top_functions(dtree), _top_functions(stree)
     renames: dict[str, str] = {}
     added: list[ast.FunctionDef] = []
     for name, node in sfuncs.items():
@@ -182,12 +198,19 @@ def with_sized_path(dynamic: str, static: str) -> str:
         for n in dtree.body
         if isinstance(n, (ast.Import, ast.ImportFrom))
     }
-    new_imports = [i for i in imports if i and i not in known]
+    return renames, added, [i for i in imports if i and i not in known]
 
-    sized_funcs = "\n\n\n".join(_rename(_segment(static, n), renames).rstrip() for n in added)
-    sized_forward = _rename(_segment(static, sforward), renames)
-    sized_forward = sized_forward.replace("def forward(", "def _forward_sized(", 1)
 
+def _put_together(
+    dynamic: str,
+    dcls: ast.ClassDef,
+    dforward: ast.FunctionDef,
+    sized_funcs: str,
+    sized_forward: str,
+) -> str:
+    """The dynamic draft with the sized functions and `_SIZED` before `ModelNew`, a guard at
+    the top of its forward (after a docstring) that takes `_forward_sized` for the sizes the
+    sized path was drafted for, and `_forward_sized` after forward."""
     args = dforward.args
     names = [a.arg for a in args.posonlyargs + args.args][1:]  # without self
     passed = names + ([f"*{args.vararg.arg}"] if args.vararg else [])
@@ -227,11 +250,7 @@ def with_sized_path(dynamic: str, static: str) -> str:
         + ["\n", textwrap.indent(textwrap.dedent(sized_forward), " " * dforward.col_offset)]
         + lines[forward_end:]
     )
-    text = "".join(out)
-    if new_imports:
-        text = _after_imports(text, new_imports)
-    pyast.parse(text)  # what was put together must at least be Python
-    return text
+    return "".join(out)
 
 
 def _after_imports(text: str, imports: list[str]) -> str:
