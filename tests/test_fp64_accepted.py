@@ -290,8 +290,8 @@ def test_exact_kernel_on_a_cancelling_sum_is_ok_and_says_why(cpu_verifier, probl
 
 def test_fp32_kernel_in_another_order_is_ok_through_the_draws(problem, monkeypatch):
     """An honest fp32 kernel (512 lanes, then a tree sum): over 8 trials PyTorch's one draw
-    refused it on some trial (the message names the draws only then), its draws over ulp-moved
-    inputs do not. The trials' seeds are fixed here: one draw refuses about a third of the
+    would refuse it on some trial, its draws over ulp-moved inputs do not (the judge makes them
+    whenever the rule is asked to excuse anything, issue 35, and the message names them). The trials' seeds are fixed here: one draw refuses about a third of the
     trials, so with fresh seeds about 3% of verifications would need no draw at all."""
     import itertools
     import secrets
