@@ -29,7 +29,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "agent/runner.py:run": 93,
     "agent/train.py:train": 159,
     "tools/audit.py:ConstructorAuditMode.__torch_dispatch__": 84,
-    "tools/draft/launch_configs.py:pick_configs": 86,
     "tools/freshness.py:fp32_error_allowance": 106,
     "tools/judge.py:_compare": 81,
     "tools/triton_conv.py:_conv_split_launch": 110,

@@ -100,9 +100,8 @@ def pick_configs(
     timer: Timer = gpu_timer,
 ) -> tuple[str, list[str]]:
     """`source` with each kernel's fastest config among `candidates[kernel]` (launch keyword
-    values) written in where it beats `current[kernel]` by MIN_GAIN; a note per kernel timed."""
-    import torch
-
+    values) written in where it beats `current[kernel]` by MIN_GAIN; a note per kernel timed.
+    The forward of the draft and of each variant timed: `_time_variants`."""
     variants = [
         (name, values)
         for name, configs in candidates.items()
@@ -111,6 +110,50 @@ def pick_configs(
     ][:MAX_VARIANTS]
     if not variants:
         return source, []
+    times, unused = _time_variants(source, variants, init_inputs, inputs, device, timer)
+    if times[0] is None:
+        return source, ["launch configs not compared: the draft's forward failed to time"]
+    base_ms = float(times[0])
+    best: dict[str, tuple[float, dict[str, Any]]] = {}
+    for (name, values), ms in zip(variants, times[1:], strict=True):
+        if ms is not None and ms <= base_ms * (1 - MIN_GAIN) and ms < best.get(name, (base_ms,))[0]:
+            best[name] = (ms, values)
+    notes = []
+    if unused:
+        notes.append(
+            f"{unused} launch config(s) not timed: the draft's {BUDGET_S:.0f} s for it was spent"
+        )
+    for name in dict.fromkeys(n for n, _ in variants):
+        if name in best:
+            ms, values = best[name]
+            source = with_config(source, name, values)
+            notes.append(
+                f"{name}: {_show(values)} picked on the GPU at draft time (forward {ms:.3f} ms "
+                f"against {base_ms:.3f} ms with {_show(current[name])})"
+            )
+        else:
+            notes.append(
+                f"{name}: {_show(current[name])} kept at draft time (forward {base_ms:.3f} ms, "
+                f"no other config of Inductor's {MIN_GAIN:.0%} faster)"
+            )
+    return source, notes
+
+
+def _time_variants(
+    source: str,
+    variants: list[tuple[str, dict[str, Any]]],
+    init_inputs: list[Any],
+    inputs: list[Any],
+    device: str,
+    timer: Timer,
+) -> tuple[list[float | None], int]:
+    """The forward of the draft as written, then of each variant (one kernel's config
+    changed; its autotuned kernels given the draft's picks), timed on one model within
+    `BUDGET_S`; the draft and the 3 fastest variants timed again in later rounds, each keeping
+    its best. Returns (milliseconds, the draft's first; None where it did not run or was not
+    timed, the variants left untimed by the budget). Past a draft that failed, no rounds."""
+    import torch
+
     with tempfile.TemporaryDirectory(prefix="launch_configs_") as workdir:
         base = load_module(source, workdir, "draft_base")
         torch.manual_seed(0)
@@ -145,36 +188,13 @@ def pick_configs(
             except Exception:  # a config that does not compile or run: not a candidate
                 times.append(None)
         if times[0] is None:
-            return source, ["launch configs not compared: the draft's forward failed to time"]
+            return times, unused
         for _ in range(ROUNDS - 1):  # the draft and the 3 fastest variants again, best kept
             timed = [i for i in range(1, len(runs)) if times[i] is not None]
             again = [0] + sorted(timed, key=lambda i: times[i])[:3]  # type: ignore[arg-type,return-value]
             for i in again:
                 times[i] = min(times[i], timer(runs[i]))  # type: ignore[type-var]
-    base_ms = float(times[0])  # type: ignore[arg-type]
-    best: dict[str, tuple[float, dict[str, Any]]] = {}
-    for (name, values), ms in zip(variants, times[1:], strict=True):
-        if ms is not None and ms <= base_ms * (1 - MIN_GAIN) and ms < best.get(name, (base_ms,))[0]:
-            best[name] = (ms, values)
-    notes = []
-    if unused:
-        notes.append(
-            f"{unused} launch config(s) not timed: the draft's {BUDGET_S:.0f} s for it was spent"
-        )
-    for name in dict.fromkeys(n for n, _ in variants):
-        if name in best:
-            ms, values = best[name]
-            source = with_config(source, name, values)
-            notes.append(
-                f"{name}: {_show(values)} picked on the GPU at draft time (forward {ms:.3f} ms "
-                f"against {base_ms:.3f} ms with {_show(current[name])})"
-            )
-        else:
-            notes.append(
-                f"{name}: {_show(current[name])} kept at draft time (forward {base_ms:.3f} ms, "
-                f"no other config of Inductor's {MIN_GAIN:.0%} faster)"
-            )
-    return source, notes
+    return times, unused
 
 
 def share_autotuning(base: types.ModuleType, variant: types.ModuleType) -> int:
