@@ -28,7 +28,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "agent/mcp_server.py:build_server": 154,
     "agent/runner.py:run": 93,
     "agent/train.py:train": 159,
-    "tools/audit.py:ConstructorAuditMode.__torch_dispatch__": 84,
     "tools/freshness.py:fp32_error_allowance": 106,
     "tools/judge.py:_compare": 81,
     "tools/triton_conv.py:_conv_split_launch": 110,
@@ -42,7 +41,7 @@ LONG_FUNCTIONS: dict[str, int] = {
 
 LONG_MODULES: dict[str, int] = {
     "agent/html_report.py": 673,
-    "tools/audit.py": 792,
+    "tools/audit.py": 804,
     "tools/compare.py": 643,
     "tools/draft/job.py": 731,
     "tools/guard.py": 635,

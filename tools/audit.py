@@ -684,11 +684,24 @@ class ConstructorAuditMode(AuditMode):
             for o in flat_out:
                 self._set(o, union)
             return out
-        # compute
+        self._compute(name, flat_in, flat_out, seeded, union)
+        return out
+
+    def _compute(
+        self,
+        name: str,
+        flat_in: list[torch.Tensor],
+        flat_out: list[torch.Tensor],
+        seeded: list[torch.Tensor],
+        union: frozenset[int],
+    ) -> None:
+        """An aten compute op in the constructor, judged by the constructor rule: setup from
+        constants, or initialisation arithmetic on one draw (a scalar operand at most), keeps
+        its lineage; anything else on seed-dependent values is a fold (`folds`)."""
         if not seeded:
             for o in flat_out:  # setup from constants
                 self._set(o, union)
-            return out
+            return
         lineages = frozenset().union(*(self.of(a) for a in seeded))
         others = [a for a in flat_in if a.is_floating_point() and not self.of(a)]
         # One seed-dependent operand (or the same view twice, `x * x`): two slices of one draw
@@ -702,7 +715,7 @@ class ConstructorAuditMode(AuditMode):
         ):
             for o in flat_out:
                 self._set(o, lineages)
-            return out
+            return
         label = "library" if name in LIBRARY_OPS else "compute"
         why = (
             f"{len(lineages)} random draws / copied weights combined"
@@ -716,7 +729,6 @@ class ConstructorAuditMode(AuditMode):
         ] += 1
         for o in flat_out:
             self._set(o, union)
-        return out
 
     def launch_arguments(self, name: str, args: tuple, kwargs: dict) -> None:
         seeded = [
