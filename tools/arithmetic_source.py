@@ -75,7 +75,8 @@ class SourceModel:
         self.assigns: dict[str, list[ast.expr]] = {}
         self.calls: dict[str, list[tuple[ast.Call, ast.FunctionDef | None]]] = {}
         self._locals: dict[int, dict[str, list[ast.expr]]] = {}
-        self._rounds: dict[str, str | None] = {}
+        self.helper_rounding: dict[str, str | None] = {}
+        """jit helper -> the rounding its return value went through (`_helper_rounds`)."""
         self._busy: set[tuple[int, str]] = set()
         self.imported: dict[str, str] = {}
         for node in tree.body:
@@ -206,7 +207,7 @@ class SourceModel:
                 finally:
                     self._busy.discard(key)
             found += [
-                self.values(v, scope, env, depth) for v in self._local_assigns(scope).get(name, [])
+                self.values(v, scope, env, depth) for v in self.local_assigns(scope).get(name, [])
             ]
             if found:
                 return _union(found)
@@ -290,7 +291,8 @@ class SourceModel:
         truths = {bool(v) for v in vals}
         return truths.pop() if len(truths) == 1 else None
 
-    def _local_assigns(self, fn: ast.FunctionDef) -> dict[str, list[ast.expr]]:
+    def local_assigns(self, fn: ast.FunctionDef) -> dict[str, list[ast.expr]]:
+        """Every value each name of `fn` is bound to (`_TOP` where it cannot be followed)."""
         key = id(fn)
         if key not in self._locals:
             found: dict[str, list[ast.expr]] = {}
@@ -543,7 +545,7 @@ def _mask_of(model: SourceModel, fn: ast.FunctionDef, node: ast.BinOp) -> str | 
 
 def _float_bits(model: SourceModel, fn: ast.FunctionDef, expr: ast.expr) -> bool:
     """Whether `expr` is computed from a bitcast (directly or through a local name)."""
-    local = model._local_assigns(fn)
+    local = model.local_assigns(fn)
     for node in ast.walk(expr):
         if isinstance(node, ast.Call) and any(k.arg == "bitcast" for k in node.keywords):
             return True
@@ -587,8 +589,8 @@ def _rounding(model, fn, env, rounded: dict, expr: ast.expr) -> str | None:
 
 def _helper_rounds(model: SourceModel, name: str) -> str | None:
     """The rounding a jit helper's return value went through (`_bf16_round(v)`)."""
-    if name not in model._rounds:
-        model._rounds[name] = None  # recursion guard
+    if name not in model.helper_rounding:
+        model.helper_rounding[name] = None  # recursion guard
         fn = model.functions[name]
         rounded = _rounded_names(model, fn, {})
         kinds = [
@@ -596,8 +598,8 @@ def _helper_rounds(model: SourceModel, name: str) -> str | None:
             for r in ast.walk(fn)
             if isinstance(r, ast.Return) and r.value is not None
         ]
-        model._rounds[name] = next((k for k in kinds if k), None)
-    return model._rounds[name]
+        model.helper_rounding[name] = next((k for k in kinds if k), None)
+    return model.helper_rounding[name]
 
 
 def _rounded_names(model, fn: ast.FunctionDef, env) -> dict[str, str]:
