@@ -1,6 +1,6 @@
 """What a verification is asked to do: its options (`VerifyOptions`), the device it runs on,
-and the trials it sends (the documented ones plus unannounced ones). Plain data and small
-functions: no jobs run here."""
+and the trials it sends (the documented ones, the scale trials, the unannounced ones). Plain
+data and small functions: no jobs run here."""
 
 from __future__ import annotations
 
@@ -26,7 +26,11 @@ tanh without its overflow guard, an approximation fitted on [-5, 5]) is wrong th
 kernels stay within it: their error is relative too, and an element whose reference cancels is
 judged by the fp64 rule as on any trial. A positive factor keeps every sign (inputs that must
 stay positive do); scaling is exact for a power of two, so 100 also moves the mantissas. One
-trial costs what a documented one does (its reference and two runs): +20% over 5 trials."""
+trial costs what a documented one does (its reference and two runs): on the CPU examples, 6-11%
+of a verification's wall time (benchmarks/results/scale_trials_cost_cpu.md). Shifted inputs
+(+3) are not among them yet: the jobs make a trial's inputs from its seed and one factor
+(`tools.job_common.make_inputs`); the drafter's bf16x3 gate shifts its own operands
+(`tools.draft.conv_picks.GATE_INPUTS`)."""
 
 
 @dataclass(kw_only=True)
