@@ -35,7 +35,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "tools/verdict_rules.py:_judge_reply": 222,
     "tools/verify.py:Verifier._relay": 88,
     "tools/verify.py:Verifier._run_trials": 85,
-    "tools/worker.py:problem_job": 81,
 }
 """Functions over MAX_FUNCTION lines, to be split into named steps (issue 37)."""
 
@@ -49,7 +48,7 @@ LONG_MODULES: dict[str, int] = {
     "tools/interp_checks.py": 675,
     "tools/stochastic.py": 645,
     "tools/triton_conv.py": 1365,
-    "tools/worker.py": 1036,
+    "tools/worker.py": 1051,
 }
 """Modules over MAX_MODULE lines, to be split (issue 37)."""
 

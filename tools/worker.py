@@ -78,15 +78,9 @@ def problem_job(
         except ContractError as exc:
             return {"error": str(exc)}
         est = estimate_work(mod)
-        if device == "cpu" and check_size:
-            moved = (est.get("input_elements") or 0) + (est.get("output_elements") or 0)
-            flops = est.get("flops") or 0
-            if moved > CPU_MAX_ELEMENTS or flops > CPU_MAX_FLOPS:
-                return {
-                    "error": too_large_message(moved, flops),
-                    "too_large": True,
-                    "estimate": est,
-                }
+        too_large = _too_large(est) if device == "cpu" and check_size else None
+        if too_large:
+            return too_large
         try:
             model, _ = build_model(mod, seed, device)
             timings["load"] = time.perf_counter() - t0
@@ -109,24 +103,10 @@ def problem_job(
         footprint["output_bytes"] = tensor_bytes(out)
         expected = [{"shape": list(o.shape), "dtype": str(o.dtype)} for o in out]
         del inputs
-        # Same inputs again (regenerated: the forward may have changed them), another RNG state.
-        again = _forward_under_rng(model, mod, trial_seed, device, seed + 7)
-        stochastic = not _same_outputs(out, again)
-        if stochastic:
-            # Dropout (or other draws from torch's RNG) would show. A stochastic problem is
-            # judged statistically (tools.stochastic), provided the randomness is torch's: the
-            # same RNG state must give the same outputs again.
-            repeat = _forward_under_rng(model, mod, trial_seed, device, seed + 7)
-            if not _same_outputs(again, repeat):
-                return {
-                    "error": "the reference is non-deterministic beyond torch's random number "
-                    "generator: two forwards on the same inputs under the same RNG state differ "
-                    "(time, threads, unseeded numpy/random, nondeterministic GPU atomics?). "
-                    "Randomness from torch's RNG (dropout, rand_like, bernoulli) is judged "
-                    "statistically; other randomness cannot be judged"
-                }
-            del repeat
-        del out, again
+        stochastic, error = _randomness(model, mod, trial_seed, device, seed, out)
+        if error:
+            return {"error": error}
+        del out
         timings["reference"] = time.perf_counter() - t0 - timings["load"]
     return {
         "estimate": est,
@@ -137,6 +117,41 @@ def problem_job(
         "timings": timings,
         "torch_version": torch.__version__,
     }
+
+
+def _too_large(est: dict[str, Any]) -> dict[str, Any] | None:
+    """The problem job's reply for a problem too large for the CPU interpreter (by its
+    estimated elements moved and FLOPs), else None."""
+    moved = (est.get("input_elements") or 0) + (est.get("output_elements") or 0)
+    flops = est.get("flops") or 0
+    if moved > CPU_MAX_ELEMENTS or flops > CPU_MAX_FLOPS:
+        return {"error": too_large_message(moved, flops), "too_large": True, "estimate": est}
+    return None
+
+
+def _randomness(
+    model: Any, mod: Any, trial_seed: int, device: str, seed: int, out: list
+) -> tuple[bool, str | None]:
+    """Whether the reference draws from torch's RNG (stochastic: its outputs `out` change under
+    another RNG state), and the error when its randomness is not torch's (the same RNG state
+    gives other outputs). Returns (stochastic, error or None)."""
+    # Same inputs again (regenerated: the forward may have changed them), another RNG state.
+    again = _forward_under_rng(model, mod, trial_seed, device, seed + 7)
+    stochastic = not _same_outputs(out, again)
+    if stochastic:
+        # Dropout (or other draws from torch's RNG) would show. A stochastic problem is
+        # judged statistically (tools.stochastic), provided the randomness is torch's: the
+        # same RNG state must give the same outputs again.
+        repeat = _forward_under_rng(model, mod, trial_seed, device, seed + 7)
+        if not _same_outputs(again, repeat):
+            return stochastic, (
+                "the reference is non-deterministic beyond torch's random number "
+                "generator: two forwards on the same inputs under the same RNG state differ "
+                "(time, threads, unseeded numpy/random, nondeterministic GPU atomics?). "
+                "Randomness from torch's RNG (dropout, rand_like, bernoulli) is judged "
+                "statistically; other randomness cannot be judged"
+            )
+    return stochastic, None
 
 
 def _forward_under_rng(model, mod, trial_seed: int, device: str, rng_seed: int) -> list:
