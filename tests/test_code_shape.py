@@ -30,7 +30,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "agent/train.py:train": 159,
     "tools/freshness.py:fp32_error_allowance": 106,
     "tools/judge.py:_compare": 81,
-    "tools/triton_conv.py:_conv_split_launch": 110,
     "tools/triton_conv.py:triton_convolution": 93,
     "tools/verdict_rules.py:_judge_reply": 222,
     "tools/verify.py:Verifier._relay": 88,
@@ -47,7 +46,7 @@ LONG_MODULES: dict[str, int] = {
     "tools/integrity.py": 664,
     "tools/interp_checks.py": 675,
     "tools/stochastic.py": 645,
-    "tools/triton_conv.py": 1365,
+    "tools/triton_conv.py": 1414,
     "tools/worker.py": 1051,
 }
 """Modules over MAX_MODULE lines, to be split (issue 37)."""

@@ -1234,17 +1234,30 @@ def _conv_split_launch(
 ):  # fmt: skip
     """`triton_convolution`'s X_SPLIT path: split copies of the input and weights, then the
     split GEMM (see `_conv_split_kernel`). `exact`: fp32 copies in the same layout, no split,
-    one fp32 (FMA) product a step. `part_sum`: the kernel's PART_SUM."""
-    sd, sh, sw, pd, ph, pw, dd, dh, dw = conv
-    groups, C_in_g, C_out_g = shapes["groups"], shapes["C_in_g"], shapes["C_out_g"]
-    OD, OH, OW = shapes["out"]
-    N = x.shape[0]
-    nd = x.dim() - 2
-    D, H, W = [1] * (3 - nd) + list(x.shape[2:])
-    KD, KH, KW = [1] * (3 - nd) + list(weight.shape[2:])
+    one fp32 (FMA) product a step. `part_sum`: the kernel's PART_SUM. The steps: the padded
+    layout (`_conv_split_layout`), the input's copies (`_conv_split_input`), the weights'
+    (`_conv_split_weights`), the GEMM (`_conv_split_gemm`)."""
     interpret = os.environ.get("TRITON_INTERPRET", "0") == "1"
     # the interpreter has no bf16; the exact path keeps the fp32 values
     dtype = torch.float32 if interpret or exact else torch.bfloat16
+    lay = _conv_split_layout(x, weight, shapes, conv, transposed, tile[1])
+    xh, xl, idx64 = _conv_split_input(x, xs, y, lay, dtype, exact)
+    wh, wl = _conv_split_weights(weight, ws, lay, dtype, exact)
+    _conv_split_gemm(xh, xl, wh, wl, bias, y, ys, lay, transposed, tile, epilogue, exact,
+                     part_sum, idx64)  # fmt: skip
+
+
+def _conv_split_layout(x, weight, shapes, conv, transposed, bn):
+    """The split GEMM's layout: each spatial dimension's zeros before and padded size, the W
+    taps folded into the channels where that at least halves the padded channels a step
+    multiplies (`fold`; the GEMM then sees one W tap, `dw_real` the copy's dilation), the
+    padded channels a group (`CGP`, of 16) and output channels (`COP`, of the tile's width)."""
+    sd, sh, sw, pd, ph, pw, dd, dh, dw = conv
+    C_in_g, C_out_g = shapes["C_in_g"], shapes["C_out_g"]
+    OD, OH, OW = shapes["out"]
+    nd = x.dim() - 2
+    D, H, W = [1] * (3 - nd) + list(x.shape[2:])
+    KD, KH, KW = [1] * (3 - nd) + list(weight.shape[2:])
     pads = [
         _conv_split_pads(i, o, k, s, p, d, transposed)
         for i, o, k, s, p, d in zip(
@@ -1264,11 +1277,21 @@ def _conv_split_launch(
         conv = (sd, sh, sw, pd, ph, pw, dd, dh, dw)
     else:
         dw_real = dw
-    (lo_d, PD), (lo_h, PH), (lo_w, PW) = pads
     CGP = triton.cdiv(fold * C_in_g, 16) * 16
-    bm, bn, bk, warps, stages = tile
     COP = triton.cdiv(C_out_g, max(128, bn or 0)) * max(128, bn or 0)
-    GC = groups * CGP
+    return dict(
+        shapes, N=x.shape[0], size=(D, H, W), k=(KD, KH, KW), conv=conv, pads=pads, fold=fold,
+        dw_real=dw_real, CGP=CGP, COP=COP, GC=shapes["groups"] * CGP,
+    )  # fmt: skip
+
+
+def _conv_split_input(x, xs, y, lay, dtype, exact):
+    """The input's split copies (`_conv_split_input_kernel`): channels-last, zero-padded,
+    high and low parts (one fp32 copy when `exact`). Returns (high, low, whether offsets need
+    int64)."""
+    (lo_d, PD), (lo_h, PH), (lo_w, PW) = lay["pads"]
+    D, H, W = lay["size"]
+    N, CGP, GC = lay["N"], lay["CGP"], lay["GC"]
     S = PD * PH * PW
     xh = torch.empty((N, PD, PH, PW, GC), dtype=dtype, device=x.device)
     xl = xh if exact else torch.empty_like(xh)  # exact: no low part (never read)
@@ -1281,17 +1304,43 @@ def _conv_split_launch(
     block_s = 2048 // block_c
     grid_x = (triton.cdiv(S, block_s), triton.cdiv(GC, block_c), N)
     _conv_split_input_kernel[grid_x](
-        x, xh, xl, C_in_g, D, H, W, PD, PH, PW, lo_d, lo_h, lo_w, CGP, GC, S, *xs, fold, dw_real,
+        x, xh, xl, lay["C_in_g"], D, H, W, PD, PH, PW, lo_d, lo_h, lo_w, CGP, GC, S, *xs,
+        lay["fold"], lay["dw_real"],
         IDX64=idx64, BLOCK_C=block_c, BLOCK_S=block_s, EXACT=exact, num_warps=4,
     )  # fmt: skip
+    return xh, xl, idx64
+
+
+def _conv_split_weights(weight, ws, lay, dtype, exact):
+    """The weights' split copies (`_conv_split_weight_kernel`), padded to `CGP` x `COP` a
+    group and tap: (high, low; one fp32 copy when `exact`)."""
+    KD, KH, KW = lay["k"]
+    CGP, COP = lay["CGP"], lay["COP"]
     taps = KD * KH * KW
-    n = groups * taps * CGP * COP
+    n = lay["groups"] * taps * CGP * COP
     wh = torch.empty(n, dtype=dtype, device=weight.device)
     wl = wh if exact else torch.empty_like(wh)
     _conv_split_weight_kernel[(triton.cdiv(n, 1024),)](
-        weight, wh, wl, n, C_in_g, C_out_g, CGP, COP, KH, KW, taps, *ws, fold, BLOCK=1024,
-        EXACT=exact,
+        weight, wh, wl, n, lay["C_in_g"], lay["C_out_g"], CGP, COP, KH, KW, taps, *ws,
+        lay["fold"], BLOCK=1024, EXACT=exact,
     )  # fmt: skip
+    return wh, wl
+
+
+def _conv_split_gemm(xh, xl, wh, wl, bias, y, ys, lay, transposed, tile, epilogue, exact,
+                     part_sum, idx64):  # fmt: skip
+    """The split GEMM (`_conv_split_kernel`, or an epilogue's copy of it) on the split copies:
+    the tuner's tile, or in the interpreter one small tile, else autotuned on the GPU."""
+    sd, sh, sw, pd, ph, pw, dd, dh, dw = lay["conv"]
+    (lo_d, PD), (lo_h, PH), (lo_w, PW) = lay["pads"]
+    N, groups, C_out_g, CGP, COP, GC = (
+        lay[k] for k in ("N", "groups", "C_out_g", "CGP", "COP", "GC")
+    )
+    OD, OH, OW = lay["out"]
+    KD, KH, KW = lay["k"]
+    S = PD * PH * PW
+    interpret = os.environ.get("TRITON_INTERPRET", "0") == "1"
+    bm, bn, bk, warps, stages = tile
     phases = sd * sh * sw if transposed else 1
     if transposed:
         JD, JH, JW = triton.cdiv(OD, sd), triton.cdiv(OH, sh), triton.cdiv(OW, sw)
@@ -1302,7 +1351,7 @@ def _conv_split_launch(
     M = N * JD * JH * JW
     has_bias = bias is not None
     args = [xh, xl, wh, wl, bias if has_bias else y, y, M, CGP, COP, C_out_g, OD, OH, OW]
-    args += [JD, JH, JW, KD, KH, KW, *conv, lo_d, lo_h, lo_w, *steps]
+    args += [JD, JH, JW, KD, KH, KW, *lay["conv"], lo_d, lo_h, lo_w, *steps]
     args += [S * GC, PH * PW * GC, PW * GC, GC, *ys]
     flags = dict(
         HAS_BIAS=has_bias,
