@@ -134,3 +134,19 @@ def test_a_kernel_right_only_at_randns_scale_is_refused():
     refused = now.verify(problem, RELU6, "k.py")
     assert refused.status == "mismatch", refused.message
     assert refused.message.startswith("wrong at inputs x100"), refused.message
+
+
+def test_outputs_too_large_for_the_fp64_rule_get_no_scale_trial_and_say_so(monkeypatch):
+    """Without the fp64 rule an honest kernel's cancelling elements fail at x100 (atol no
+    longer covers them): past its size limit the scale trial is left out, in a note."""
+    import importlib
+
+    from tools.verify import Verifier
+
+    verify_module = importlib.import_module("tools.verify")  # (tools.verify is also a function)
+    monkeypatch.setattr(verify_module, "SCALE_TRIALS_MAX_OUTPUT_BYTES", 1024)
+    problem = read_problem(str(EX / "problems" / "relu.py"))
+    verifier = Verifier(VerifyOptions(trials=1, timeout_s=120, device="cpu", aot_target=None))
+    v = verifier.verify(problem, RELU6, "k.py")  # right at randn's scale: ok without the trial
+    assert v.status == "ok" and "at inputs x" not in v.message, v.message
+    assert any(n.startswith("no scale trial (inputs x100)") for n in v.evidence.notes), v.evidence

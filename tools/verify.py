@@ -40,6 +40,7 @@ from tools.stochastic import STOCHASTIC_RUNS
 from tools.stochastic_judge import run_names as stochastic_run_names
 from tools.verdict_rules import TrialRun, judge, resource_verdict, scaled_words
 from tools.verify_options import (
+    SCALE_TRIALS_MAX_OUTPUT_BYTES,
     UNANNOUNCED_MAX_MB,
     VerifyOptions,
     host_memory_mb,
@@ -237,7 +238,17 @@ class Verifier:
         # a trial (the problem, a fixed seed, torch.initial_seed()) gives that trial's inputs.
         # The scale trials (issue 35) come after the trials at the problem's own scale, so a
         # failure there says the kernel is right at one scale and wrong at another.
-        scales = [1.0] * self.options.trials + list(self.options.scale_trials())
+        scaled = list(self.options.scale_trials())
+        unscaled = ""
+        if scaled and ref.footprint.get("output_bytes", 0) > SCALE_TRIALS_MAX_OUTPUT_BYTES:
+            unscaled = (
+                f"no scale trial (inputs {', '.join(f'x{s:g}' for s in scaled)}): the outputs "
+                f"take {ref.footprint['output_bytes'] / 2**20:.0f} MiB, over the "
+                f"{SCALE_TRIALS_MAX_OUTPUT_BYTES >> 20} MiB up to which the fp64 rule judges "
+                "the elements that cancel (without it an honest kernel fails there)"
+            )
+            scaled = []
+        scales = [1.0] * self.options.trials + scaled
         trials = [(secrets.randbits(31), scale) for scale in scales]
         runs = None
         if ref.footprint_mb <= UNANNOUNCED_MAX_MB:  # (a large problem: seconds a trial)
@@ -263,6 +274,8 @@ class Verifier:
         verdict = judge(run, ref, self.options)
         if ref.stochastic:
             _mark_statistical(verdict, run)
+        if unscaled:
+            verdict.evidence.notes.append(unscaled)
         return verdict
 
     def _run_trials(

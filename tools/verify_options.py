@@ -32,6 +32,16 @@ of a verification's wall time (benchmarks/results/scale_trials_cost_cpu.md). Shi
 (`tools.job_common.make_inputs`); the drafter's bf16x3 gate shifts its own operands
 (`tools.draft.conv_picks.GATE_INPUTS`)."""
 
+SCALE_TRIALS_MAX_OUTPUT_BYTES = 128 << 20
+"""Outputs (a trial's, all together) up to which the scale trials run: the fp64 rule, which
+judges the elements whose reference cancels, holds whole fp64 outputs up to this size only
+(`tools.judge.PRECISION_MAX_BYTES` / 2). At x100 `atol` no longer covers an honest fp32
+kernel's rounding where an element cancels (a 256 x 1024 x 256 GEMM summed in another order
+than PyTorch's: 0.13% of its elements outside the tolerance at x100, none at x1; CPU), so
+without the rule an honest kernel would fail there: larger problems get no scale trial, and
+the verdict says so (a scale trial on rows of the batch, as the precision sample does, would
+lift this)."""
+
 
 @dataclass(kw_only=True)
 class VerifyOptions:
