@@ -96,3 +96,139 @@ def test_sample_index_is_uniform_and_distinct():
     assert sample_index(10, k, g).tolist() == list(range(10))
     mid = sample_index(3 * k, k, g)
     assert mid.unique().numel() == k and int(mid.max()) < 3 * k
+
+
+_JUDGE_ON_A_LARGE_OUTPUT = """
+import json, os, resource, sys, tempfile
+import torch
+from tools.job_common import load_problem
+from tools.judge import judge_job
+
+path = sys.argv[1]
+source = open(path).read()
+directory = sys.argv[2]
+mod = load_problem(source, path)
+shape = [mod.batch_size, mod.dim]
+tensor = mod.batch_size * mod.dim * 4
+# the candidate's outputs, written by the test where the candidate's job would write them
+descs = [{"kind": "tensor", "shape": shape, "dtype": "float32", "stride": [mod.dim, 1],
+          "device": "cpu", "file": "out_0_first_0.bin"}]
+
+
+class Channel:
+    def __init__(self, messages):
+        self.messages, self.sent = list(messages), []
+
+    def recv(self):
+        return self.messages.pop(0)
+
+    def send(self, msg):
+        self.sent.append(msg)
+
+
+channel = Channel([
+    {"trial": 0, "seed": 5, "scale": 1.0, "runs": ["first"]},
+    {"compare": descs, "run": "first", "directory": directory},
+    {"stop": True},
+])
+import gc; gc.collect()
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+judge_job(channel, source, path, seed=42)
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"diff": channel.sent[-1].get("diff"), "copies": (peak - base) / tensor}))
+"""
+
+_LEAKY = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, negative_slope: float = 0.01):
+        super().__init__()
+        self.negative_slope = negative_slope
+
+    def forward(self, x):
+        return torch.nn.functional.leaky_relu(x, negative_slope=self.negative_slope)
+
+
+batch_size = 256
+dim = {dim}
+
+
+def get_inputs():
+    return [torch.rand(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_judge_peak_on_a_large_output_is_the_inputs_and_two_outputs(tmp_path):
+    """KernelBench's LeakyReLU class at 256 MiB a tensor (2^26 elements), one trial through the
+    judge's job: its peak is the trial's inputs and reference outputs (then the reference and
+    the candidate's outputs), not one copy more. Before the fix, the precision check's rows
+    sample made the trial's inputs again at the comparison, beside both outputs (3 copies)."""
+    import torch
+
+    from tools.handover import export_outputs
+    from tools.job_common import load_problem, make_inputs
+
+    problem = tmp_path / "leaky_256mib.py"
+    problem.write_text(_LEAKY.format(dim=1 << 18))
+    # The candidate's outputs (the reference's own), written here: the judge's process holds
+    # only what the judge makes.
+    mod = load_problem(problem.read_text(), str(problem))
+    (x,) = make_inputs(mod, 5, "cpu")
+    export_outputs([torch.nn.functional.leaky_relu_(x, 0.01)], str(tmp_path), "out_0_first")
+    del x
+    out = subprocess.run(
+        [sys.executable, "-c", _JUDGE_ON_A_LARGE_OUTPUT, str(problem), str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    diff = got["diff"]
+    assert diff["kind"] == "ok", diff
+    # the precision check ran (on rows of the batch), so the path under test was taken
+    assert "precision_skipped" not in diff, diff
+    assert got["copies"] < 2.5, f"the judge's peak grew by {got['copies']:.2f} copies"
+    print(f"the judge's peak: {got['copies']:.2f} copies of the input over its start")
+
+
+def test_the_rows_sample_is_cut_from_the_trials_inputs(monkeypatch):
+    """With the trial's inputs at hand (`new_trial(..., inputs)`), the rows sample is taken
+    then: the comparison makes no inputs again, and the sample still tells fp16 from fp32."""
+    import types
+
+    import torch
+
+    import tools.judge as judge
+    from tools.job_common import make_inputs
+    from tools.precision import lower_precision
+
+    monkeypatch.setattr(judge, "PRECISION_MAX_BYTES", 1024)  # every output counts as large
+    monkeypatch.setattr(judge, "_room_for", lambda nbytes: nbytes < 16 << 10)  # rows only
+    mod = types.ModuleType("problem")
+    exec(_LEAKY.format(dim=48).replace("256", "40"), mod.__dict__)
+    mod.Model.forward = lambda self, x: torch.tanh(x).cumsum(1)  # each row its own
+    model = mod.Model()
+    inputs = make_inputs(mod, 7, "cpu")
+    with torch.no_grad():
+        expected = [model(*inputs)]
+
+    def made_again(*args, **kwargs):
+        raise AssertionError("the judge made the trial's inputs again")
+
+    fp64 = judge._Fp64Reference(model, mod, "cpu")
+    monkeypatch.setattr(judge, "make_inputs", made_again)
+    with torch.no_grad():
+        fp64.new_trial({"seed": 7}, expected, inputs)
+    del inputs
+    samples = fp64.samples()
+    assert samples is not None and fp64.skipped == "", fp64.skipped
+    assert lower_precision([expected[0]], samples) is None
+    assert lower_precision([expected[0].half().float()], samples)

@@ -119,8 +119,11 @@ def judge_job(
                     with torch.no_grad():
                         expected = normalise_outputs(model(*inputs))
                         _sync()
+                    # The rows a large output's precision sample may need are cut from these
+                    # inputs now: made again at the comparison, they were one more copy of
+                    # the inputs beside the reference and the candidate's outputs.
+                    fp64.new_trial(msg, expected, inputs if tol.preset == "default" else None)
                     del inputs
-                    fp64.new_trial(msg, expected)
                 except ContractError as exc:
                     channel.send({"error": str(exc)})
                     continue
@@ -179,12 +182,45 @@ class _Fp64Reference:
         self.skipped = ""
         """Why the precision check did not run on the current trial, where its budget ran out."""
 
-    def new_trial(self, msg: dict | None, expected: list) -> None:
+    def new_trial(self, msg: dict | None, expected: list, inputs: list | None = None) -> None:
+        """A new trial (`msg`: its seed and scale) and its fp32 reference outputs. With the
+        trial's `inputs` (the judge's, still held), the rows sample (`_rows_sample`) of an
+        output the whole fp64 run has no room or time for is taken now, from them: at the
+        comparison it would make the inputs again beside the reference and the candidate's
+        outputs (one more copy of the inputs at the judge's peak)."""
         self.msg, self.expected, self.outputs, self.done = msg, expected, None, False
         self.allowance_, self.allowance_done, self.draws = None, False, 0
         self.caps = None
         self.samples_: list[PrecisionSample | None] | None = None
         self.samples_done, self.skipped = False, ""
+        self.rows_: list[PrecisionSample | None] | None = None
+        self.rows_made = False
+        if inputs is not None and self._large() and self._no_whole_run():
+            self.rows_made = True
+            self.rows_ = self._rows_sample(inputs)
+
+    def _large(self) -> bool:
+        """Outputs the fp64 rule does not keep (their sample needs a run of its own)."""
+        return self.msg is not None and 2 * tensor_bytes(self.expected) > PRECISION_MAX_BYTES
+
+    def _no_whole_run(self) -> str:
+        """Why an fp64 run of the whole batch for the sample cannot be made now (no room, or
+        `PRECISION_BUDGET_S` spent), else ""."""
+        n, spent = self.sample_runs, self.sample_runs_s
+        need = 4 * 2 * tensor_bytes(self.expected)  # fp64 inputs, activations and outputs
+        if not _room_for(need):
+            return (
+                f"an fp64 run of the model needs about {need / 2**30:.1f} GiB more than the "
+                "judge has room for (its memory stays a small multiple of the problem's "
+                "tensors): not checked for lower precision"
+            )
+        if n and spent + spent / n > PRECISION_BUDGET_S:
+            return (
+                f"the precision check's fp64 runs took {spent:.0f} s over {n} trial(s) "
+                f"(budget {PRECISION_BUDGET_S:g} s): later trials were not checked for lower "
+                "precision"
+            )
+        return ""
 
     def samples(self) -> list[PrecisionSample | None] | None:
         """The precision check's sample of the trial's outputs (`tools.precision.
@@ -196,11 +232,10 @@ class _Fp64Reference:
         if not self.samples_done:
             self.samples_done = True
             full = self.get()
-            large = self.msg is not None and 2 * tensor_bytes(self.expected) > PRECISION_MAX_BYTES
-            if full is None and large:
+            if full is None and self._large():
                 full = self._fp64_for_sample()
                 if full is None and self.skipped:
-                    self.samples_ = self._rows_sample()
+                    self.samples_ = self.rows_ if self.rows_made else self._rows_sample()
                     if self.samples_ is not None:
                         self.skipped = ""
                         return self.samples_
@@ -216,21 +251,23 @@ class _Fp64Reference:
             full = None
         return self.samples_
 
-    def _rows_sample(self) -> list[PrecisionSample | None] | None:
+    def _rows_sample(self, inputs: list | None = None) -> list[PrecisionSample | None] | None:
         """The sample from `ROWS_SAMPLED` random rows of the batch (dim 0 of every output and
         of the inputs that share it) run again in fp32 and in fp64, for a model that computes
         each row from its own inputs alone; None where it does not (the judge then runs the
-        whole batch in fp64 as before), or where even those rows' fp64 run has no room."""
+        whole batch in fp64 as before), or where even those rows' fp64 run has no room. The
+        rows are cut from `inputs` (the trial's, held by the caller), else from inputs made
+        again."""
         assert self.msg is not None
         b = _batch(self.expected)
         if not b or not _room_for(4 * 2 * tensor_bytes(self.expected) * _rows_for(b) // b):
             return None
         t0 = time.perf_counter()
-        inputs = None
         try:
-            inputs = make_inputs(
-                self.mod, int(self.msg["seed"]), self.device, float(self.msg.get("scale", 1))
-            )
+            if inputs is None:
+                inputs = make_inputs(
+                    self.mod, int(self.msg["seed"]), self.device, float(self.msg.get("scale", 1))
+                )
             out = _rows_sample(self.model, inputs, self.expected, secrets.randbits(63))
         except Exception:  # noqa: BLE001 - inputs or a model that cannot be sliced: no sample
             out = None
@@ -245,22 +282,10 @@ class _Fp64Reference:
     def _fp64_for_sample(self) -> list | None:
         """An fp64 run for the sample alone (outputs the fp64 rule does not keep), within
         `PRECISION_BUDGET_S`; None where the budget is spent or the run fails."""
+        self.skipped = self._no_whole_run()
+        if self.skipped:
+            return None
         n, spent = self.sample_runs, self.sample_runs_s
-        need = 4 * 2 * tensor_bytes(self.expected)  # fp64 inputs, activations and outputs
-        if not _room_for(need):
-            self.skipped = (
-                f"an fp64 run of the model needs about {need / 2**30:.1f} GiB more than the "
-                "judge has room for (its memory stays a small multiple of the problem's "
-                "tensors): not checked for lower precision"
-            )
-            return None
-        if n and spent + spent / n > PRECISION_BUDGET_S:
-            self.skipped = (
-                f"the precision check's fp64 runs took {spent:.0f} s over {n} trial(s) "
-                f"(budget {PRECISION_BUDGET_S:g} s): later trials were not checked for lower "
-                "precision"
-            )
-            return None
         t0 = time.perf_counter()
         assert self.msg is not None
         full = _fp64_reference(
