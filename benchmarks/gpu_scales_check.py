@@ -1,9 +1,9 @@
 """Issue 35 on a GPU: a 3x3 convolution, verified as this project's Triton convolution in
 tf32x3 (the default) and in bf16x3 (what 77 of 156 kernels of the merged H200 table used),
 without the scale trials (`input_scales=()`, the default before) and with them (the default
-now), at a 64 MiB output (the scale trial runs) and a 512 MiB one (over the fp64 rule's limit: no scale trial, the
-precision sample from rows of the batch where needed). Shows what decides each verdict and
-what it costs.
+now), at a 64 MiB output (the scale trial runs) and at a 512 MiB one (over the fp64 rule's
+limit: no scale trial; the precision sample from rows of the batch where needed). Shows what
+decides each verdict and what it costs.
 
     python benchmarks/gpu_scales_check.py [--device cuda] [--small] [--out DIR]
 
