@@ -531,11 +531,18 @@ def _maybe_reverify(
     strict = Verifier(
         dataclasses.replace(v.options, trials=opts.reverify_trials), sandbox=v.sandbox
     )
-    checks = [("plain", prob)] + [
-        (label, rescaled_problem(prob, expr, label)) for label, expr in RESCALED_INPUTS.items()
+    # the rescaled problems without the contract's own scale trial on top (x100 of x100 is
+    # x10,000: an overflow no user's inputs reach)
+    rescaled = Verifier(
+        dataclasses.replace(v.options, trials=opts.reverify_trials, input_scales=()),
+        sandbox=v.sandbox,
+    )
+    checks = [("plain", prob, strict)] + [
+        (label, rescaled_problem(prob, expr, label), rescaled)
+        for label, expr in RESCALED_INPUTS.items()
     ]
-    for label, p in checks:
-        verdict = strict.verify(p, source, kpath)
+    for label, p, verifier in checks:
+        verdict = verifier.verify(p, source, kpath)
         r.reverified = verdict
         if not verdict.correct:
             r.status = "not_verified"
