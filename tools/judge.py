@@ -187,7 +187,9 @@ class _Fp64Reference:
         trial's `inputs` (the judge's, still held), the rows sample (`_rows_sample`) of an
         output the whole fp64 run has no room or time for is taken now, from them: at the
         comparison it would make the inputs again beside the reference and the candidate's
-        outputs (one more copy of the inputs at the judge's peak)."""
+        outputs (one more copy of the inputs at the judge's peak). A reference that changed
+        its inputs in place gives rows that do not reproduce its outputs: no sample then (the
+        verdict says the trial was not checked), never a wrong one."""
         self.msg, self.expected, self.outputs, self.done = msg, expected, None, False
         self.allowance_, self.allowance_done, self.draws = None, False, 0
         self.caps = None
