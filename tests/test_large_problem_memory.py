@@ -6,8 +6,11 @@ H200, the host peak 6.7 GB -> 13.1 GB).
 The cause found on the CPU: the precision check drew its 65,536 elements an output through a
 permutation of the whole output (`torch.randperm(n)`): 8 bytes an element (12.9 GB for the
 1.6e9-element output) and about 0.3 us an element of one core each trial, while the
-candidate's job waited for the judge's reply past its own time limit. Each test runs in a
-fresh interpreter so that its peak resident set (`ru_maxrss`) is its own."""
+candidate's job waited for the judge's reply past its own time limit. And on the CPU, a large
+output's precision sample from rows of the batch made the trial's inputs again at the
+comparison, beside the reference and the candidate's outputs: one more copy of the inputs at the
+judge's peak (a 256 MiB LeakyReLU: 1,087 MB against 760 MB at 1e55d4b). The memory tests run in
+a fresh interpreter so that the peak resident set (`ru_maxrss`) is their own."""
 
 from __future__ import annotations
 
