@@ -7,6 +7,10 @@ rewritten draft still computes the same result."""
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from tests.helpers import run_json_script
 from tools import tune
 from tools.gemm_template import GEMM_SOURCE, call_for
@@ -84,11 +88,22 @@ json.dump({"picked": picked, "notes": notes, "calls": calls,
 """
 
 
-def test_fastest_tile_is_written_at_its_own_site(tmp_path):
-    src = tmp_path / "draft.py"
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> tuple[dict, dict]:
+    """SCRIPT on TWO_GEMMS, then VECTOR_SCRIPT on VECTOR_DRAFT, in one process (one interpreter
+    start and Triton import for both; pick_tiles keeps nothing between calls, and each call
+    gets its own timer)."""
+    tmp = tmp_path_factory.mktemp("gemm_tiles")
+    src, vector_src = tmp / "draft.py", tmp / "vector_draft.py"
     src.write_text(TWO_GEMMS)
-    out = tmp_path / "out.json"
-    result = run_json_script(SCRIPT, out, str(src), str(out), str(tmp_path))
+    vector_src.write_text(VECTOR_DRAFT)
+    out, vector_out = tmp / "out.json", tmp / "vector.json"
+    run_json_script(SCRIPT + VECTOR_SCRIPT, out, src, out, tmp, vector_src, vector_out)
+    return json.loads(out.read_text()), json.loads(vector_out.read_text())
+
+
+def test_fastest_tile_is_written_at_its_own_site(runs):
+    result = runs[0]
 
     # every tile that fits the 70x72 outputs was tried at both sites (the default once), none
     # 256 rows or columns wide; the 16-row one failed and was skipped; then two more rounds of
@@ -122,32 +137,28 @@ def test_a_draft_without_gemm_calls_is_left_alone():
     assert pick_tiles(source, [], [], "cpu", timer=lambda fn: 1 / 0) == (source, [])
 
 
+# run after SCRIPT in its process (`runs`): its draft is sys.argv[4], its JSON sys.argv[5]
 VECTOR_SCRIPT = r"""
-import json, sys, torch
-from tools.draft.gemm_tiles import pick_tiles
-
 def timer(run):
     raise AssertionError("a matrix-vector product has no tile to time")
 
-source = open(sys.argv[1]).read()
+source = open(sys.argv[4]).read()
 picked, notes = pick_tiles(source, [], [torch.randn(70, 24)], "cpu", timer=timer)
-json.dump({"same": picked == source, "notes": notes}, open(sys.argv[2], "w"))
+json.dump({"same": picked == source, "notes": notes}, open(sys.argv[5], "w"))
 """
 
+VECTOR_DRAFT = (
+    "import torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n\n"
+    + GEMM_SOURCE
+    + "\n\nclass ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    "        self.w = nn.Parameter(torch.randn(24, 1))\n\n    def forward(self, x):\n"
+    "        return " + call_for("mm", ["x", "self.w"], {}) + "\n"
+)
 
-def test_a_matrix_vector_product_is_not_timed_for_tiles(tmp_path):
+
+def test_a_matrix_vector_product_is_not_timed_for_tiles(runs):
     """A gemm(...) site with one output column runs the template's GEMV kernel: the draft-time
     tile choice leaves it alone and says so."""
-    draft = (
-        "import torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n\n"
-        + GEMM_SOURCE
-        + "\n\nclass ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-        "        self.w = nn.Parameter(torch.randn(24, 1))\n\n    def forward(self, x):\n"
-        "        return " + call_for("mm", ["x", "self.w"], {}) + "\n"
-    )
-    src = tmp_path / "draft.py"
-    src.write_text(draft)
-    out = tmp_path / "out.json"
-    result = run_json_script(VECTOR_SCRIPT, out, str(src), str(out))
+    result = runs[1]
     assert result["same"]
     assert len(result["notes"]) == 1 and "GEMV kernel (no tile to pick)" in result["notes"][0]
