@@ -11,8 +11,6 @@ with outputs of fp32, TF32-like and bf16x3-like accuracy.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from tests.helpers import run_json_script
@@ -99,21 +97,12 @@ json.dump({"picked": picked, "notes": notes, "calls": calls, "checked": checked,
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> tuple[dict, dict]:
-    """SCRIPT, then BUDGET_SCRIPT on the same draft in the same process (one interpreter start
-    and Triton import for both; pick_conv_variants keeps nothing between calls but BUDGET_S,
-    which BUDGET_SCRIPT sets only after SCRIPT's picks are written)."""
+def result(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("conv_picks")
     src = tmp / "draft.py"
     src.write_text(DRAFT)
-    out, budget = tmp / "out.json", tmp / "budget.json"
-    run_json_script(SCRIPT + BUDGET_SCRIPT, out, src, out, tmp, budget)
-    return json.loads(out.read_text()), json.loads(budget.read_text())
-
-
-@pytest.fixture(scope="module")
-def result(runs) -> dict:
-    return runs[0]
+    out = tmp / "out.json"
+    return run_json_script(SCRIPT, out, src, out, tmp)
 
 
 def _keywords(source: str) -> dict[int, dict]:
@@ -229,8 +218,8 @@ def test_accuracy_check_takes_fp32_like_and_refuses_tf32_and_bf16x3_like_outputs
         assert got["together"][name] == got[name]
 
 
-# run after SCRIPT in its process (`runs`): its draft is sys.argv[1], its JSON sys.argv[4]
 BUDGET_SCRIPT = r"""
+import json, sys, torch
 import tools.draft.conv_picks as cp
 
 cp.BUDGET_S = 0.0  # spent before the first variant: only the call as written is timed
@@ -244,12 +233,15 @@ torch.manual_seed(0)
 x, img = torch.randn(1, 16, 5, 6), torch.randn(2, 3, 6, 5)
 picked, notes = cp.pick_conv_variants(
     source, [], [x, img], "cpu", timer=timer, accuracy=lambda outs, a, k: {name: (True, "ok") for name in outs})
-json.dump({"labels": labels, "notes": notes, "same": picked == source}, open(sys.argv[4], "w"))
+json.dump({"labels": labels, "notes": notes, "same": picked == source}, open(sys.argv[2], "w"))
 """
 
 
-def test_no_variant_is_compiled_once_the_drafts_budget_is_spent(runs):
-    got = runs[1]
+def test_no_variant_is_compiled_once_the_drafts_budget_is_spent(tmp_path):
+    src = tmp_path / "draft.py"
+    src.write_text(DRAFT)
+    out = tmp_path / "out.json"
+    got = run_json_script(BUDGET_SCRIPT, out, str(src), str(out))
     assert got["same"] and all(label.endswith("as written") for label in got["labels"])
     notes = "\n".join(got["notes"])
     # X_SPLIT, bf16x3, exact (PART_SUM only where X_SPLIT's accuracy was checked and refused)
