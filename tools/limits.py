@@ -29,27 +29,25 @@ class Limits:
     """Install the audit-hook guard (socket / subprocess / write restrictions)."""
 
 
-def rss_mb(pid: int) -> float:
+def _status_mb(pid: int | str, field: str) -> float:
+    """A size from /proc/<pid>/status (`VmRSS`, `VmSize`, ...) in MB; 0 where it cannot say."""
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) / 1024
     except OSError:
         pass
     return 0.0
+
+
+def rss_mb(pid: int) -> float:
+    return _status_mb(pid, "VmRSS")
 
 
 def vm_size_mb(pid: int | str = "self") -> float:
-    """The address space a process has mapped (VmSize), in MB; 0 where /proc cannot say."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmSize:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
+    """The address space a process has mapped (VmSize), in MB."""
+    return _status_mb(pid, "VmSize")
 
 
 def apply_rlimits(lim: Limits, device: str) -> None:
