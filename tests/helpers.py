@@ -97,3 +97,22 @@ def run_python_script(args: list[str], workdir: Path, *, interpret: bool) -> Non
         timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-4000:]
+
+
+def cpu_timer(monkeypatch, event: type):
+    """`tools.timing.Timer`'s real loop on the CPU: CUDA's events replaced by `event`, its
+    synchronisation and spin kernel by no-ops, and a Timer built without its GPU buffers."""
+    import torch
+
+    from tools.timing import Timer
+
+    monkeypatch.setattr(torch.cuda, "Event", event)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
+    monkeypatch.setattr(torch.cuda, "_sleep", lambda *a, **k: None, raising=False)
+    timer = Timer.__new__(Timer)  # __init__ allocates the L2 flush buffer on the GPU
+    timer.cache = torch.empty(16, dtype=torch.int32)
+    timer.warmup_ms, timer.rep_ms, timer.min_reps, timer.max_reps = 0.05, 0.5, 20, 20
+    timer.cycles_per_us, timer.pad_us = 1.0, 50.0
+    timer.last_host_ms = timer.overhead_ms = 0.0
+    timer.fresh = None
+    return timer

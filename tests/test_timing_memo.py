@@ -25,6 +25,7 @@ import torch
 import triton
 import triton.language as tl
 
+from tests.helpers import cpu_timer
 from tools.freshness import fill_fresh, fresh_finding, fresh_moments, refresher
 from tools.timing import Freshness, Timer
 
@@ -115,20 +116,7 @@ class _Event:
 @pytest.fixture
 def fake_cuda(monkeypatch):
     """The real Timer loop on the CPU: events, synchronisation and the spin kernel stand-ins."""
-    monkeypatch.setattr(torch.cuda, "Event", _Event)
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
-    monkeypatch.setattr(torch.cuda, "_sleep", lambda *a, **k: None, raising=False)
-
-    def make_timer() -> Timer:
-        timer = Timer.__new__(Timer)  # __init__ allocates the L2 flush buffer on the GPU
-        timer.cache = torch.empty(16, dtype=torch.int32)
-        timer.warmup_ms, timer.rep_ms, timer.min_reps, timer.max_reps = 0.05, 0.5, 20, 20
-        timer.cycles_per_us, timer.pad_us = 1.0, 50.0
-        timer.last_host_ms = timer.overhead_ms = 0.0
-        timer.fresh = None
-        return timer
-
-    return make_timer
+    return lambda: cpu_timer(monkeypatch, _Event)
 
 
 def _inputs(n: int = 3000) -> list:

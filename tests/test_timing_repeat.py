@@ -14,8 +14,9 @@ import time
 import pytest
 import torch
 
+from tests.helpers import cpu_timer
 from tools.freshness import fresh_moments, refresher
-from tools.timing import REPEAT_RATIO, Timer, repeat_finding, time_repeats
+from tools.timing import REPEAT_RATIO, repeat_finding, time_repeats
 
 
 class _ClockEvent:
@@ -31,16 +32,7 @@ class _ClockEvent:
 
 @pytest.fixture
 def timer(monkeypatch):
-    monkeypatch.setattr(torch.cuda, "Event", _ClockEvent)
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
-    monkeypatch.setattr(torch.cuda, "_sleep", lambda *a, **k: None, raising=False)
-    t = Timer.__new__(Timer)  # __init__ allocates the L2 flush buffer on the GPU
-    t.cache = torch.empty(16, dtype=torch.int32)
-    t.warmup_ms, t.rep_ms, t.min_reps, t.max_reps = 0.05, 0.5, 20, 20
-    t.cycles_per_us, t.pad_us = 1.0, 50.0
-    t.last_host_ms = t.overhead_ms = 0.0
-    t.fresh = None
-    return t
+    return cpu_timer(monkeypatch, _ClockEvent)
 
 
 WORK_S = 0.003  # what "computing" costs the stand-in kernels
