@@ -336,6 +336,11 @@ def host_originals(host: list, device_inputs: list) -> list:
     ]
 
 
+def has_floating(inputs: list) -> bool:
+    """Whether any input is a floating-point tensor (new values can be written into it)."""
+    return any(isinstance(x, torch.Tensor) and x.is_floating_point() for x in inputs)
+
+
 def check_freshness(
     call: Call,
     bufs: list,
@@ -362,7 +367,7 @@ def check_freshness(
     (`tools.fp64_rule.no_farther_from_fp64`), with `allowance64` (`reference_on_fresh(
     allowance_into=...)`) as the judge's allowance over several draws, and `excuse_caps` (per
     output, `tools.fp64_rule.excuse_cap`) as its cap, where the caller made them."""
-    if not any(isinstance(x, torch.Tensor) and x.is_floating_point() for x in bufs):
+    if not has_floating(bufs):
         return {"checked": False, "ok": True, "message": "no floating-point inputs to rewrite"}
     if callable(fresh):
         fresh(bufs)

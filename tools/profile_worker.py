@@ -50,6 +50,7 @@ from tools.freshness import (
     fill_fresh,
     fresh_finding,
     fresh_moments,
+    has_floating,
     host_originals,
     reference_on_fresh,
     refresher,
@@ -425,7 +426,7 @@ def _timing_sets(
     result["input_sets"] = k
     refresh = refresher(moments)
     timer.fresh = Freshness(refresh=refresh)
-    if not any(isinstance(x, torch.Tensor) and x.is_floating_point() for x in base):
+    if not has_floating(base):
         result["notes"].append(
             "no floating-point inputs to write new values into: the timed calls repeat "
             "their inputs, so a result cached by their contents is not excluded"
@@ -536,8 +537,7 @@ def _repeat_check(
     its refusal where it fails. Nothing to check without floating-point inputs to write new
     values into, or once the freshness check has refused."""
     fresh = result["fresh"]
-    floating = any(isinstance(x, torch.Tensor) and x.is_floating_point() for x in first_set)
-    if not fresh.get("ok", True) or not floating:
+    if not fresh.get("ok", True) or not has_floating(first_set):
         return fresh
     estimate = min(statistics.median(r) for r in result["candidate_samples"])
     repeat = time_repeats(timer, candidate, first_set, refresh, estimate)
