@@ -130,6 +130,11 @@ def main() -> int:
     with open(out / "roundtrip_bench_stderr.txt", "w") as err:
         done = subprocess.run(bench, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err, text=True)
     print(f"bench exit {done.returncode}", flush=True)
+    if not (run_dir / RESULTS_NAME).is_file():
+        raise SystemExit(
+            f"agent bench (exit {done.returncode}) exported nothing to {run_dir}: see "
+            f"{out / 'roundtrip_bench_stderr.txt'}"
+        )
     ours = json.loads((run_dir / RESULTS_NAME).read_text())
     exported = sorted(p.name for p in run_dir.glob("level_*_kernel.py"))
 
