@@ -84,6 +84,8 @@ class AgentConfig:
     rtol: float | None = None
     tolerance_preset: str = DEFAULTS["tolerance_preset"]
     policy: str = DEFAULTS["policy"]
+    reference_numerics: str = DEFAULTS["reference_numerics"]
+    """exact | pytorch-default: what the judge's reference computes in (TF32 convolutions)."""
     device: str = DEFAULTS["device"]
     timeout_s: float = DEFAULTS["timeout_s"]
     aot_target: str | None = DEFAULTS["aot_target"]

@@ -24,6 +24,7 @@ from agent.option_spec import Option
 from tools.compare import PRESETS, Tolerance
 from tools.evaluate import BASELINES, DEFAULT_BASELINE
 from tools.limits import HOST_FLOOR_MB
+from tools.reference import REFERENCE_NUMERICS
 from tools.verify_options import POLICIES, VerifyOptions
 
 _VERIFY = {f.name: f.default for f in dataclasses.fields(VerifyOptions)}
@@ -80,6 +81,10 @@ OPTIONS: tuple[Option, ...] = (
     Option(name="tolerance_preset", group="verify", type=str, default=Tolerance().preset,
            choices=tuple(PRESETS),
            help="default: fp32 1e-4, fp16/bf16 1e-2; kernelbench-v0: 1e-2 for everything"),
+    Option(name="reference_numerics", group="verify", type=str,
+           default=_VERIFY["reference_numerics"], choices=REFERENCE_NUMERICS,
+           help="exact: the reference in full fp32 (TF32 off); pytorch-default: as PyTorch runs "
+           "it by default on a GPU (TF32 convolutions), as KernelBench's judge does: a weaker ok"),
     Option(name="policy", group="verify", type=str, default=_VERIFY["policy"], choices=POLICIES,
            help="strict: all compute in Triton; allow-library: library matmul/conv calls "
            "allowed (mixed)"),

@@ -1,9 +1,13 @@
 """A problem's check, found once and kept: `Reference` (its footprint, its outputs' shapes, the
 check job's peaks), cached in memory by the Verifier and on disk (`TRITON_AGENT_CACHE`,
-`problems.json`) across processes."""
+`problems.json`) across processes; and the numerics the reference runs in
+(`reference_numerics`, `REFERENCE_NUMERICS`) with a run's error against it in KernelBench's terms
+(`allclose_ratio`)."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,3 +75,79 @@ def write_problem_cache(key: str, entry: dict[str, Any]) -> None:
     problems = read_problem_cache()
     problems[key] = entry
     write_json(_problem_cache_path(), {"version": PROBLEM_CACHE_VERSION, "problems": problems})
+
+
+# ---------------------------------------------------------------------------------------------
+# The numerics the reference runs in (issue 36)
+
+REFERENCE_NUMERICS = ("exact", "pytorch-default")
+"""`exact` (the default): the judge's reference, and the timing job's freshness reference, in
+full fp32, TF32 off in cuDNN and cuBLAS (`tools.precision.full_fp32`). `pytorch-default`: as
+PyTorch runs the model by default on a GPU, which is how KernelBench's judge runs its reference:
+cuDNN convolutions (and recurrent layers) in TF32, cuBLAS matmuls in fp32. A TF32 kernel then
+passes where the reference itself computes in TF32, and an exact fp32 one may fail where the
+TF32 reference is farther from the truth than the tolerance: `ok` under it is a weaker claim
+(docs/verification.md, "Reference numerics")."""
+
+PYTORCH_DEFAULT_TF32 = {"cudnn": True, "matmul": False}
+"""PyTorch's own defaults (`torch.backends.cudnn.allow_tf32`, `torch.backends.cuda.matmul.
+allow_tf32`), set explicitly so the reference does not depend on what the job's process did."""
+
+
+@contextlib.contextmanager
+def reference_numerics(setting: str = "exact") -> Iterator[None]:
+    """The TF32 switches of `setting` (`REFERENCE_NUMERICS`) while the block runs; the previous
+    ones restored after."""
+    if setting not in REFERENCE_NUMERICS:
+        raise ValueError(f"unknown reference numerics {setting!r}")
+    if setting == "exact":
+        from tools.precision import full_fp32
+
+        with full_fp32():
+            yield
+        return
+    import torch
+
+    saved = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
+    torch.backends.cudnn.allow_tf32 = PYTORCH_DEFAULT_TF32["cudnn"]
+    torch.backends.cuda.matmul.allow_tf32 = PYTORCH_DEFAULT_TF32["matmul"]
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
+
+
+ALLCLOSE_CHUNK = 1 << 24
+"""Elements `allclose_ratio` converts to float64 at once (its memory follows it)."""
+
+
+def allclose_ratio(got: list, expected: list) -> dict[str, float] | None:
+    """How far a run's outputs are from the reference in the terms of KernelBench's check,
+    `torch.allclose(reference, output, atol=t, rtol=t)`, which holds where every element has
+    |reference - output| <= t (1 + |output|): the largest |reference - output| / (1 + |output|)
+    over the floating-point outputs (`ratio`: KernelBench accepts at tolerance t exactly when
+    ratio <= t; inf for a NaN or Inf anywhere, which its allclose refuses), and the largest
+    absolute error (`max_abs`). None where an output is not a tensor or shapes differ."""
+    import torch
+
+    ratio, max_abs = 0.0, 0.0
+    for g, e in zip(got, expected):
+        if not (isinstance(g, torch.Tensor) and isinstance(e, torch.Tensor)):
+            return None
+        if tuple(g.shape) != tuple(e.shape):
+            return None
+        if not (e.is_floating_point() and g.is_floating_point()):
+            if not torch.equal(g, e):
+                ratio = max_abs = float("inf")
+            continue
+        flat_g, flat_e = g.reshape(-1), e.reshape(-1)
+        for start in range(0, flat_e.numel(), ALLCLOSE_CHUNK):
+            a = flat_g[start : start + ALLCLOSE_CHUNK].double()
+            b = flat_e[start : start + ALLCLOSE_CHUNK].double()
+            diff = (a - b).abs()
+            if not bool(torch.isfinite(diff).all()):
+                return {"ratio": float("inf"), "max_abs": float("inf")}
+            if diff.numel():
+                max_abs = max(max_abs, float(diff.max()))
+                ratio = max(ratio, float((diff / (1 + a.abs())).max()))
+    return {"ratio": ratio, "max_abs": max_abs}

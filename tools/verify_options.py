@@ -13,6 +13,7 @@ from tools.compare import Tolerance
 from tools.cuda_targets import DEFAULT_TARGET
 from tools.errors import BadInputError
 from tools.limits import DEFAULT_TIMEOUT_S
+from tools.reference import REFERENCE_NUMERICS
 
 POLICIES = ("strict", "allow-library")
 
@@ -75,7 +76,17 @@ class VerifyOptions:
     with its integer size constants changed (`generalization_sizes`). Catches kernels with
     shapes baked in (the compiler drafter's, for one)."""
 
+    reference_numerics: str = "exact"
+    """What the reference computes in (`tools.reference.REFERENCE_NUMERICS`): `exact`, full fp32
+    with TF32 off; `pytorch-default`, PyTorch's defaults on a GPU (TF32 convolutions), as
+    KernelBench's judge runs it. The verdict says which (`Verdict.reference_numerics`)."""
+
     def __post_init__(self) -> None:
+        if self.reference_numerics not in REFERENCE_NUMERICS:
+            raise BadInputError(
+                f"unknown reference numerics {self.reference_numerics!r}; choose one of "
+                f"{', '.join(REFERENCE_NUMERICS)}"
+            )
         if self.policy not in POLICIES:
             raise BadInputError(
                 f"unknown policy {self.policy!r}; choose one of {', '.join(POLICIES)}"
