@@ -88,7 +88,7 @@ def reference_on_fresh(
     fp64_into: list | None = None,
     allowance_into: list | None = None,
     seed: int = 0,
-    tolerances: list[tuple[float, float]] | None = None,
+    tolerance: tuple[float, float] | None = None,
     caps_into: list | None = None,
 ) -> list:
     """The model's outputs on new values written by `fill`, computed in `inputs`' own buffers (no
@@ -100,8 +100,8 @@ def reference_on_fresh(
     the model fails in float64 or forces its own dtype. `allowance_into` (a list, with
     `fp64_into`): the fp64 rule's allowance on those values (`fp32_error_allowance`, its draws
     seeded from `seed`), appended where it could be made; `caps_into` (a list, with
-    `allowance_into` and `tolerances`, per output (atol, rtol)): the rule's cap per output
-    (`tools.fp64_rule.excuse_cap`), appended beside it."""
+    `allowance_into` and `tolerance`, the (atol, rtol) the check compares every output at):
+    the rule's cap per output (`tools.fp64_rule.excuse_cap`), appended beside it."""
     fill(inputs)
     if fp64_into is not None:
         fp64_into.extend(fp64_outputs(model, inputs))
@@ -124,6 +124,7 @@ def reference_on_fresh(
             return inputs
 
         made: dict = {}
+        tolerances = [tolerance] * len(expected) if tolerance is not None else None
         allowance = fp32_error_allowance(
             model, again, expected, fp64_into, seed=seed, record=made, tolerances=tolerances
         )

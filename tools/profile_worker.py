@@ -170,10 +170,11 @@ def profile_job(
     seed = int(settings.get("seed", 42))
     with _device_context():
         prepared = _before_candidate(
-            problem_source, problem_path, settings, cached_baselines, result, timer, t0
-        )
+            problem_source, problem_path, settings, cached_baselines, result, timer, t0,
+            (atol, rtol),
+        )  # fmt: skip
         init, model, sets, refresh, write_fresh = prepared[:5]
-        fresh_trial, fresh_ref, fresh_ref64, fresh_allow = prepared[5:]
+        fresh_trial, fresh_ref, fresh_ref64, fresh_allow, fresh_caps = prepared[5:]
         del prepared
 
         # ---- from here on, the candidate's code is loaded ----
@@ -192,16 +193,18 @@ def profile_job(
         if fresh_trial is None:
             # The freshness check as one of the timed calls (a stochastic problem's is
             # statistical, after the timing)
-            judge_probe = _fresh_probe(fresh_ref, fresh_ref64, fresh_allow, atol, rtol)
+            judge_probe = _fresh_probe(
+                (fresh_ref, fresh_ref64, fresh_allow, fresh_caps), atol, rtol
+            )
             timer.fresh = Freshness(refresh=refresh, probe=write_fresh, check=judge_probe)
         try:
             _time_candidate(result, timer, candidate, sets, settings, t1)
-            fresh_refs = (fresh_ref, fresh_ref64, fresh_allow)
+            fresh_refs = (fresh_ref, fresh_ref64, fresh_allow, fresh_caps)
             result["fresh"] = _freshness_after_timing(
                 timer.fresh, candidate, sets[0], write_fresh, fresh_refs, atol, rtol
             )
             timer.fresh = None
-            del fresh_ref, fresh_ref64, fresh_allow, fresh_refs
+            del fresh_ref, fresh_ref64, fresh_allow, fresh_caps, fresh_refs
             if fresh_trial is None:
                 result["fresh"] = _repeat_check(result, timer, candidate, sets[0], refresh)
             if fresh_trial is not None:
@@ -228,12 +231,13 @@ def _before_candidate(
     result: dict[str, Any],
     timer: Timer,
     t0: float,
+    tolerance: tuple[float, float],
 ) -> tuple:
     """Everything before the candidate's code is loaded: the problem and its inputs on the GPU
     (`_problem_on_gpu`), the work of one forward, the freshness references
-    (`_fresh_references`), the timing sets, the baselines (`_time_baselines`). Returns (init
-    arguments, model, sets, refresher, `write_fresh`, the stochastic reference trial or None,
-    the freshness reference, its fp64 version and allowance or None)."""
+    (`_fresh_references`, at `tolerance`), the timing sets, the baselines (`_time_baselines`).
+    Returns (init arguments, model, sets, refresher, `write_fresh`, the stochastic reference
+    trial or None, the freshness reference, its fp64 version, allowance and caps or None)."""
     seed = int(settings.get("seed", 42))
     init, model, base, originals = _problem_on_gpu(problem_source, problem_path, seed)
     work = _work(model, base)
@@ -244,7 +248,7 @@ def _before_candidate(
     def write_fresh(bufs: list) -> None:
         fill_fresh(bufs, seed + FRESH_SEED_OFFSET, moments)
 
-    fresh = _fresh_references(model, base, originals, write_fresh, seed, settings)
+    fresh = _fresh_references(model, base, originals, write_fresh, seed, settings, tolerance)
     del originals
     torch.cuda.empty_cache()
     sets, refresh = _timing_sets(result, timer, base, work, moments)
@@ -323,12 +327,20 @@ def _problem_on_gpu(problem_source: str, problem_path: str, seed: int) -> tuple:
 
 
 def _fresh_references(
-    model: Any, base: list, originals: Any, write_fresh: Any, seed: int, settings: dict[str, Any]
+    model: Any,
+    base: list,
+    originals: Any,
+    write_fresh: Any,
+    seed: int,
+    settings: dict[str, Any],
+    tolerance: tuple[float, float],
 ) -> tuple:
     """The reference's outputs on the freshness check's new values, computed before the
     candidate's code is loaded and kept (one output set) until the check, which writes the
     same values into the same buffers. Returns (a stochastic problem's reference trial or
-    None, the reference, its fp64 version and allowance or None)."""
+    None, the reference, and its fp64 version, allowance and caps, or None each). The caps
+    (`tools.fp64_rule.excuse_cap`, per output) come from the allowance's draws counted at
+    `tolerance`, the check's own (atol, rtol): the judge's cap holds here too."""
     # A stochastic problem (its forward draws from torch's RNG, judged statistically): the
     # reference's runs on the fresh values too, for the statistical freshness check.
     fresh_trial = None
@@ -340,6 +352,7 @@ def _fresh_references(
         # with an fp64 reference made here, before the candidate's code is loaded.
         fresh_ref64: list | None = [] if settings.get("fp64_rule") else None
         fresh_allow: list | None = [] if settings.get("fp64_rule") else None
+        fresh_caps: list | None = [] if settings.get("fp64_rule") else None
         fresh_ref = reference_on_fresh(
             model,
             base,
@@ -348,8 +361,10 @@ def _fresh_references(
             fresh_ref64,
             fresh_allow,
             seed=seed + FRESH_SEED_OFFSET,
+            tolerance=tolerance,
+            caps_into=fresh_caps,
         )
-    return fresh_trial, fresh_ref, fresh_ref64, fresh_allow
+    return fresh_trial, fresh_ref, fresh_ref64, fresh_allow, fresh_caps
 
 
 def _time_baselines(
@@ -462,21 +477,20 @@ def _load_candidate(kernel_source: str, kernel_path: str, init: list, model: Any
     return model_new
 
 
-def _fresh_probe(
-    fresh_ref: Any, fresh_ref64: list | None, fresh_allow: list | None, atol: float, rtol: float
-) -> Any:
-    """The freshness check run on one timed call (`tools.timing.Freshness`'s `check`)."""
+def _fresh_probe(refs: tuple, atol: float, rtol: float) -> Any:
+    """The freshness check run on one timed call (`tools.timing.Freshness`'s `check`); `refs`:
+    (the freshness reference, its fp64 version, allowance and caps: `_fresh_references`)."""
 
-    def judge_probe(
-        outputs: Any, _ref=fresh_ref, _ref64=fresh_ref64, _allow=fresh_allow
-    ) -> dict[str, Any]:
+    def judge_probe(outputs: Any, _refs=refs) -> dict[str, Any]:
+        ref, ref64, allow, caps = _refs
         return fresh_finding(
             outputs,
-            _ref,
+            ref,
             atol,
             rtol,
-            expected64=_ref64,
-            allowance64=_allow,
+            expected64=ref64,
+            allowance64=allow,
+            excuse_caps=caps,
             during_timing=True,
         )
 
@@ -560,7 +574,7 @@ def _freshness_after_timing(
     problem, or a sequence that never armed) a check on one more call."""
     if fresh.finding is not None:
         return {**fresh.finding, "timed_call": fresh.probe_rep}
-    fresh_ref, fresh_ref64, fresh_allow = refs
+    fresh_ref, fresh_ref64, fresh_allow, fresh_caps = refs
     return check_freshness(
         candidate,
         first_set,
@@ -570,6 +584,7 @@ def _freshness_after_timing(
         rtol,
         expected64=fresh_ref64,
         allowance64=fresh_allow,
+        excuse_caps=fresh_caps,
     )
 
 
