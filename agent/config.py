@@ -94,6 +94,9 @@ class AgentConfig:
     """Host memory limit of each verification job in MB; None derives it from the problem."""
     generalize: bool = False
     """Also verify each candidate at other sizes (hard-coded shapes fail)."""
+    input_scales: str | None = None
+    """The scale trials (`VerifyOptions.input_scales`): factors as `--input-scales` spells them
+    ("100,1e4", "none"), or a tuple of them; None: the tolerance preset's own."""
     jobs_per_gpu: int = DEFAULTS["jobs_per_gpu"]
     """GPU: verification jobs at once per GPU; timing jobs always have their GPU alone."""
 

@@ -106,6 +106,10 @@ OPTIONS: tuple[Option, ...] = (
     Option(name="generalize", group="verify", type=bool, default=_VERIFY["generalize"],
            help="also verify with the problem's size constants changed (catches hard-coded "
            "shapes)"),
+    Option(name="input_scales", group="verify", type=str, default=None, nullable=True,
+           help="scale trials: comma-separated factors the floating-point inputs are also "
+           "verified at (e.g. 100,1e4), 'none' for none (default: x100 under the fp32 "
+           "contract, none under kernelbench-v0)"),
     Option(name="jobs_per_gpu", group="verify", type=int, default=_VERIFY["jobs_per_gpu"], low=1,
            high=64, help="GPU: verification jobs at once per GPU; timing always has its GPU "
            "alone"),

@@ -60,12 +60,13 @@ class VerifyOptions:
     poison: bool = True
     memory_mb: int | None = None
     """Host memory limit of each job in MB; None derives it from the problem's footprint."""
-    input_scales: tuple[float, ...] | None = None
+    input_scales: tuple[float, ...] | str | None = None
     """The scale trials: one more trial per factor, with the floating-point tensors of
     `get_inputs()` multiplied by it (integer and bool tensors and plain numbers as drawn), the
     reference run on the same scaled inputs. None: the contract's own (`scale_trials`):
     `SCALE_TRIALS` under the default fp32 contract, none under the `kernelbench-v0` preset
-    (KernelBench's own check, kept comparable); `()` turns them off."""
+    (KernelBench's own check, kept comparable); `()` turns them off. A string is the command
+    line's spelling (`--input-scales`, `parse_input_scales`)."""
 
     jobs_per_gpu: int = 1
     """On CUDA: verification jobs running at once on each GPU (they only check correctness;
@@ -97,6 +98,8 @@ class VerifyOptions:
             raise BadInputError("--jobs-per-gpu must be at least 1")
         if self.device not in ("auto", "cpu", "cuda"):
             raise BadInputError(f"unknown device {self.device!r}; choose auto, cpu or cuda")
+        if isinstance(self.input_scales, str):
+            self.input_scales = parse_input_scales(self.input_scales)
         if self.input_scales is not None:
             self.input_scales = tuple(float(x) for x in self.input_scales)
             bad = [x for x in self.input_scales if not (math.isfinite(x) and x > 0)]
@@ -113,6 +116,31 @@ class VerifyOptions:
         if self.input_scales is not None:
             return self.input_scales
         return SCALE_TRIALS if self.tolerance.preset == "default" else ()
+
+
+NO_SCALES = ("none", "off", "")
+"""`--input-scales` spellings of no scale trial at all."""
+
+
+def parse_input_scales(text: str) -> tuple[float, ...] | None:
+    """`--input-scales` as `VerifyOptions.input_scales`: comma-separated factors ("100",
+    "100,1e4", "x100"), `none` (no scale trial) or `default` (None: the contract's own). The
+    factors' range is `VerifyOptions`'s check."""
+    spelled = text.strip().lower()
+    if spelled == "default":
+        return None
+    if spelled in NO_SCALES:
+        return ()
+    scales = []
+    for part in spelled.split(","):
+        try:
+            scales.append(float(part.strip().removeprefix("x")))
+        except ValueError:
+            raise BadInputError(
+                f"--input-scales {text!r}: {part.strip()!r} is not a number; give factors "
+                "separated by commas (100,1e4), none, or default"
+            ) from None
+    return tuple(scales)
 
 
 def resolve_device(device: str) -> str:

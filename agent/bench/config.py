@@ -133,6 +133,8 @@ class BenchConfig:
             "seed": a.seed,
             "timeout_s": a.timeout_s,
             "aot_target": a.aot_target,
+            # the scale trials every verification ran (`--input-scales`, issue 35)
+            "input_scales": list(self.verify_options().scale_trials()),
         }
 
 
