@@ -1,7 +1,8 @@
 """Launch recording: `record_launches()` watches `kernel[grid](...)` calls (native `JITFunction`
 or the interpreter's `InterpretedFunction`, also behind `@triton.autotune` /
 `@triton.heuristics`) and keeps one `LaunchRecord` per launch: the kernel, its Triton signature,
-constexpr values and launch options, enough to compile it again (`tools.aot`).
+constexpr values and launch options, enough to compile it again (`tools.aot`); on a GPU also
+two events around it that give its device time (`note_launch_times`, for `tools.launch_times`).
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ import contextlib
 import contextvars
 import dataclasses
 import functools
+import hashlib
 import inspect
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,12 +67,15 @@ class LaunchRecord:
     """Shapes of the tensor arguments (the launch trace: `trace_entry`)."""
     scalars: dict[str, Any] = field(default_factory=dict)
     """Values of the plain number arguments that are not constexprs (the launch trace)."""
+    events: Any = field(default=None, repr=False, compare=False)
+    """(start, end): timing events recorded on the current stream just before and after the
+    launch (`record_launches(device="cuda")`), None when not timed; not serialised."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             f.name: jsonable(getattr(self, f.name))
             for f in dataclasses.fields(self)
-            if f.name != "fn"
+            if f.name not in ("fn", "events")
         }
 
 
@@ -82,7 +87,9 @@ _AUTOTUNING: contextvars.ContextVar[bool] = contextvars.ContextVar("_AUTOTUNING"
 
 
 @contextlib.contextmanager
-def record_launches() -> Iterator[list[LaunchRecord]]:
+def record_launches(
+    device: str | None = None, event: Callable[[], Any] | None = None
+) -> Iterator[list[LaunchRecord]]:
     """Record every Triton kernel launch made inside the block.
 
     Patches `JITFunction.run` and `InterpretedFunction.run` (what `kernel[grid](...)` calls,
@@ -93,6 +100,12 @@ def record_launches() -> Iterator[list[LaunchRecord]]:
     On a GPU, `@triton.autotune` benchmark launches are recorded too, with `autotuning=True`.
     Under the interpreter, where benchmarking cannot run, the autotuner is told every config
     takes the same time, so it runs its first config instead of failing.
+
+    With `device="cuda"` (or an `event` type: a stand-in in tests), each recorded launch other
+    than autotuning's benchmarks is also timed: an event recorded on the current stream (the
+    one Triton launches on) just before Triton's `run` and one just after, into the record's
+    `events`; nothing waits for them (`note_launch_times` reads them after the caller's
+    synchronize), and the kernel never receives them.
     """
     from triton.runtime.autotuner import Autotuner
     from triton.runtime.interpreter import InterpretedFunction
@@ -105,14 +118,32 @@ def record_launches() -> Iterator[list[LaunchRecord]]:
         (Autotuner, "_bench", Autotuner.__dict__["_bench"]),
     ]
 
+    if event is None and device == "cuda":
+        import torch
+
+        event = functools.partial(torch.cuda.Event, enable_timing=True)
+
     def recording_run(original):
         @functools.wraps(original)
         def run(self, *args, **kwargs):
+            record = None
             if not kwargs.get("warmup", False):
                 record = _make_record(self, args, kwargs)
                 if record is not None:
                     records.append(record)
-            return original(self, *args, **kwargs)
+            if record is None or event is None or record.autotuning:
+                return original(self, *args, **kwargs)
+            try:
+                start, end = event(), event()
+                start.record()
+            except Exception:  # noqa: BLE001 - untimed, the launch goes on
+                return original(self, *args, **kwargs)
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                with contextlib.suppress(Exception):  # a faulted context: the fault is the error
+                    end.record()
+                    record.events = (start, end)
 
         return run
 
@@ -171,6 +202,43 @@ def launch_trace(records: list[LaunchRecord], scalars: bool = True) -> list[tupl
     """The trace of the launches in `records` (one forward call's), autotuning's benchmark
     launches left out (they run once for a key, whenever the autotuner decides)."""
     return [trace_entry(r, scalars) for r in records if not r.autotuning]
+
+
+MAX_TIMED = 512
+"""The most launches of one forward call whose device times go to the judge."""
+
+
+def note_launch_times(
+    result: dict[str, Any], trial: int, run: str, records: list[LaunchRecord]
+) -> None:
+    """A GPU's evidence of the work inside each launch of one checked run (`records`: its
+    forward call's, autotuning's benchmarks left out, in the order of its launch trace): each
+    launch's kernel, grid, a digest of its trace entry (the judge joins launches of two runs
+    on it) and its device time in ms (None where the events could not be read), appended to
+    `result["launch_times"]` for the judge (`tools.launch_times`). Called after the run's
+    synchronize; no entry where nothing was timed (the CPU: the interpreter's counts instead)."""
+    timed = [r for r in records if not r.autotuning][:MAX_TIMED]
+    if not any(r.events for r in timed):
+        return
+    launches = [
+        [r.name, list(r.grid) if r.grid else None, _digest(trace_entry(r)), _elapsed(r.events)]
+        for r in timed
+    ]
+    result.setdefault("launch_times", []).append(
+        {"trial": int(trial), "run": str(run), "launches": launches}
+    )
+
+
+def _digest(entry: tuple) -> str:
+    return hashlib.sha256(repr(entry).encode()).hexdigest()[:16]
+
+
+def _elapsed(events: Any) -> float | None:
+    try:
+        start, end = events
+        return float(start.elapsed_time(end))
+    except Exception:  # noqa: BLE001 - not recorded, or the context faulted
+        return None
 
 
 _COUNTS = "elements"

@@ -9,6 +9,7 @@ from typing import Any
 
 from tools.errors import ProblemError
 from tools.freshness import ALLOWANCE_FACTOR
+from tools.launch_times import repeated_work
 from tools.reference import Reference
 from tools.results import Audit, Evidence, KernelResources, MismatchReport, SourceError, Verdict
 from tools.sandbox import JobOutcome
@@ -244,7 +245,7 @@ def _judge_reply(
             "result is not a kernel)",
             evidence=evidence,
         )
-    repeated = [str(r)[:400] for r in data.get("repeated_work") or []]
+    repeated = repeated_work(data, evidence.notes)  # traces, counts, device times
     if repeated:
         return Verdict(
             status="cheat",

@@ -215,7 +215,7 @@ def _cuda_fault(exc: BaseException) -> str | None:
 # attribute of an object holds a harness object where the candidate could rebind it.
 #   job    (channel, problem, device, model_new, poison, aot_target, kernel_source, local_path)
 #   kit    (audited, compute_blocked, is_library, export_outputs, launch_trace, with_counts,
-#           backend_key, blocked_all, blocked_but_library): the harness's callables and lists
+#           backend_key, blocked_all, blocked_but_library, note_launch_times): callables, lists
 #   checks (during: a watch, races, budget, observer, records)
 #   found  (result, audit, tamper, refused_library, idle_runs, repeated_work): the evidence
 #   watch  (Integrity, ProcessSnapshot, tamper, hooks, the hooks before the candidate ran)
@@ -281,7 +281,7 @@ def candidate_job(
         result["stage"] = "run"
         found = (result, _new_audit(ctor_compute), start[2], [], [], [])
         try:
-            records = stack.enter_context(record_launches())
+            records = stack.enter_context(record_launches(device))
         except Exception as exc:
             result.setdefault("notes", []).append(f"launch recorder unavailable: {exc}")
         # Second snapshot: the launch recorder above legitimately patched triton's `run`.
@@ -342,7 +342,7 @@ def _arm_harness(
     _import_harness_modules()
     # Every launch is recorded (tools.launch_record): the compile for a real target after the
     # trials (CPU), and each forward call's launch trace (the work it did).
-    from tools.launch_record import launch_trace, record_launches, with_counts
+    from tools.launch_record import launch_trace, note_launch_times, record_launches, with_counts
 
     process = ProcessSnapshot()
     threads_before = set(threading.enumerate())
@@ -359,6 +359,7 @@ def _arm_harness(
         backend_key,
         blocked_all,
         blocked_but_library,
+        note_launch_times,
     )
     return kit, races, budget, local_path, start, threads_before, record_launches
 
@@ -817,7 +818,7 @@ def _account_run(
     audit (launches, kernels, ops, refused calls, mutated and aliased inputs, work that differs
     from the trial's first run). Returns (whether the job ended: a race, `result` says so; the
     call's work: launch count and trace)."""
-    is_library, launch_trace, with_counts = kit[2], kit[4], kit[5]
+    is_library, launch_trace, with_counts, note_times = kit[2], kit[4], kit[5], kit[9]
     during, races, _budget, observer, records = checks
     result, audit, tamper, refused_library, idle_runs, repeated_work = found
     trial, run, checked, label, numbers, exempt = call
@@ -845,13 +846,12 @@ def _account_run(
     # called, refused, and the refusal swallowed by forward
     _note_refused(refused, audit, tamper, refused_library, is_library)
     work = (launches.count, launch_trace(records[first_record:], numbers))
+    # Same arguments, same work inside each launch too (not with a stochastic problem's seeds):
+    # the CPU's element counts per launch (interp_checks), a GPU's device times for the judge.
     if races is not None and numbers:
-        # CPU: each launch's entry also holds the elements its programs loaded, stored and
-        # touched by atomics (tools.interp_checks): the same arguments must also mean the same
-        # work inside the kernel (a memo decided there from a flag on the device). Not with a
-        # stochastic problem's fresh seeds, whose random masks may change what a launch
-        # touches; not on a GPU (no counts).
         work = (work[0], with_counts(work[1], races.work))
+    if numbers and checked and not exempt:  # nothing where no launch was timed (the CPU)
+        note_times(result, trial, run, records[first_record:])
     if not job[5]:  # no compile for a real target (aot_target): the records may go
         del records[first_record:]
     if checked and run != "first" and not exempt and first_work is not None:

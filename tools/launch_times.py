@@ -1,0 +1,96 @@
+"""The GPU's rule for work decided inside a launch (issue 34): a launch that takes far less
+device time on a trial's repeated inputs than the same launch took on fresh ones did other
+work. Pure: the candidate's job measures (`tools.launch_record.note_launch_times`), the verdict
+rules (`tools.verdict_rules`) call `repeated_work` here, outside the candidate's process.
+
+The CPU's counterpart is the interpreter's per-launch element counts (`tools.interp_checks`,
+`tools.launch_record.with_counts`), compared in the candidate's job. docs/verification.md,
+"Inside a launch", says why these numbers.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+RATIO = 0.5
+"""A repeated run's launch is suspect below this fraction of the launch's fresh-input time."""
+
+FLOOR_MS = 0.020
+"""...and at least this much (20 us) below it."""
+
+CONFIRMATIONS = 2
+"""Trials in which the same launch must be suspect before the verdict refuses it."""
+
+
+def repeated_work(data: dict[str, Any], notes: list[str]) -> list[str]:
+    """The repeated-input findings of a candidate's job (`data`, its reply): what the job
+    found itself (`repeated_work`: launch counts, traces, the interpreter's element counts)
+    and, from the device times it measured (`launch_times`), the launches the rule below
+    refuses. A suspect launch seen in one trial only is a note, not a finding."""
+    found = [str(r)[:400] for r in data.get("repeated_work") or []]
+    timed, unconfirmed = faster_on_repeats(data.get("launch_times") or [])
+    notes.extend(unconfirmed)
+    return found + timed
+
+
+def faster_on_repeats(runs: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """The device-time rule over a verification's timed runs (`runs`: one entry per checked run
+    of a trial that is not exempt, `{"trial", "run", "launches": [[kernel, grid, digest, ms],
+    ...]}`). Returns (findings, notes).
+
+    Launch i of a trial's repeated run is compared with launch i of the same trial's first run
+    where both have the same trace digest (same kernel, grid, arguments). It is suspect when
+    it took less than `RATIO` of, and `FLOOR_MS` less than, the *fastest* first-run time of
+    that launch over every trial (the same launch i, the same digest): a first run slowed by
+    the machine (a host delay inside the event window, another process's kernels, clocks)
+    cannot make an honest launch suspect unless every trial's first run was slowed, and a
+    repeated run's own time is at least the kernel's device time. A launch suspect in
+    `CONFIRMATIONS` trials is a finding ("cheat"); in fewer, a note."""
+    firsts: dict[int, list] = {}
+    repeats: list[tuple[int, str, list]] = []
+    for entry in runs:
+        trial, run, launches = int(entry["trial"]), str(entry["run"]), list(entry["launches"])
+        if run == "first":
+            firsts[trial] = launches
+        else:
+            repeats.append((trial, run, launches))
+    fastest: dict[tuple[int, str], float] = {}
+    for launches in firsts.values():
+        for i, (_name, _grid, digest, ms) in enumerate(launches):
+            if ms is not None:
+                key = (i, str(digest))
+                fastest[key] = min(float(ms), fastest.get(key, float("inf")))
+    suspects: dict[tuple[int, str], list[tuple[int, str]]] = defaultdict(list)
+    for trial, run, launches in repeats:
+        for i, (first, again) in enumerate(zip(firsts.get(trial, []), launches)):
+            if first[2] != again[2] or first[3] is None or again[3] is None:
+                continue
+            best, ms = fastest[(i, str(first[2]))], float(again[3])
+            if ms < RATIO * best and best - ms > FLOOR_MS:
+                said = _describe(trial, run, i, again, float(first[3]), ms, best)
+                suspects[(i, str(first[2]))].append((trial, said))
+    findings, notes = [], []
+    for seen in suspects.values():
+        trials = len({trial for trial, _ in seen})
+        if trials >= CONFIRMATIONS:
+            findings.append(f"{seen[0][1]}; so in {trials} trials")
+        else:
+            notes.append(
+                f"not refused: {seen[0][1]}; in {trials} trial(s) only, fewer than the "
+                f"{CONFIRMATIONS} the rule needs (one slow first run is noise)"
+            )
+    return findings, notes
+
+
+def _describe(
+    trial: int, run: str, i: int, launch: list, first: float, again: float, best: float
+) -> str:
+    name, grid = launch[0], launch[1]
+    grid = tuple(grid) if grid else "?"
+    fastest = "" if best == first else f" (at least {best:.3f} ms in every trial's first run)"
+    return (
+        f"trial {trial}, {run} run: launch {i + 1} ({name}, grid {grid}), same arguments, other "
+        f"work inside the kernel: {first:.3f} ms the first time{fastest}, {again:.3f} ms on "
+        "the repeated inputs (device time, CUDA events)"
+    )
