@@ -86,6 +86,8 @@ class AgentConfig:
     policy: str = DEFAULTS["policy"]
     reference_numerics: str = DEFAULTS["reference_numerics"]
     """exact | pytorch-default: what the judge's reference computes in (TF32 convolutions)."""
+    precision: str = DEFAULTS["precision"]
+    """fp32 | bf16 | fp16: the dtype the problem runs at (`tools.problem_dtype`)."""
     device: str = DEFAULTS["device"]
     timeout_s: float = DEFAULTS["timeout_s"]
     aot_target: str | None = DEFAULTS["aot_target"]

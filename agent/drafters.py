@@ -11,6 +11,7 @@ from agent.prompts import render_chat, render_kernelllm, render_refinement
 from agent.state import Attempt, Candidate
 from tools.errors import BackendError
 from tools.limits import Limits
+from tools.problem_dtype import DEFAULT_PRECISION, PRECISION_ENV, cache_suffix
 from tools.sandbox import Sandbox
 
 # Rank of statuses when choosing which attempt of a round to refine: closest to done first.
@@ -102,10 +103,16 @@ class CompilerDrafter:
     the problem's code executes there, and Inductor's internals may be patched freely."""
 
     def __init__(self, sandbox: Sandbox, device: str, timeout_s: float = 600.0):
+        # The verifier's precision (`--precision`) is in its sandbox's job environment: the
+        # draft job traces the model at that dtype (`tools.draft.loading.load_problem`).
+        job_env = dict(getattr(sandbox, "job_env", {}))
         if device == "cpu":
             # Inductor needs real Triton objects: a CPU sandbox runs the interpreter, so drafting
             # gets its own spawn-based sandbox without TRITON_INTERPRET (one job per run).
             sandbox = Sandbox(device="cpu", max_workers=1, start_method="spawn", interpret=False)
+            sandbox.job_env = job_env
+        self.precision = job_env.get(PRECISION_ENV, DEFAULT_PRECISION)
+        """The dtype drafts are traced at (part of the draft cache's key)."""
         self.sandbox = sandbox
         self.device = device
         self.timeout_s = timeout_s
@@ -124,7 +131,10 @@ class CompilerDrafter:
         (the problem's footprint); see `_draft` for what it changes. `settings`: other
         Inductor settings (`tools.draft.SETTINGS`), for the tuner."""
         key = draft_cache_key(
-            problem_source, self.device + ("" if settings == "default" else f":{settings}")
+            problem_source,
+            self.device
+            + ("" if settings == "default" else f":{settings}")
+            + cache_suffix(self.precision),
         )
         cached = _read_draft(key)
         if cached is not None:

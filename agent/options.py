@@ -24,6 +24,7 @@ from agent.option_spec import Option
 from tools.compare import PRESETS, Tolerance
 from tools.evaluate import BASELINES, DEFAULT_BASELINE
 from tools.limits import HOST_FLOOR_MB
+from tools.problem_dtype import PRECISIONS
 from tools.reference import REFERENCE_NUMERICS
 from tools.verify_options import POLICIES, VerifyOptions
 
@@ -85,6 +86,11 @@ OPTIONS: tuple[Option, ...] = (
            default=_VERIFY["reference_numerics"], choices=REFERENCE_NUMERICS,
            help="exact: the reference in full fp32 (TF32 off); pytorch-default: as PyTorch runs "
            "it by default on a GPU (TF32 convolutions), as KernelBench's judge does: a weaker ok"),
+    Option(name="precision", group="verify", type=str, default=_VERIFY["precision"],
+           choices=PRECISIONS,
+           help="the dtype the problem runs at, KernelBench's meaning: fp32 as written; bf16/fp16: "
+           "the model and its floating inputs cast, reference and candidate alike (tolerance "
+           "1e-2), baselines timed at it, the compiler drafter tracing at it"),
     Option(name="policy", group="verify", type=str, default=_VERIFY["policy"], choices=POLICIES,
            help="strict: all compute in Triton; allow-library: library matmul/conv calls "
            "allowed (mixed)"),

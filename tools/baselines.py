@@ -10,6 +10,7 @@ from typing import Any
 
 from tools.cache import cache_dir, read_json, write_json
 from tools.problem import Problem
+from tools.problem_dtype import cache_suffix
 from tools.profile_result import ProfileOptions
 from tools.roofline import summarize
 
@@ -77,7 +78,11 @@ def cached_baselines_for(
     }
 
 
-def remember_baselines(data: dict[str, Any], prob: Problem, opts: ProfileOptions) -> None:
+def remember_baselines(
+    data: dict[str, Any], prob: Problem, opts: ProfileOptions, precision: str = "fp32"
+) -> None:
+    """Keep the timing job's baselines (and peaks) in the cache, keyed by the problem's digest
+    at `precision` (`tools.problem_dtype.cache_suffix`: a bf16 problem's eager is not fp32's)."""
     if not opts.use_cache:
         return
     device = data.get("device", "cuda")
@@ -101,7 +106,10 @@ def remember_baselines(data: dict[str, Any], prob: Problem, opts: ProfileOptions
             entry["compile_error"] = b["compile_error"]
         # The installed Triton, as in the lookup (`cached_baselines_for`), so entries are found.
         key = baseline_key(
-            prob.digest, device, data.get("torch_version", ""), installed_triton_version()
+            prob.digest + cache_suffix(precision),
+            device,
+            data.get("torch_version", ""),
+            installed_triton_version(),
         )
         update["baselines"][key] = entry
     save_cache(update)

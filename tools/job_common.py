@@ -18,6 +18,14 @@ from typing import Any
 import torch
 
 from tools.compare import normalise_outputs
+from tools.problem_dtype import (
+    cast_floating,
+    cast_model,
+    job_precision,
+    precision_of,
+    set_precision,
+    torch_dtype,
+)
 
 __all__ = ["normalise_outputs"]  # the judge reads it from here with the rest
 
@@ -101,7 +109,12 @@ class ContractError(Exception):
     """The problem file breaks the KernelBench contract; the message says how."""
 
 
-def load_problem(problem_source: str, problem_path: str) -> types.ModuleType:
+def load_problem(
+    problem_source: str, problem_path: str, precision: str | None = None
+) -> types.ModuleType:
+    """The problem's module, marked with the `precision` its model and inputs are cast to
+    (default: the job's, `tools.problem_dtype.job_precision`; `build_model` and `make_inputs`
+    read it)."""
     try:
         mod = exec_module(problem_source, problem_path, "problem")
     except Exception as exc:
@@ -109,12 +122,15 @@ def load_problem(problem_source: str, problem_path: str) -> types.ModuleType:
     for name in ("Model", "get_inputs", "get_init_inputs"):
         if not hasattr(mod, name):
             raise ContractError(f"the problem file defines no `{name}`")
-    return mod
+    return set_precision(mod, precision or job_precision())
 
 
 def build_model(mod: types.ModuleType, seed: int, device: str) -> tuple[torch.nn.Module, list]:
+    """`Model(*get_init_inputs())` under `seed` on `device`, at the problem's precision (its
+    floating parameters, buffers and constructor tensors cast: `tools.problem_dtype`)."""
+    dtype = torch_dtype(precision_of(mod))
     try:
-        init = list(mod.get_init_inputs())
+        init = cast_floating(list(mod.get_init_inputs()), dtype)
     except Exception as exc:
         raise ContractError(f"get_init_inputs() raised: {_short_tb(exc)}") from None
     try:
@@ -124,14 +140,15 @@ def build_model(mod: types.ModuleType, seed: int, device: str) -> tuple[torch.nn
         raise ContractError(f"Model(*get_init_inputs()) raised: {_short_tb(exc)}") from None
     if not isinstance(model, torch.nn.Module):
         raise ContractError("Model is not a torch.nn.Module")
-    return model.to(device), init
+    return cast_model(model.to(device), dtype), init
 
 
 def make_inputs(mod: types.ModuleType, seed: int, device: str, scale: float = 1.0) -> list:
     """One trial's inputs from `get_inputs()` under `seed`, made on `device` where the problem
     lets them be (its factory calls run with `device` as the default device, so a 6.4 GB input
     is never built on the host and copied). The judge and the candidate's job each call this
-    with the same seed and get the same values: inputs never cross a process boundary."""
+    with the same seed and get the same values: inputs never cross a process boundary. Floating
+    inputs are cast to the problem's precision (`tools.problem_dtype`), then scaled."""
     import random
 
     import numpy
@@ -156,7 +173,7 @@ def make_inputs(mod: types.ModuleType, seed: int, device: str, scale: float = 1.
         )
     if not any(isinstance(x, torch.Tensor) for x in inputs):
         raise ContractError("get_inputs() returned no tensors")
-    inputs = _to_device(list(inputs), device)
+    inputs = cast_floating(_to_device(list(inputs), device), torch_dtype(precision_of(mod)))
     if scale != 1.0:
         with torch.no_grad():
             for x in inputs:
@@ -209,8 +226,11 @@ def reference_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
 
 
 def _copy_matching_weights(src: torch.nn.Module, dst: torch.nn.Module) -> None:
-    """Copy parameters/buffers whose names and shapes match (same-seed construction covers the
-    rest)."""
+    """Make the candidate's model `dst` like the reference `src`: at the job's precision (its
+    floating parameters and buffers cast, KernelBench's `custom_model.to(dtype=precision)`;
+    nothing at fp32), then parameters/buffers whose names and shapes match copied (same-seed
+    construction covers the rest). Every job that builds a candidate's model calls this."""
+    cast_model(dst, torch_dtype(job_precision()))
     theirs = dst.state_dict()
     ours = {k: v for k, v in src.state_dict().items() if k in theirs and theirs[k].shape == v.shape}
     if ours:

@@ -34,6 +34,7 @@ from tools.baselines import (
 )
 from tools.limits import Limits
 from tools.problem import Problem, read_problem
+from tools.problem_dtype import cache_suffix
 from tools.profile_result import ProfileOptions, ProfileResult
 from tools.profile_worker import profile_job
 from tools.results import Verdict
@@ -149,7 +150,7 @@ def _verify_and_time(
     outcome = _run_timing_job(prob, source, kpath, v, opts, compiled, verdict)
     result = _from_outcome(outcome, verdict, v, opts, base)
     if result.status not in ("not_verified", "unavailable"):
-        remember_baselines(outcome.value, prob, opts)
+        remember_baselines(outcome.value, prob, opts, v.options.precision)
         _maybe_reverify(result, prob, source, kpath, v, opts)
     return result
 
@@ -171,7 +172,12 @@ def _run_timing_job(
     cached_baselines = (
         {}
         if opts.refresh_baselines
-        else cached_baselines_for(cache, prob.digest, torch.__version__, installed_triton_version())
+        else cached_baselines_for(
+            cache,
+            prob.digest + cache_suffix(v.options.precision),
+            torch.__version__,
+            installed_triton_version(),
+        )
     )
     atol, rtol = verdict.atol or 1e-4, verdict.rtol or 1e-4
     return v.sandbox.run(

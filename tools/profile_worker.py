@@ -60,9 +60,11 @@ from tools.job_common import (
     _copy_matching_weights,
     _device_context,
     _sync,
-    _to_device,
+    build_model,
     exec_module,
     job_device,
+    load_problem,
+    make_inputs,
     peak_memory,
 )
 from tools.job_process import drop_privileges
@@ -304,26 +306,17 @@ def _device_and_timer(
 def _problem_on_gpu(problem_source: str, problem_path: str, seed: int) -> tuple:
     """The problem's model and inputs on the GPU: (init arguments, model, inputs, the inputs'
     values on the host for the restores of the freshness references)."""
-    problem = exec_module(problem_source, problem_path, "problem")
-    init = list(problem.get_init_inputs())
-    torch.manual_seed(seed)
+    # Built and made as the judge builds them (`tools.job_common`), at the job's precision
+    # (`tools.problem_dtype`: the baselines are timed at the dtype the kernel was verified at).
+    problem = load_problem(problem_source, problem_path)
     # As constructed (training mode), like the verification's reference: eval() changed
     # BatchNorm to running statistics, and correct kernels of KernelBench's Gemm+BatchNorm
     # problems were refuted as stale by the freshness check (H200, 2026-11-30).
-    model = problem.Model(*init).to("cuda")
-    torch.manual_seed(seed + 1000)
-    try:
-        # Made on the GPU: building a 6.4 GB KernelBench input on the host took ~10 s of a
-        # timing job that holds its GPU alone (H200, session 4).
-        with torch.device("cuda"):
-            host = list(problem.get_inputs())
-    except Exception:  # a get_inputs() that only works on the host
-        torch.manual_seed(seed + 1000)
-        host = list(problem.get_inputs())
-    base = _to_device(host, "cuda")
-    originals = host_originals(host, base)
-    del host
-    return init, model, base, originals
+    model, init = build_model(problem, seed, "cuda")
+    # Made on the GPU: building a 6.4 GB KernelBench input on the host took ~10 s of a
+    # timing job that holds its GPU alone (H200, session 4); the originals a host copy.
+    base = make_inputs(problem, seed + 1000, "cuda")
+    return init, model, base, host_originals(base, base)
 
 
 def _fresh_references(

@@ -179,6 +179,9 @@ class Verdict:
     evidence: Evidence = field(default_factory=Evidence)
     device: str = "cpu"
     """`cpu` (Triton interpreter) or `cuda:N`."""
+    precision: str = "fp32"
+    """The dtype the problem ran at (`--precision`, `tools.problem_dtype`): `fp32` as written,
+    or `bf16` / `fp16`, the model and its floating inputs cast (KernelBench's meaning)."""
     trials: int = 0
     atol: float | None = None
     rtol: float | None = None

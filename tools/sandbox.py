@@ -126,6 +126,11 @@ class Sandbox:
     Thread-safe: call `run` from several threads to evaluate candidates in parallel.
     """
 
+    job_env: dict[str, str] = {}
+    """Environment every job of this sandbox gets, under a job's own `env`: the precision its
+    problems run at (`tools.problem_dtype.PRECISION_ENV`), set by the Verifier that owns it.
+    Replaced, never changed in place (this default is shared)."""
+
     def __init__(
         self,
         *,
@@ -257,7 +262,7 @@ class Sandbox:
         workdir = tempfile.mkdtemp(prefix="ta-job-")
         if triton_cache_in:
             copy_cache(triton_cache_in, os.path.join(workdir, "triton_cache"), rebase=True)
-        job_env = dict(env or {})
+        job_env = {**self.job_env, **(env or {})}
         profile_dir = os.environ.get(JOB_PROFILE_DIR_ENV)
         if profile_dir:  # benchmarks/depth_scaling.py: each job's cProfile stats, one file a job
             name = fn.rsplit(":", 1)[-1]

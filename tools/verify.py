@@ -32,6 +32,7 @@ from tools.errors import ProblemError, ResourceError, TooLargeForCPUError, is_ou
 from tools.generalize import generalize
 from tools.limits import HOST_FLOOR_MB, Limits
 from tools.problem import Problem, check_candidate_source, read_kernel, read_problem
+from tools.problem_dtype import cache_suffix, precision_env, precision_words
 from tools.reference import Reference, problem_cache_key, read_problem_cache, write_problem_cache
 from tools.results import Evidence, SourceError, Verdict
 from tools.sandbox import JobEnded, JobOutcome, JobSession, Sandbox
@@ -65,6 +66,10 @@ class Verifier:
         self.sandbox = sandbox or self.sandbox_factory(
             device=self.device, limits=limits, slots_per_gpu=self.options.jobs_per_gpu
         )
+        # every job of this sandbox runs the problem at the options' precision (the dtype the
+        # problem check, the judge, the candidate and the timing job cast it to)
+        env = precision_env(self.options.precision)
+        self.sandbox.job_env = {**getattr(self.sandbox, "job_env", {}), **env}
         self._refs: dict[tuple, Reference] = {}
         self._lock = threading.Lock()
 
@@ -73,11 +78,12 @@ class Verifier:
         """Check `problem` in a job of its own, once per problem, device and versions (kept in
         memory and on disk, `TRITON_AGENT_CACHE`): raises ProblemError (TooLargeForCPUError)
         for a problem that breaks the contract, ResourceError for one that does not fit."""
-        key = (problem.digest, self.device, self.options.allow_large)
+        at = cache_suffix(self.options.precision)
+        key = (problem.digest + at, self.device, self.options.allow_large)
         with self._lock:
             if key in self._refs:
                 return self._refs[key]
-        disk_key = problem_cache_key(problem, self.device, self.options.allow_large)
+        disk_key = problem_cache_key(problem, self.device, self.options.allow_large) + at
         cached = read_problem_cache().get(disk_key)
         if isinstance(cached, dict):
             try:
@@ -209,6 +215,9 @@ class Verifier:
         verdict.duration_s = round(time.monotonic() - start, 3)
         verdict.device = "cpu" if self.device == "cpu" else "cuda"
         verdict.policy = self.options.policy
+        verdict.precision = self.options.precision
+        if verdict.precision != "fp32":  # the verdict names the precision it holds at
+            verdict.message += f" [at {precision_words(verdict.precision)}]"
         return verdict
 
     def _verify(

@@ -327,7 +327,7 @@ def render_markdown(r: dict[str, Any]) -> str:
         "",
         f"Mode **{s['mode']}**, {s['per_problem']} candidate(s) per problem, backend {who}, "
         f"temperature {s['temperature']}, top_p {s['top_p']}; protocol **{s['protocol']}** "
-        f"({s['trials']} trials, tolerance {s['tolerance_preset']}"
+        f"({s['trials']} trials at {s.get('precision', 'fp32')}, tolerance {s['tolerance_preset']}"
         + (f", atol {s['atol']}" if s.get("atol") is not None else "")
         + (f", rtol {s['rtol']}" if s.get("rtol") is not None else "")
         + f", policy {s['policy']}); device {r['device'] or '-'}.",

@@ -18,6 +18,7 @@ from tools import pyast
 from tools.draft.result import DraftUnsupportedError
 from tools.errors import ProblemError
 from tools.problem import INTROSPECTION_NAMES
+from tools.problem_dtype import cast_floating, cast_model, job_precision, torch_dtype
 
 
 @dataclasses.dataclass
@@ -29,8 +30,14 @@ class LoadedProblem:
     inputs: list[Any]
 
 
-def load_problem(source: str, device: str) -> LoadedProblem:
+def load_problem(source: str, device: str, precision: str | None = None) -> LoadedProblem:
+    """The problem executed, its Model built and its inputs made on `device`, at `precision`
+    (default: the job's, `tools.problem_dtype.job_precision`): the model's floating parameters
+    and buffers and its floating inputs cast as the verifier casts them, so Inductor traces and
+    generates kernels for that dtype (bf16/fp16 loads and stores, fp32 accumulation)."""
     import torch
+
+    dtype = torch_dtype(precision or job_precision())
 
     try:
         tree = pyast.parse(source)
@@ -50,7 +57,7 @@ def load_problem(source: str, device: str) -> LoadedProblem:
                 f"problem has no `{name}` (KernelBench format needs Model, get_inputs, get_init_inputs)"
             )
     try:
-        model = module.Model(*module.get_init_inputs())
+        model = module.Model(*cast_floating(list(module.get_init_inputs()), dtype))
         # Inputs made on the device (a 6.4 GB KernelBench input is not built on the host and
         # copied); the values do not matter to the draft, only shapes, dtypes and layouts.
         with torch.device(device) if device == "cuda" else contextlib.nullcontext():
@@ -59,8 +66,10 @@ def load_problem(source: str, device: str) -> LoadedProblem:
         raise ProblemError(
             f"building Model or its inputs failed: {type(exc).__name__}: {exc}"
         ) from exc
-    model = model.to(device)
-    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
+    model = cast_model(model.to(device), dtype)
+    inputs = cast_floating(
+        [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs], dtype
+    )
     return LoadedProblem(module, tree, source, model, inputs)
 
 
