@@ -123,30 +123,6 @@ def record_launches(
 
         event = functools.partial(torch.cuda.Event, enable_timing=True)
 
-    def recording_run(original):
-        @functools.wraps(original)
-        def run(self, *args, **kwargs):
-            record = None
-            if not kwargs.get("warmup", False):
-                record = _make_record(self, args, kwargs)
-                if record is not None:
-                    records.append(record)
-            if record is None or event is None or record.autotuning:
-                return original(self, *args, **kwargs)
-            try:
-                start, end = event(), event()
-                start.record()
-            except Exception:  # noqa: BLE001 - untimed, the launch goes on
-                return original(self, *args, **kwargs)
-            try:
-                return original(self, *args, **kwargs)
-            finally:
-                with contextlib.suppress(Exception):  # a faulted context: the fault is the error
-                    end.record()
-                    record.events = (start, end)
-
-        return run
-
     def flagging_bench(original):
         @functools.wraps(original)
         def _bench(self, *args, **kwargs):
@@ -162,14 +138,43 @@ def record_launches(
 
         return _bench
 
-    JITFunction.run = recording_run(originals[0][2])
-    InterpretedFunction.run = recording_run(originals[1][2])
+    JITFunction.run = _recording_run(originals[0][2], records, event)
+    InterpretedFunction.run = _recording_run(originals[1][2], records, event)
     Autotuner._bench = flagging_bench(originals[2][2])
     try:
         yield records
     finally:
         for cls, name, original in originals:
             setattr(cls, name, original)
+
+
+def _recording_run(original: Any, records: list[LaunchRecord], event: Any) -> Any:
+    """`original` (a `run`) that first appends the launch's record to `records` and, with an
+    `event` type, records one event just before it and one just after (autotuning's benchmark
+    launches left untimed)."""
+
+    @functools.wraps(original)
+    def run(self, *args, **kwargs):
+        record = None
+        if not kwargs.get("warmup", False):
+            record = _make_record(self, args, kwargs)
+            if record is not None:
+                records.append(record)
+        if record is None or event is None or record.autotuning:
+            return original(self, *args, **kwargs)
+        try:
+            start, end = event(), event()
+            start.record()
+        except Exception:  # noqa: BLE001 - untimed, the launch goes on
+            return original(self, *args, **kwargs)
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            with contextlib.suppress(Exception):  # a faulted context: the fault is the error
+                end.record()
+                record.events = (start, end)
+
+    return run
 
 
 # ---------------------------------------------------------------------------------------------
