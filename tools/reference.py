@@ -117,7 +117,7 @@ def reference_numerics(setting: str = "exact") -> Iterator[None]:
         torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
 
 
-ALLCLOSE_CHUNK = 1 << 24
+ALLCLOSE_CHUNK = 1 << 22
 """Elements `allclose_ratio` converts to float64 at once (its memory follows it)."""
 
 

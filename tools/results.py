@@ -162,6 +162,12 @@ class Evidence:
     """Elements over all compared runs outside the tolerance yet accepted by the judge's fp64
     rule (`tools.compare.no_farther_from_fp64`); the timing job's freshness check then applies
     the rule too."""
+    reference_error: dict[str, Any] = field(default_factory=dict)
+    """How far the compared runs at the problem's own scale were from the reference, in the terms
+    of KernelBench's check (`tools.reference.allclose_ratio`): `ratio` (the largest
+    |reference - output| / (1 + |output|): KernelBench's `allclose` at atol = rtol = t accepts
+    exactly when it is at most t), `max_abs`, `runs`; against the reference of
+    `Verdict.reference_numerics`. Empty unless the verdict is `ok`."""
     statistics: list[dict[str, Any]] = field(default_factory=list)
     """A stochastic problem's trials (`Verdict.statistical`): per trial, per output, the runs of
     each side and each test's value and limit (`tools.stochastic`)."""
@@ -186,6 +192,10 @@ class Verdict:
     atol: float | None = None
     rtol: float | None = None
     policy: str = "strict"
+    reference_numerics: str = "exact"
+    """What the reference computed in (`tools.reference.REFERENCE_NUMERICS`): `exact` (full fp32,
+    TF32 off) or `pytorch-default` (PyTorch's defaults on a GPU, TF32 convolutions: a weaker `ok`,
+    docs/verification.md, "Reference numerics")."""
     mixed: bool = False
     """True when library matmul/conv ops ran outside Triton (allowed under `allow-library`)."""
     statistical: bool = False

@@ -38,7 +38,7 @@ from tools.job_common import (
     peak_memory,
     tensor_bytes,
 )
-from tools.precision import full_fp32
+from tools.reference import reference_numerics
 from tools.stochastic import STOCHASTIC_RUNS, StochasticTrial
 
 CLONE_MAX_BYTES = 256 << 20
@@ -63,12 +63,14 @@ def judge_job(
     rtol: float | None = None,
     preset: str = "default",
     runs: int = STOCHASTIC_RUNS,
+    numerics: str = "exact",
 ) -> dict[str, Any]:
     device = job_device()
     tol = Tolerance(atol=atol, rtol=rtol, preset=preset)
     t0 = time.perf_counter()
     timings: dict[str, float] = {"reference": 0.0, "statistics": 0.0}
-    with _device_context(), full_fp32():  # the reference in full fp32 (tools.precision)
+    # the reference in full fp32 (tools.precision), or as PyTorch runs it by default
+    with _device_context(), reference_numerics(numerics):
         try:
             mod = load_problem(problem_source, problem_path)
             model, _ = build_model(mod, seed, device)

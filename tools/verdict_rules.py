@@ -73,6 +73,8 @@ def judge(run: TrialRun, ref: Reference, options: VerifyOptions) -> Verdict:
     verdict.evidence.memory = {**run.peaks(), **verdict.evidence.memory}
     verdict.evidence.footprint = dict(ref.footprint)
     verdict.evidence.notes.extend(run.notes)
+    if verdict.correct:  # its error against the reference, in KernelBench's terms (issue 36)
+        verdict.evidence.reference_error = _reference_error(run)
     return verdict
 
 
@@ -432,6 +434,22 @@ def _fp64_count(comparisons: list[tuple[int, str, Any]]) -> int:
         for _, _, d in comparisons
         if isinstance(d, dict) and isinstance(d.get("fp64_accepted"), int)
     )
+
+
+def _reference_error(run: TrialRun) -> dict[str, Any]:
+    """The largest error against the reference over the compared runs at the problem's own
+    scale (`tools.reference.allclose_ratio`, measured by the judge): what KernelBench's check,
+    which has no scale trials, would see. Empty where no run measured it."""
+    ratio, max_abs, runs = 0.0, 0.0, 0
+    for trial, _, diff in run.comparisons:
+        scale = run.scales[trial] if 0 <= trial < len(run.scales) else 1.0
+        got = diff.get("reference_error") if isinstance(diff, dict) else None
+        if scale != 1.0 or not isinstance(got, dict):
+            continue
+        r, a = got.get("ratio"), got.get("max_abs")
+        if isinstance(r, (int, float)) and isinstance(a, (int, float)):
+            ratio, max_abs, runs = max(ratio, float(r)), max(max_abs, float(a)), runs + 1
+    return {"ratio": ratio, "max_abs": max_abs, "runs": runs} if runs else {}
 
 
 def _fp64_note(comparisons: list[tuple[int, str, Any]]) -> str:

@@ -218,6 +218,7 @@ class Verifier:
         verdict.precision = self.options.precision
         if verdict.precision != "fp32":  # the verdict names the precision it holds at
             verdict.message += f" [at {precision_words(verdict.precision)}]"
+        verdict.reference_numerics = self.options.reference_numerics
         return verdict
 
     def _verify(
@@ -309,7 +310,6 @@ class Verifier:
         run.expected_trials = sum(len(r) > 1 for r in run.runs)  # the unannounced ones aside
         run.scales = [float(scale) for _, scale in trials]
         path = os.path.abspath(problem.path)
-        tol = self.options.tolerance
         with self.sandbox.slot(exclusive=exclusive, gpu_mb=self.gpu_mb(ref)) as slot:
             judge_job = self.sandbox.start(
                 slot,
@@ -317,9 +317,7 @@ class Verifier:
                 problem.source,
                 path,
                 seed=self.options.seed,
-                atol=tol.atol,
-                rtol=tol.rtol,
-                preset=tol.preset,
+                **judge_settings(self.options),
                 # The judge lives from before the candidate's job starts until after it ends:
                 # its own limit must outlast the candidate's, or a slow (honest) candidate reads
                 # as a judge that timed out, an error of the problem's.
@@ -462,6 +460,18 @@ class Verifier:
                     return
                 if bad:
                     return
+
+
+def judge_settings(options: VerifyOptions) -> dict[str, Any]:
+    """The judge job's keywords from the options: the tolerance, and the numerics its reference
+    computes in (`tools.reference.reference_numerics`)."""
+    tol = options.tolerance
+    return {
+        "atol": tol.atol,
+        "rtol": tol.rtol,
+        "preset": tol.preset,
+        "numerics": options.reference_numerics,
+    }
 
 
 def _mark_statistical(verdict: Verdict, run: TrialRun) -> None:
