@@ -7,7 +7,12 @@ from typing import Any
 
 from agent.config import AgentConfig
 from agent.extract import extract_code
-from agent.prompts import render_chat, render_kernelllm, render_refinement
+from agent.prompts import (
+    problem_at_precision,
+    render_chat,
+    render_kernelllm,
+    render_refinement,
+)
 from agent.state import Attempt, Candidate
 from tools.errors import BackendError
 from tools.limits import Limits
@@ -39,6 +44,7 @@ def prompt_format(config: AgentConfig, backend: Any) -> str:
 
 
 def first_prompt(problem_source: str, config: AgentConfig, backend: Any) -> Any:
+    problem_source = problem_at_precision(problem_source, config.precision)  # says the dtype
     if prompt_format(config, backend) == "chat":
         return render_chat(problem_source)
     return render_kernelllm(problem_source, config.prompt_template)
@@ -54,6 +60,7 @@ def refinement_prompt(
 ) -> Any:
     """The next prompt: the most promising attempt of the last round, its evidence, the best
     kernel so far and a one-line history of everything before."""
+    problem_source = problem_at_precision(problem_source, config.precision)  # says the dtype
     recent = [a for a in attempts if a["round"] == last_round] or attempts[-1:]
     previous = min(recent, key=lambda a: (_PROGRESS.get(a["status"], 99), -a["index"]))
     history = [

@@ -48,6 +48,7 @@ Atol = Annotated[float | None, Field(**field_constraints("atol"))]
 Rtol = Annotated[float | None, Field(**field_constraints("rtol"))]
 Preset = Literal[BY_NAME["tolerance_preset"].choices]  # type: ignore[valid-type]
 Policy = Literal[BY_NAME["policy"].choices]  # type: ignore[valid-type]
+Precision = Literal[BY_NAME["precision"].choices]  # type: ignore[valid-type]
 Baseline = Literal[BY_NAME["baseline"].choices]  # type: ignore[valid-type]
 BackendName = Literal[tuple(b for b in BACKENDS if b != "langchain")]  # type: ignore[valid-type]
 """The backends a client can name (a LangChain chat model is an object: the Python API only)."""
@@ -84,6 +85,13 @@ class _Verifiers:
             if key not in self._by_key:
                 self._by_key[key] = make_verifier(opts)
             return self._by_key[key]
+
+
+def _options(args: dict[str, Any], *, extra: tuple = (), drop: tuple = ()) -> dict[str, Any]:
+    """The option-table keywords among a tool's arguments (`args`: its `locals()` on entry,
+    where the closure's names show too), with `extra` and without `drop`: each option declared
+    once, in the tool's signature, and passed on as it is."""
+    return {k: v for k, v in args.items() if (k in BY_NAME or k in extra) and k not in drop}
 
 
 def _tool_error(exc: Exception) -> ToolError:
@@ -162,19 +170,13 @@ def build_server(runs_dir: str | None = None) -> MCPServer:
         policy: Policy = DEFAULTS["policy"],
         timeout_s: Timeout = DEFAULTS["timeout_s"],
         aot_target: Target = DEFAULTS["aot_target"],
+        precision: Precision = DEFAULTS["precision"],
     ) -> dict[str, Any]:
+        options = _options(locals())  # first: the arguments alone
         from agent import api
 
         def work() -> dict[str, Any]:
-            v = verifiers.get(
-                trials=trials,
-                atol=atol,
-                rtol=rtol,
-                tolerance_preset=tolerance_preset,
-                policy=policy,
-                timeout_s=timeout_s,
-                aot_target=aot_target,
-            )
+            v = verifiers.get(**options)
             return api.verify(problem, kernel, verifier=v).to_dict()
 
         return await _call(work)
@@ -190,11 +192,13 @@ def build_server(runs_dir: str | None = None) -> MCPServer:
         trials: Trials = DEFAULTS["trials"],
         timeout_s: Timeout = DEFAULTS["timeout_s"],
         aot_target: Target = DEFAULTS["aot_target"],
+        precision: Precision = DEFAULTS["precision"],
     ) -> dict[str, Any]:
+        options = _options(locals(), drop=("baseline",))  # first: the arguments alone
         from agent import api
 
         def work() -> dict[str, Any]:
-            v = verifiers.get(trials=trials, timeout_s=timeout_s, aot_target=aot_target)
+            v = verifiers.get(**options)
             return api.profile(problem, kernel, baseline=baseline, verifier=v).to_dict()
 
         return await _call(work)
@@ -235,25 +239,10 @@ def build_server(runs_dir: str | None = None) -> MCPServer:
         trials: Trials = DEFAULTS["trials"],
         timeout_s: Timeout = DEFAULTS["timeout_s"],
         aot_target: Target = DEFAULTS["aot_target"],
+        precision: Precision = DEFAULTS["precision"],
         runs_dir: RunsDir = None,
     ) -> dict[str, Any]:
-        return await loop(
-            ctx,
-            problem,
-            None,
-            budget=budget,
-            backend=backend,
-            model=model,
-            base_url=base_url,
-            replies=replies,
-            samples_per_round=samples_per_round,
-            compiler_seed=compiler_seed,
-            time_limit_s=time_limit_s,
-            trials=trials,
-            timeout_s=timeout_s,
-            aot_target=aot_target,
-            runs_dir=runs_dir,
-        )
+        return await loop(ctx, problem, None, **_options(locals(), extra=("runs_dir",)))
 
     @mcp.tool(
         description="Repair a failing Triton kernel: it is attempt 0, its verdict the first "
@@ -274,24 +263,10 @@ def build_server(runs_dir: str | None = None) -> MCPServer:
         trials: Trials = DEFAULTS["trials"],
         timeout_s: Timeout = DEFAULTS["timeout_s"],
         aot_target: Target = DEFAULTS["aot_target"],
+        precision: Precision = DEFAULTS["precision"],
         runs_dir: RunsDir = None,
     ) -> dict[str, Any]:
-        return await loop(
-            ctx,
-            problem,
-            kernel,
-            budget=budget,
-            backend=backend,
-            model=model,
-            base_url=base_url,
-            replies=replies,
-            samples_per_round=samples_per_round,
-            time_limit_s=time_limit_s,
-            trials=trials,
-            timeout_s=timeout_s,
-            aot_target=aot_target,
-            runs_dir=runs_dir,
-        )
+        return await loop(ctx, problem, kernel, **_options(locals(), extra=("runs_dir",)))
 
     from agent.mcp_models import finish_server  # output schemas, hints, version, resources
 

@@ -55,6 +55,23 @@ def load_template(name: str) -> str:
     return resources.files("prompts").joinpath(name).read_text(encoding="utf-8")
 
 
+def problem_at_precision(problem_source: str, precision: str) -> str:
+    """The problem as the prompts show it at `--precision` (`tools.problem_dtype`): as written
+    at fp32; at bf16/fp16 followed by `_precision.txt`, a comment that says the dtype the
+    harness casts the model and its inputs to and what that asks of the kernel."""
+    from tools.problem_dtype import KERNELBENCH_TOLERANCE, torch_dtype
+
+    if precision == "fp32":
+        return problem_source
+    note = _fill(
+        load_template("_precision.txt"),
+        precision=precision,
+        torch_dtype=str(torch_dtype(precision)),
+        tolerance=f"{KERNELBENCH_TOLERANCE[precision]:g}",
+    )
+    return problem_source.rstrip("\n") + "\n\n" + note.strip() + "\n"
+
+
 def render_kernelllm(problem_source: str, template_path: str | None = None) -> str:
     """KernelLLM's raw-completion prompt for a KernelBench-format problem."""
     if template_path is None:
