@@ -22,7 +22,7 @@ import pytest
 import torch
 
 from tests.helpers import ROOT
-from tools.launch_record import _AUTOTUNING, note_launch_times, record_launches
+from tools.launch_record import _AUTOTUNING, launch_trace, note_launch_times, record_launches
 from tools.launch_times import CONFIRMATIONS, FLOOR_MS, RATIO, faster_on_repeats
 from tools.reference import Reference
 from tools.sandbox import JobOutcome, Sandbox
@@ -226,7 +226,7 @@ def test_each_launch_is_timed_between_two_events_the_kernel_never_sees(scale_ker
     assert all(not any(isinstance(a, StandInEvent) for a in args) for args in seen)
     assert "events" not in timed.to_dict()
     result: dict = {}
-    note_launch_times(result, 1, "second", records)
+    note_launch_times(result, 1, "second", records, launch_trace(records))
     ((name, grid, digest, ms), (name2, grid2, digest2, _)) = result["launch_times"][0]["launches"]
     assert (name, grid, ms) == ("scale_kernel", [2], 2.0) and grid2 == [3]
     assert digest != digest2  # other grid, other numbers: another launch
@@ -242,13 +242,13 @@ def test_the_same_launch_on_other_buffers_has_the_same_digest_and_the_cpu_sends_
         with record_launches(event=StandInEvent) as records:
             scale_kernel[(2,)](x, torch.empty_like(x), x.numel(), 0.5, BLOCK=256)
         result: dict = {}
-        note_launch_times(result, 1, "first", records)
+        note_launch_times(result, 1, "first", records, launch_trace(records))
         digests.append(result["launch_times"][0]["launches"][0][2])
     assert digests[0] == digests[1]
     with record_launches(device="cpu") as records:  # no events on the CPU
         scale_kernel[(2,)](x, torch.empty_like(x), x.numel(), 0.5, BLOCK=256)
     result = {}
-    note_launch_times(result, 1, "first", records)
+    note_launch_times(result, 1, "first", records, launch_trace(records))
     assert records[0].events is None and result == {}
 
 

@@ -11,7 +11,6 @@ import contextlib
 import contextvars
 import dataclasses
 import functools
-import hashlib
 import inspect
 import re
 from collections.abc import Callable, Iterator
@@ -214,20 +213,21 @@ MAX_TIMED = 512
 
 
 def note_launch_times(
-    result: dict[str, Any], trial: int, run: str, records: list[LaunchRecord]
+    result: dict[str, Any], trial: int, run: str, records: list[LaunchRecord], trace: list[tuple]
 ) -> None:
     """A GPU's evidence of the work inside each launch of one checked run (`records`: its
-    forward call's, autotuning's benchmarks left out, in the order of its launch trace): each
-    launch's kernel, grid, a digest of its trace entry (the judge joins launches of two runs
-    on it) and its device time in ms (None where the events could not be read), appended to
-    `result["launch_times"]` for the judge (`tools.launch_times`). Called after the run's
-    synchronize; no entry where nothing was timed (the CPU: the interpreter's counts instead)."""
+    forward call's, autotuning's benchmarks left out, in the order of its launch `trace`): each
+    launch's kernel, grid, a digest of its trace entry (the judge joins the launches of two runs
+    on it; a hash, the same within the job's process) and its device time in ms (None where the
+    events could not be read), appended to `result["launch_times"]` for the judge
+    (`tools.launch_times`). Called after the run's synchronize; no entry where nothing was timed
+    (the CPU: the interpreter's counts instead)."""
     timed = [r for r in records if not r.autotuning][:MAX_TIMED]
     if not any(r.events for r in timed):
         return
     launches = [
-        [r.name, list(r.grid) if r.grid else None, _digest(trace_entry(r)), _elapsed(r.events)]
-        for r in timed
+        [r.name, list(r.grid) if r.grid else None, _digest(entry), _elapsed(r.events)]
+        for r, entry in zip(timed, trace)
     ]
     result.setdefault("launch_times", []).append(
         {"trial": int(trial), "run": str(run), "launches": launches}
@@ -235,7 +235,10 @@ def note_launch_times(
 
 
 def _digest(entry: tuple) -> str:
-    return hashlib.sha256(repr(entry).encode()).hexdigest()[:16]
+    try:
+        return f"{hash(entry) & 0xFFFFFFFFFFFFFFFF:016x}"
+    except TypeError:  # an unhashable value in the entry (none expected): its text
+        return f"{hash(repr(entry)) & 0xFFFFFFFFFFFFFFFF:016x}"
 
 
 def _elapsed(events: Any) -> float | None:

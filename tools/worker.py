@@ -848,10 +848,10 @@ def _account_run(
     work = (launches.count, launch_trace(records[first_record:], numbers))
     # Same arguments, same work inside each launch too (not with a stochastic problem's seeds):
     # the CPU's element counts per launch (interp_checks), a GPU's device times for the judge.
+    if numbers and checked and not exempt:  # nothing where no launch was timed (the CPU)
+        note_times(result, trial, run, records[first_record:], work[1])
     if races is not None and numbers:
         work = (work[0], with_counts(work[1], races.work))
-    if numbers and checked and not exempt:  # nothing where no launch was timed (the CPU)
-        note_times(result, trial, run, records[first_record:])
     if not job[5]:  # no compile for a real target (aot_target): the records may go
         del records[first_record:]
     if checked and run != "first" and not exempt and first_work is not None:
