@@ -3,7 +3,8 @@ record_launches(device="cuda")`, `note_launch_times`): a small Triton kernel lau
 row, interleaved over R rounds, (a) bare, (b) under the launch recorder alone (what a GPU
 verification did before), (c) under the recorder with the two events a launch, and their reading
 after the synchronize. Prints one JSON line: host microseconds a launch (median over rounds) for
-each, and what (c) adds to (b); the same kernel's device time by events for scale.
+each, and what (c) adds to (b); the same kernel's event window for scale; and the cost of
+`note_launch_times` alone a launch (`note_us_per_launch`, also on the CPU).
 
     python3 benchmarks/launch_timing_cost.py [--launches 2000] [--rounds 5]
 
@@ -20,6 +21,39 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def note_cost_us(launches: int = 100, rounds: int = 50) -> float:
+    """`note_launch_times` alone (the trace made by the worker anyway, events that answer at
+    once): microseconds a launch, the median of `rounds` runs over `launches` GEMM-like
+    records."""
+    from tools.launch_record import LaunchRecord, launch_trace, note_launch_times
+
+    class Answered:
+        def elapsed_time(self, end):
+            return 0.5
+
+    records = [
+        LaunchRecord(
+            name=f"k{i % 3}",
+            file="candidate.py",
+            first_line=3,
+            grid=(32, 32),
+            signature={"a": "*fp32", "b": "*fp32", "c": "*fp32", "M": "i32", "BM": "constexpr"},
+            constexprs={"BM": 32},
+            shapes={"a": [1024, 1024], "b": [1024, 1024], "c": [1024, 1024]},
+            scalars={"M": 1024},
+            events=(Answered(), Answered()),
+        )
+        for i in range(launches)
+    ]
+    trace = launch_trace(records)
+    times = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        note_launch_times({}, 1, "first", records, trace)
+        times.append(time.perf_counter() - t0)
+    return round(statistics.median(times) / launches * 1e6, 2)
 
 
 def main() -> int:
@@ -84,6 +118,7 @@ def main() -> int:
         device_us = round(statistics.median(ms) * 1000, 2) if ms else None
     out = {
         "device": torch.cuda.get_device_name() if args.device == "cuda" else "cpu (interpreter)",
+        "note_us_per_launch": note_cost_us(),
         "launches": args.launches,
         "rounds": args.rounds,
         "host_us_per_launch": us,
