@@ -13,7 +13,10 @@ kernels under KernelBench's names and our verdicts in the same format beside the
 our own (`triton_agent_eval_results.json`): KernelBench's scripts then re-evaluate every exported
 generation, and the two files compare entry by entry. With timings of the `kernelbench` protocol
 it also writes `baseline_time_torch.json` in the shape of KernelBench's
-`results/timing/<GPU>/baseline_time_torch.json` (`{"level<L>": {"<file>.py": stats}}`).
+`results/timing/<GPU>/baseline_time_torch.json` (`{"level<L>": {"<file>.py": stats}}`). Each
+entry also says whether KernelBench's own judge would accept the kernel, and why not (its static
+checker on the exported file, its tolerance against the error our verification measured:
+`agent.kernelbench_accept`), in its metadata and in `triton_agent_kernelbench_acceptance.md`.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent.kernelbench_accept import acceptance, checker_path, load_static_checker
 from agent.rundir import write_atomic
 from tools.errors import BadInputError
 from tools.results import strict_json
@@ -52,6 +56,9 @@ _KB_ERROR_KEY = {
 TIMEOUT_METADATA = {"error": "Evaluation timed out"}
 """KernelBench's record of a sample that ran past its timeout (scripts/eval_from_generations.py,
 batch_eval): not compiled, not correct, runtime -1.0, no stats."""
+
+ACCEPTANCE_NAME = "triton_agent_kernelbench_acceptance.md"
+"""The export's table: per generation, whether KernelBench's judge would accept it and why not."""
 
 RESULTS_NAME = "triton_agent_eval_results.json"
 """Our verdicts in RUN_DIR, in eval_results.json's format under a name KernelBench never reads."""
@@ -159,14 +166,29 @@ class Export:
     problems: int
     skipped: list[str]
     """Problems left out, with why (no KernelBench id in the name)."""
+    acceptance: dict[str, int]
+    """Kernels KernelBench's judge would accept (`yes`), refuse (`no`) or may (`unknown`), as
+    predicted from our verdicts and its static checker (`agent.kernelbench_accept`)."""
+    checker: str | None
+    """The KernelBench static checker the export ran, None where none was found."""
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
-def export_run(bench_out: str | Path, run_dir: str | Path, level: int | None = None) -> Export:
-    """Write bench directory `bench_out`'s generations and verdicts in KernelBench's layout."""
+def export_run(
+    bench_out: str | Path,
+    run_dir: str | Path,
+    level: int | None = None,
+    *,
+    checker: str | Path | None = None,
+) -> Export:
+    """Write bench directory `bench_out`'s generations and verdicts in KernelBench's layout,
+    each entry saying whether KernelBench's judge would accept it and why not
+    (`agent.kernelbench_accept.acceptance`, with KernelBench's static checker from `checker` or
+    the shared copy where present; also `ACCEPTANCE_NAME`, a table)."""
     bench_out, run_dir = Path(bench_out), Path(run_dir)
+    kb_checker = load_static_checker(checker)
     settings = _read(bench_out / "bench.json")
     if not isinstance(settings, dict):
         raise BadInputError(f"{bench_out} is not a benchmark directory (no bench.json)")
@@ -205,20 +227,20 @@ def export_run(bench_out: str | Path, run_dir: str | Path, level: int | None = N
             if not isinstance(record, dict):
                 continue  # not evaluated yet: KernelBench would not find it either
             kernel = sd / "kernel.py"
-            if kernel.exists():
-                _write_export(run_dir / kernel_name(level, pid, sample), kernel.read_text())
+            source = kernel.read_text() if kernel.exists() else None
+            if source is not None:
+                _write_export(run_dir / kernel_name(level, pid, sample), source)
                 kernels += 1
-            verdict = _read(sd / "verdict.json") or {}
             profile = _read(sd / "profile.json") or {}
-            results.setdefault(str(pid), []).append(
-                eval_entry(sample, record, verdict, profile, has_kernel=kernel.exists())
-            )
+            entry = _entry(sd, sample, record, profile, source, settings, kb_checker)
+            results.setdefault(str(pid), []).append(entry)
             eager = (profile.get("kernelbench") or {}).get("eager")
             if eager and f"{name}.py" not in baselines:
                 baselines[f"{name}.py"] = _stats(eager, profile)
     ordered = {k: results[k] for k in sorted(results, key=int)}
     _write_export(run_dir / RESULTS_NAME, strict_json(ordered, indent=4) + "\n")
     _drop_our_old_eval_results(run_dir / _KB_RESULTS_NAME)
+    _write_export(run_dir / ACCEPTANCE_NAME, acceptance_markdown(ordered, level))
     if baselines:
         _write_export(
             run_dir / "baseline_time_torch.json",
@@ -230,7 +252,88 @@ def export_run(bench_out: str | Path, run_dir: str | Path, level: int | None = N
         kernels=kernels,
         problems=len(ordered),
         skipped=skipped,
+        acceptance=_acceptance_counts(ordered),
+        checker=str(checker_path(checker)) if kb_checker is not None else None,
     )
+
+
+def _entry(
+    sd: Path,
+    sample: int,
+    record: dict[str, Any],
+    profile: dict[str, Any],
+    source: str | None,
+    settings: dict[str, Any],
+    kb_checker: Any,
+) -> dict[str, Any]:
+    """One sample's entry, with whether KernelBench's judge would accept it (its metadata's
+    `triton_agent_kernelbench_judge`)."""
+    verdict = _read(sd / "verdict.json") or {}
+    entry = eval_entry(sample, record, verdict, profile, has_kernel=source is not None)
+    precision = str(verdict.get("precision") or settings.get("precision") or "fp32")
+    judged = acceptance(source, {**verdict, **_record_verdict(record)}, kb_checker, precision)
+    entry["metadata"]["triton_agent_kernelbench_judge"] = judged
+    return entry
+
+
+def _record_verdict(record: dict[str, Any]) -> dict[str, Any]:
+    """The verdict fields the sample record has too (the verdict file may be missing)."""
+    out: dict[str, Any] = {}
+    if "correct" in record:
+        out["correct"] = bool(record.get("correct"))
+    if record.get("status"):
+        out["status"] = record["status"]
+    return out
+
+
+def _judged(results: dict[str, list[dict[str, Any]]]) -> list[tuple[str, dict, dict]]:
+    """(problem id, entry, its `triton_agent_kernelbench_judge`) for every exported entry."""
+    return [
+        (pid, e, e["metadata"]["triton_agent_kernelbench_judge"])
+        for pid, entries in results.items()
+        for e in entries
+        if "triton_agent_kernelbench_judge" in e.get("metadata", {})
+    ]
+
+
+def _acceptance_counts(results: dict[str, list[dict[str, Any]]]) -> dict[str, int]:
+    counts = {"yes": 0, "no": 0, "unknown": 0}
+    for _, _, judged in _judged(results):
+        counts[judged["would_accept"]] = counts.get(judged["would_accept"], 0) + 1
+    return counts
+
+
+def acceptance_markdown(results: dict[str, list[dict[str, Any]]], level: int) -> str:
+    """One row per exported generation: our verdict, whether KernelBench's judge would accept
+    it, its static checker's result, the error against its reference and its tolerance."""
+    lines = [
+        f"# Would KernelBench's judge accept these? (level {level})",
+        "",
+        "Predicted from this project's verdicts (agent/kernelbench_accept.py): KernelBench's static "
+        "checker run on each exported file, and its correctness tolerance against the error our "
+        "verification measured against the reference as KernelBench runs it (TF32 convolutions: "
+        "`--reference-numerics pytorch-default` on a GPU), else not measured.",
+        "",
+        "| kernel | ours | KernelBench would accept | static checker | error vs its reference "
+        "| its tolerance | why not |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for pid, entry, judged in _judged(results):
+        static = judged["static"]
+        static_text = (
+            "not run" if not static["checked"] else "valid" if static["valid"] else "invalid"
+        )
+        correct = judged["correctness"]
+        measured = correct.get("measured")
+        lines.append(
+            f"| {kernel_name(level, int(pid), entry['sample_id'])} "
+            f"| {entry['metadata'].get('triton_agent_status') or '-'} "
+            f"| {judged['would_accept']} | {static_text} "
+            f"| {'not measured' if measured is None else f'{measured:.3g}'} "
+            f"| {correct.get('tolerance', '-')} "
+            f"| {'; '.join(judged['why_not']).replace('|', '/') or '-'} |"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def eval_entry(
@@ -371,6 +474,13 @@ def add_cli_options(p: Any, *, export: bool) -> None:
             help="also write the generations and verdicts in KernelBench's layout "
             "(RUN_DIR/level_<L>_problem_<id>_sample_<s>_kernel.py for KernelBench's "
             f"eval_from_generations.py; our verdicts in RUN_DIR/{RESULTS_NAME})",
+        )
+        g.add_argument(
+            "--kernelbench-checker",
+            default=None,
+            metavar="PATH",
+            help="KernelBench's kernel_static_checker.py (or a KernelBench checkout) for the "
+            "export to run on each kernel (default: ../shared/kernelbench-eval where present)",
         )
 
 

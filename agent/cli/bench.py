@@ -235,11 +235,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
             report = run_bench(args.problems, cfg, on_event=on_event)
     print_summary(report)
     if args.export_kernelbench:
-        done = kernelbench_io.export_run(report["out"], args.export_kernelbench, args.level)
+        done = kernelbench_io.export_run(
+            report["out"], args.export_kernelbench, args.level, checker=args.kernelbench_checker
+        )
         report["kernelbench_export"] = done.to_dict()
         err_console.print(
             f"KernelBench layout: {done.kernels} kernel(s) of {done.problems} problem(s) in "
-            f"{done.run_dir} (our verdicts: {kernelbench_io.RESULTS_NAME})"
+            f"{done.run_dir} (our verdicts: {kernelbench_io.RESULTS_NAME}); KernelBench's judge "
+            "would accept {yes}, refuse {no}, unknown {unknown} "
+            "({name})".format(**done.acceptance, name=kernelbench_io.ACCEPTANCE_NAME)
         )
     if args.json:
         emit_json(report)
