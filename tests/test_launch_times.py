@@ -252,6 +252,47 @@ def test_the_same_launch_on_other_buffers_has_the_same_digest_and_the_cpu_sends_
     assert records[0].events is None and result == {}
 
 
+TUNED = """
+
+
+@triton.autotune(
+    configs=[triton.Config({"BLOCK": 256}), triton.Config({"BLOCK": 1024})], key=["n"]
+)
+@triton.jit
+def tuned_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=m) + 1.0, mask=m)
+"""
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_launches_are_timed_by_cuda_events_and_autotuning_benchmarks_are_not(tmp_path):
+    import triton
+
+    path = tmp_path / "native.py"
+    path.write_text(KERNEL + TUNED)
+    name = f"launch_times_native_{next(_counter)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    n = 1 << 22
+    x = torch.randn(n, device="cuda")
+    y = torch.empty_like(x)
+    with record_launches(device="cuda") as records:
+        module.scale_kernel[(n // 1024,)](x, y, n, 0.5, BLOCK=1024)
+        module.tuned_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, n)
+    torch.cuda.synchronize()
+    bench = [r for r in records if r.autotuning]
+    assert bench and all(r.events is None for r in bench)
+    result: dict = {}
+    note_launch_times(result, 1, "first", records, launch_trace(records))
+    launches = result["launch_times"][0]["launches"]
+    assert [launch[0] for launch in launches] == ["scale_kernel", "tuned_kernel"]
+    assert all(launch[3] is not None and launch[3] > 0 for launch in launches), launches
+
+
 # ---------------------------------------------------------------------------------------------
 # The candidate's job end to end on the CPU, with wall-clock stand-in events
 
