@@ -12,7 +12,8 @@
         carry=[".whl", ".kb"], kind="nvidia-h200", timeout_s=600)
 
 Options: --kb DIR [.kb/kb] --kb-eval DIR [.kb/kernelbench-eval] --level [1] --problems [20,21,22]
---work DIR [/tmp/kb-roundtrip] --out DIR [$OUT]; --dry-run stops before KernelBench's judge
+--work DIR [/tmp/kb-roundtrip] --out DIR [$OUT]; --precision fp32|bf16|fp16 [fp32] (issue 36:
+`agent bench --precision` and KernelBench's EvalConfig.precision alike); --dry-run stops before KernelBench's judge
 (a CPU check: the export and what KernelBench would choose to evaluate). Writes
 $OUT/kernelbench_roundtrip.json and prints it; exit 0 when KernelBench evaluated every
 exported sample (agreement is reported, not required: its reference runs cuDNN in TF32).
@@ -116,6 +117,12 @@ def main() -> int:
     ap.add_argument("--out", default=os.environ.get("OUT") or "/tmp/gpu-out")
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--bench-args", default="", help="more arguments for `agent bench`")
+    ap.add_argument(
+        "--precision",
+        default="fp32",
+        choices=("fp32", "bf16", "fp16"),
+        help="the dtype both judges run the problems at (KernelBench's meaning)",
+    )
     args = ap.parse_args()
     kb, work, out = Path(args.kb), Path(args.work), Path(args.out)
     runs, run_name = work / "runs", "roundtrip"
@@ -125,7 +132,7 @@ def main() -> int:
     bench = [sys.executable, "-m", "agent", "bench", "--kernelbench", str(kb),
              "--level", str(args.level), "--problems", args.problems, "--backend", "compiler",
              "--out", str(work / "bench"), "--export-kernelbench", str(run_dir), "--json"]  # fmt: skip
-    bench += args.bench_args.split()
+    bench += ["--precision", args.precision, *args.bench_args.split()]
     # written as it goes, so a run cut short by the device's limit still says where it was
     with open(out / "roundtrip_bench_stderr.txt", "w") as err:
         done = subprocess.run(bench, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err, text=True)
@@ -148,6 +155,7 @@ def main() -> int:
         run_name=run_name, dataset_src="local", level=args.level, runs_dir=str(runs),
         subset=(min(ids), max(ids)), backend="triton", gpu_arch=["Hopper"], timeout=300,
         kernel_eval_build_dir=str(work / "cache"), num_samples_per_problem=1,
+        precision=args.precision,
     )  # fmt: skip
     dataset = m.construct_kernelbench_dataset(level=args.level, source="local")
     chosen = [
@@ -155,7 +163,8 @@ def main() -> int:
         if min(ids) <= p <= max(ids)
         and not m.check_if_eval_exists_local(p, 0, str(run_dir / "eval_results.json"))
     ]  # fmt: skip
-    result: dict = {"bench_exit": done.returncode, "exported": exported, "chosen": chosen}
+    result: dict = {"bench_exit": done.returncode, "exported": exported, "chosen": chosen,
+                    "precision": args.precision}  # fmt: skip
     if not args.dry_run:
         mp.set_start_method("spawn")  # what its own main() sets (and a fork breaks CUDA)
         m.main(config)
