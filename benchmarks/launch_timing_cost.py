@@ -8,7 +8,8 @@ each, and what (c) adds to (b); the same kernel's event window for scale; and th
 
     python3 benchmarks/launch_timing_cost.py [--launches 2000] [--rounds 5]
 
-On the CPU (`--device cpu`, the interpreter) it only checks that it runs: no events there.
+On the CPU it only checks that it runs (no events there):
+`TRITON_INTERPRET=1 python benchmarks/launch_timing_cost.py --device cpu --launches 20 --rounds 2`.
 """
 
 from __future__ import annotations
@@ -22,13 +23,29 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import torch  # noqa: E402 - after the path
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+from tools.launch_record import (  # noqa: E402
+    LaunchRecord,
+    launch_trace,
+    note_launch_times,
+    record_launches,
+)
+
+
+@triton.jit
+def _add_one(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=m) + 1.0, mask=m)
+
 
 def note_cost_us(launches: int = 100, rounds: int = 50) -> float:
     """`note_launch_times` alone (the trace made by the worker anyway, events that answer at
     once): microseconds a launch, the median of `rounds` runs over `launches` GEMM-like
     records."""
-    from tools.launch_record import LaunchRecord, launch_trace, note_launch_times
-
     class Answered:
         def elapsed_time(self, end):
             return 0.5
@@ -62,22 +79,6 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--device", default="cuda")
     args = ap.parse_args()
-    if args.device == "cpu":
-        import os
-
-        os.environ["TRITON_INTERPRET"] = "1"
-    import torch
-    import triton
-    import triton.language as tl
-
-    from tools.launch_record import launch_trace, note_launch_times, record_launches
-
-    @triton.jit
-    def _add_one(x_ptr, n, BLOCK: tl.constexpr):
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        m = offs < n
-        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=m) + 1.0, mask=m)
-
     x = torch.zeros(4096, device=args.device)
     sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
 
