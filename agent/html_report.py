@@ -561,6 +561,8 @@ def _per_problem(settings: dict[str, Any]) -> Any:
 
 
 def render_bench(report: dict[str, Any]) -> str:
+    from agent.bench import headline as hl  # (the bench's modules load when a bench is shown)
+
     s, m = report.get("settings") or {}, report.get("metrics") or {}
     mode = s.get("mode", "sample")
     label = "success@k" if mode == "loop" else "pass@k"
@@ -621,19 +623,10 @@ def render_bench(report: dict[str, Any]) -> str:
         )
         charts.append(c.svg())
     body.append('<h2>Metrics</h2><div class="charts">' + "".join(charts) + "</div>")
-    geo = m.get("geomean_speedup") or {}
-    if any((g or {}).get("value") for g in geo.values()):
-        body.append(
-            "<p>Geometric-mean best speedup: "
-            + esc(
-                "; ".join(
-                    f"over {k}: {_x(g['value'])} ({g['problems']} problems)"
-                    for k, g in geo.items()
-                    if (g or {}).get("value")
-                )
-            )
-            + "</p>"
-        )
+    top = hl.table_rows(m.get("headline"))  # the geomean, median, trimmed, capped, >= 1x
+    if top:
+        body.append("<h2>Headline</h2>" + table(hl.HEADERS, [[td(c) for c in r] for r in top]))
+        body.append(f'<p class="note">{esc((m.get("headline") or {}).get("definition"))}</p>')
     body.append("<h2>Problems</h2>")
     rows = []
     for p in problems:
@@ -648,16 +641,23 @@ def render_bench(report: dict[str, Any]) -> str:
                 td(_pct(p1), num=p1 if p1 is not None else -1),
                 td(_x(b.get("eager")), num=b.get("eager") or 0),
                 td(_x(b.get("compile")), num=b.get("compile") or 0),
+                td(_x(b.get("best")), num=b.get("best") or 0),
+                td(_x(b.get(CB)), num=b.get(CB) or 0),  # beside the bar
                 td(st or (p.get("error") or "-")),
                 td(cell(p.get("arithmetic"))),
             ]
         )
     one = "success@1" if mode == "loop" else "pass@1"
-    heads = ["problem", "n", "correct", one, "best vs eager", "best vs compile", "statuses"]
-    body.append(table([*heads, "arithmetic"], rows, sortable=True))
+    heads = ["problem", "n", "correct", one, "best vs eager", "best vs compile", "best vs better"]
+    heads += ["vs eager cudnn.benchmark", "statuses", "arithmetic"]
+    body.append(table(heads, rows, sortable=True))
     for n in report.get("notes") or []:
         body.append(f'<p class="note">Note: {esc(n)}</p>')
     return page(title, "\n".join(body))
+
+
+CB = "eager_cudnn_benchmark"
+"""Eager timed with cudnn.benchmark (`tools.baselines.CUDNN_BENCHMARK`): a column beside the bar."""
 
 
 def write_bench_html(out_dir: str | Path, report: dict[str, Any]) -> Path:

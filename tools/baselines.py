@@ -1,10 +1,14 @@
 """The baselines cache: eager and `torch.compile` timings per (problem digest, device name, torch
 version, Triton version, timing method) and the device peaks per device name, kept in
 `$TRITON_AGENT_CACHE/baselines.json` (default `~/.cache/triton-agent/`) so a problem's baselines
-are timed once per machine."""
+are timed once per machine. Also the one setting a baseline is timed under beside PyTorch's
+defaults, eager with `cudnn.benchmark` (`cudnn_benchmark`, `time_eager_cudnn_benchmark`: run in
+the timing job, `tools.profile_worker`)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Any
 
@@ -22,6 +26,55 @@ TIMING_METHOD = 3
 are not compared with a candidate timed this way. 1: session 1's synchronised events; 2: padded
 events on the caller's stream, checked against the profiler; 3: new input values before every timed
 call (tools.timing.Freshness: a memo keyed on input contents gains nothing)."""
+
+CUDNN_BENCHMARK = "eager_cudnn_benchmark"
+"""Eager timed again with `torch.backends.cudnn.benchmark = True` (issue 35): what a user tuning
+convolutions sets (cuDNN times its algorithms on the first call of each shape and keeps the
+fastest, where PyTorch's default takes its heuristic's pick). The issue found the headline's
+top speedups were convolutions against the default pick. Evidence beside the bar, never the bar
+(the better of eager and torch.compile at PyTorch's defaults, the speed a user has without
+tuning); the key of its samples, cache entry and speedups."""
+
+
+@contextmanager
+def cudnn_benchmark() -> Iterator[None]:
+    """`torch.backends.cudnn.benchmark = True` while the block runs; the previous setting back
+    after it, also when it raises: the other baselines and the candidate are timed with it as
+    it was (PyTorch's default, off)."""
+    import torch
+
+    saved = torch.backends.cudnn.benchmark
+    torch.backends.cudnn.benchmark = True
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.benchmark = saved
+
+
+def time_eager_cudnn_benchmark(
+    baselines: dict[str, Any], timer: Any, eager: Any, sets: list
+) -> None:
+    """Eager timed under `cudnn_benchmark` into `baselines` (`CUDNN_BENCHMARK` + `_samples`;
+    its warm-up makes cuDNN's algorithm search, outside the timed calls), or the error that
+    stopped it (`_error`: evidence for the report, never a failed timing)."""
+    try:
+        with cudnn_benchmark():
+            baselines[f"{CUDNN_BENCHMARK}_samples"] = timer.measure(eager, sets)
+    except Exception as exc:  # noqa: BLE001 - out of memory for a workspace included
+        baselines[f"{CUDNN_BENCHMARK}_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+
+
+def cache_covers(cached: dict[str, Any], *, want_compile: bool, tf32: bool) -> bool:
+    """Whether a cached entry holds every baseline the timing job would time now: eager,
+    torch.compile where wanted (or why it failed), eager with TF32 off where eager ran TF32,
+    eager with `cudnn.benchmark` (or why it failed). An entry from before one of them was
+    timed is timed again."""
+    return bool(
+        cached.get("eager")
+        and (not want_compile or "compile" in cached or "compile_error" in cached)
+        and not (tf32 and "eager_fp32" not in cached)
+        and (CUDNN_BENCHMARK in cached or f"{CUDNN_BENCHMARK}_error" in cached)
+    )
 
 
 def load_cache() -> dict[str, Any]:
@@ -99,6 +152,10 @@ def remember_baselines(
             entry["compile"] = asdict(summarize(b["compile_samples"]))
         if "eager_fp32_samples" in b:
             entry["eager_fp32"] = asdict(summarize(b["eager_fp32_samples"]))
+        if f"{CUDNN_BENCHMARK}_samples" in b:
+            entry[CUDNN_BENCHMARK] = asdict(summarize(b[f"{CUDNN_BENCHMARK}_samples"]))
+        elif b.get(f"{CUDNN_BENCHMARK}_error"):
+            entry[f"{CUDNN_BENCHMARK}_error"] = b[f"{CUDNN_BENCHMARK}_error"]
         for k in ("eager_host_ms", "compile_host_ms"):
             if isinstance(b.get(k), (int, float)):
                 entry[k] = b[k]

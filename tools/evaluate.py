@@ -171,7 +171,8 @@ def _verify_and_time(
 def speedups_of(profile: dict[str, Any]) -> dict[str, float]:
     """{"eager": x, "compile": y, "best": min(x, y)} from a profile result dict, for the
     baselines that were timed (and `eager_kernelbench` where KernelBench's method also ran,
-    `eager_fp32` where eager was also timed with TF32 off)."""
+    `eager_fp32` where eager was also timed with TF32 off, `eager_cudnn_benchmark` where it was
+    also timed with `cudnn.benchmark` on)."""
     out: dict[str, float] = {}
     for name in ("eager", "compile"):
         s = profile.get(f"speedup_{name}")
@@ -184,6 +185,10 @@ def speedups_of(profile: dict[str, Any]) -> dict[str, float]:
     val = s.get("value") if isinstance(s, dict) else s
     if isinstance(val, (int, float)) and not isinstance(val, bool) and val > 0:
         out["eager_fp32"] = float(val)  # eager with TF32 off: evidence, not the bar
+    s = profile.get("speedup_eager_cudnn_benchmark")
+    val = s.get("value") if isinstance(s, dict) else s
+    if isinstance(val, (int, float)) and not isinstance(val, bool) and val > 0:
+        out["eager_cudnn_benchmark"] = float(val)  # eager with cudnn.benchmark: beside the bar
     kb = profile.get("kernelbench")
     kb = kb.get("speedup") if isinstance(kb, dict) else None
     if isinstance(kb, (int, float)) and not isinstance(kb, bool) and kb > 0:

@@ -27,6 +27,7 @@ import time
 from typing import Any
 
 from tools.baselines import (
+    CUDNN_BENCHMARK,
     cached_baselines_for,
     installed_triton_version,
     load_cache,
@@ -358,6 +359,9 @@ def _opened(data: dict[str, Any], verdict: Verdict, base: dict[str, Any]) -> Pro
     r.eager_fp32 = _stats(b, "eager_fp32")
     if b.get("eager_fp32_error"):
         r.notes.append(f"eager at full fp32 not timed: {b['eager_fp32_error']}")
+    r.eager_cudnn_benchmark = _stats(b, CUDNN_BENCHMARK)
+    if b.get(f"{CUDNN_BENCHMARK}_error"):
+        r.notes.append(f"eager with cudnn.benchmark not timed: {b[f'{CUDNN_BENCHMARK}_error']}")
     if b.get("compile_error"):
         r.notes.append(f"torch.compile baseline unavailable: {b['compile_error']}")
     return r
@@ -403,6 +407,8 @@ def _timed(r: ProfileResult, data: dict[str, Any], b: dict[str, Any], opts: Prof
         r.speedup_compile = speedup(r.compiled, r.candidate)
     if r.eager_fp32 is not None:
         r.speedup_eager_fp32 = speedup(r.eager_fp32, r.candidate)
+    if r.eager_cudnn_benchmark is not None:  # evidence beside the bar, never the bar
+        r.speedup_eager_cudnn_benchmark = speedup(r.eager_cudnn_benchmark, r.candidate)
     timed = [s for s in (r.speedup_eager, r.speedup_compile) if s is not None]
     r.speedup_best = min(timed, key=lambda s: s.value) if timed else None
     r.kernels = [KernelTime(**k) for k in data.get("kernels", [])]

@@ -105,6 +105,11 @@ class ProfileResult:
     with convolutions): the precision the candidate is held to. Evidence beside the bar, not the
     bar (the bar keeps PyTorch's defaults, the speed the user has)."""
     speedup_eager_fp32: Speedup | None = None
+    eager_cudnn_benchmark: TimingStats | None = None
+    """Eager again with `torch.backends.cudnn.benchmark = True` (`tools.baselines.
+    CUDNN_BENCHMARK`, issue 35): what a user tuning convolutions gets. Evidence beside the bar,
+    not the bar."""
+    speedup_eager_cudnn_benchmark: Speedup | None = None
     kernels: list[KernelTime] = field(default_factory=list)
     time_by_class: list[ClassTime] = field(default_factory=list)
     """Where the time goes per class of layer (convolution, GEMM, normalization, ...): the
@@ -206,6 +211,11 @@ def render_profile(r: ProfileResult) -> str:
             timing += (
                 f"; eager at full fp32 (TF32 off) {format_ms(r.eager_fp32.median_ms)} -> "
                 f"{format_speedup(r.speedup_eager_fp32)}"
+            )
+        if r.eager_cudnn_benchmark is not None:
+            timing += (
+                f"; eager with cudnn.benchmark {format_ms(r.eager_cudnn_benchmark.median_ms)} -> "
+                f"{format_speedup(r.speedup_eager_cudnn_benchmark)}"
             )
         lines.append(timing + f" on {r.device}.")
     if len(r.candidate_runs) > 1:

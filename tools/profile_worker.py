@@ -43,6 +43,7 @@ from typing import Any
 import torch
 
 from tools import guard
+from tools.baselines import cache_covers, time_eager_cudnn_benchmark
 from tools.compare import normalise_outputs
 from tools.freshness import (
     FRESH_SEED_OFFSET,
@@ -372,12 +373,7 @@ def _time_baselines(
     """Eager and `torch.compile` timed (or taken from the cache), and KernelBench's method on
     eager when asked: `result["baselines"]`, before the candidate is loaded."""
     want_compile = bool(settings.get("compile", True))
-    # (a cached entry from before eager was also timed with TF32 off is timed again)
-    if (
-        cached.get("eager")
-        and (not want_compile or "compile" in cached or "compile_error" in cached)
-        and not (tf32_in_eager(model) and "eager_fp32" not in cached)
-    ):
+    if cache_covers(cached, want_compile=want_compile, tf32=tf32_in_eager(model)):
         result["baselines"] = cached
         result["baselines_from_cache"] = True
     else:
@@ -394,6 +390,7 @@ def _time_baselines(
                     baselines["eager_fp32_samples"] = timer.measure(eager, sets)
             except Exception as exc:  # evidence for the report, never a failed timing
                 baselines["eager_fp32_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+        time_eager_cudnn_benchmark(baselines, timer, eager, sets)  # beside the bar (issue 35)
         if want_compile:
             _time_compiled(baselines, timer, model, sets, settings)
         result["baselines"] = baselines

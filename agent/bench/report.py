@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from agent.bench.config import BENCH_SCHEMA_VERSION
+from agent.bench.headline import headline, problem_level
+from agent.bench.headline import markdown as headline_markdown
 from agent.bench.metrics import (
     BASE_NAMES,
     FAST_P,
@@ -27,6 +29,10 @@ from agent.rundir import write_atomic
 from tools.arithmetic import cell, count_kernels, summary
 
 log = logging.getLogger(__name__)
+
+REPORTED = (*SPEEDUP_BASES, "eager_fp32", "eager_cudnn_benchmark")
+"""Every speedup a problem's row gives (its best correct kernel's): over each baseline, the
+better of the two (the bar), and beside the bar eager with TF32 off and with cudnn.benchmark."""
 
 
 def rebuild_report(
@@ -72,7 +78,7 @@ def compute_report(settings: dict[str, Any], problems: ProblemRows) -> dict[str,
         statuses = Counter(r.status for r in recs)
         status_total.update(statuses)
         best: dict[str, float | None] = {}
-        for base in (*SPEEDUP_BASES, "eager_fp32"):
+        for base in REPORTED:
             vals = [r.speedups[base] for r in recs if r.correct and r.speedups.get(base)]
             best[base] = max(vals) if vals else None
         if mode == "loop":
@@ -146,9 +152,8 @@ def compute_report(settings: dict[str, Any], problems: ProblemRows) -> dict[str,
             why = "no correct kernel was timed"
         notes.append(f"only fast_0 (= the correctness rate) is reported: {why}")
     geo = {}
-    for base in (*SPEEDUP_BASES, "eager_fp32"):
-        vals = [r["best_speedup"].get(base) for r in rows]
-        vals = [v for v in vals if v is not None]
+    for base in REPORTED:
+        vals = [v for r in rows if (v := r["best_speedup"].get(base)) is not None]
         geo[base] = {"value": geomean(vals), "problems": len(vals)}
     incomplete = [r["problem"] for r in rows if not r["complete"]]
     outcomes = Counter(r["outcome"] for r in rows)
@@ -189,6 +194,7 @@ def compute_report(settings: dict[str, Any], problems: ProblemRows) -> dict[str,
             "fast_p_per_sample": fast_ps,
             "correct_rate": sum(solved) / len(rows) if rows else None,
             "geomean_speedup": geo,
+            "headline": _headline(settings, rows),
             "statuses": dict(sorted(status_total.items())),
             "outcomes": dict(sorted(outcomes.items())),
             "time_per_problem_s": {
@@ -216,6 +222,12 @@ def compute_report(settings: dict[str, Any], problems: ProblemRows) -> dict[str,
         "problems": rows,
         "notes": notes,
     }
+
+
+def _headline(settings: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """`agent.bench.headline.headline` over the problems' rows, each at its level."""
+    level = settings.get("problems_path")
+    return headline((problem_level(r["problem"], level), r["best_speedup"]) for r in rows)
 
 
 SLOWER_THAN = 0.97
@@ -364,16 +376,7 @@ def render_markdown(r: dict[str, Any]) -> str:
         )
     lines.append("")
     g = m["geomean_speedup"]
-    lines += [
-        "Geometric-mean speedup of the best correct kernel per problem: "
-        + "; ".join(
-            f"over {BASE_NAMES[b]}: "
-            + (f"{g[b]['value']:.2f}x ({g[b]['problems']} problems)" if g[b]["value"] else "n/a")
-            for b in SPEEDUP_BASES
-            if b in g
-        ),
-        "",
-    ]
+    lines += headline_markdown(m.get("headline")) or [_geomeans(g), ""]  # (a report before it)
     fp32 = g.get("eager_fp32") or {}
     if fp32.get("value"):
         lines += [
@@ -409,8 +412,9 @@ def render_markdown(r: dict[str, Any]) -> str:
     one = "success@1" if s["mode"] == "loop" else "pass@1"
     lines += [
         f"| problem | n | correct | {one} | best vs eager | best vs compile | best vs better "
-        "| vs eager fp32 | precision | time s | span s | host MB | GPU MB | statuses | arithmetic |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| vs eager fp32 | vs eager cudnn.benchmark | precision | time s | span s | host MB "
+        "| GPU MB | statuses | arithmetic |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for p in r["problems"]:
         st = ", ".join(f"{k}×{v}" for k, v in p["statuses"].items())
@@ -423,8 +427,8 @@ def render_markdown(r: dict[str, Any]) -> str:
         b = p["best_speedup"]
         lines.append(
             f"| {p['problem']} | {p['n']} | {p['correct']} | {_pct(p['pass_at_k'].get('1'))} | "
-            f"{_x(b['eager'])} | {_x(b['compile'])} | {_x(b.get('best'))} | "
-            f"{_x(b.get('eager_fp32'))} | {p.get('precision') or '-'} | {_num(p['time_s'])} | "
+            f"{' | '.join(_x(b.get(k)) for k in REPORTED)} | "
+            f"{p.get('precision') or '-'} | {_num(p['time_s'])} | "
             f"{_num(p['span_s'])} | {_num(p['peak_host_mb'], nd=0)} | "
             f"{_num(p['peak_gpu_mb'], nd=0)} | {st or '-'} | {cell(p.get('arithmetic'))} |"
         )
@@ -468,6 +472,16 @@ def render_markdown(r: dict[str, Any]) -> str:
         "end; host/GPU MB: the largest peak memory its verification and timing jobs reported."
     )
     return "\n".join(lines) + "\n"
+
+
+def _geomeans(g: dict[str, Any]) -> str:
+    """The geometric means' sentence of a report made before the headline (`metrics.headline`)."""
+    return "Geometric-mean speedup of the best correct kernel per problem: " + "; ".join(
+        f"over {BASE_NAMES[b]}: "
+        + (f"{g[b]['value']:.2f}x ({g[b]['problems']} problems)" if g[b]["value"] else "n/a")
+        for b in SPEEDUP_BASES
+        if b in g
+    )
 
 
 def _pct(v: float | None) -> str:

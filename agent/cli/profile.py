@@ -105,6 +105,9 @@ def print_profile(r) -> None:
         if r.eager_fp32 is not None:  # eager ran cuDNN in TF32: the same eager at full fp32
             row("eager, TF32 off", r.eager_fp32, None)
             row("candidate vs eager, TF32 off", r.candidate, r.speedup_eager_fp32)
+        if r.eager_cudnn_benchmark is not None:  # what a user tuning convolutions sets
+            row("eager, cudnn.benchmark", r.eager_cudnn_benchmark, None)
+            row("candidate vs eager, cudnn.benchmark", r.candidate, r.speedup_eager_cudnn_benchmark)
         err_console.print(t)
     kb = r.kernelbench
     if kb and kb.get("candidate"):
