@@ -376,7 +376,7 @@ def pick_conv_epilogues(
     outs, models = [], []
     with tempfile.TemporaryDirectory(prefix="conv_epilogue_") as workdir:
         for k, text in enumerate((source, fused)):
-            module = load_module(text, workdir, f"draft_epilogue_{k}")
+            module = load_module(text, workdir, f"draft_epilogue_{k}", share=True)
             torch.manual_seed(0)
             model = module.ModelNew(*init_inputs).to(device)
             with torch.no_grad():

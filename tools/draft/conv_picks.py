@@ -290,7 +290,7 @@ def pick_conv_variants(
     chosen: dict[int, tuple[dict[str, Any], str]] = {}
     deadline = time.monotonic() + BUDGET_S
     with tempfile.TemporaryDirectory(prefix="conv_picks_") as workdir:
-        module = load_module(source, workdir, "draft_candidate_convs")
+        module = load_module(source, workdir, "draft_candidate_convs", share=True)
         real = module.triton_convolution
 
         picked: dict[tuple, tuple[int, dict[str, Any]]] = {}  # call signature -> (site, pick)

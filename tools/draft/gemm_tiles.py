@@ -97,7 +97,7 @@ def _time_sites(
     failures: dict[int, int] = {}
     vectors: set[int] = set()
     with tempfile.TemporaryDirectory(prefix="gemm_tiles_") as workdir:
-        module = load_module(source, workdir, "draft_candidate_tiles")
+        module = load_module(source, workdir, "draft_candidate_tiles", share=True)
         real = module.gemm
 
         def timed_gemm(*args: Any, **kwargs: Any) -> Any:

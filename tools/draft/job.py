@@ -26,6 +26,14 @@ from tools.draft.attention import attention_as_op  # issue 33 hook
 from tools.draft.capture import capture_inductor, first_line, source_expr
 from tools.draft.inductor_patches import stand_in_driver_if_needed
 from tools.draft.kernels import KernelRewriter, load_kernels, pick_config
+from tools.draft.launch_picks import (
+    Candidates,
+    config_candidates,
+    draft_time_choice,
+    renamed,
+    timed_once,
+    with_picked_configs,
+)
 from tools.draft.loading import (
     LoadedProblem,
     forward_signature,
@@ -108,8 +116,12 @@ def draft_candidate(
             sizes = "static"
     started = time.monotonic()
     if sizes == "dynamic":
+        # on the GPU, launch configs are timed once, for the path the candidate runs
+        deferred: list[Candidates] | None = (
+            [] if device == "cuda" and settings == "default" else None
+        )
         try:
-            result = _draft(problem, device, True, settings, notes)
+            result = _draft(problem, device, True, settings, notes, deferred=deferred)
         except ProblemError:
             raise
         except Exception as exc:  # a rewriter limit, or internals of an untested torch
@@ -118,15 +130,18 @@ def draft_candidate(
                 f"{time.monotonic() - started:.1f} s ({type(exc).__name__}: {first_line(exc)})"
             )
         else:
-            if device == "cuda" and settings == "default" and _wants_sized_path(result):
+            if deferred is not None and _wants_sized_path(result):
                 spent = time.monotonic() - started
                 if spent <= SIZED_PATH_MAX_S:
-                    result = _with_sized_path(result, problem, started + SIZED_PATH_END_S)
+                    end = started + SIZED_PATH_END_S
+                    result = _with_sized_path(result, problem, end, deferred)
                 else:
                     result.notes.append(
                         f"sized path not tried: the draft took {spent:.0f} s already "
                         f"(more than {SIZED_PATH_MAX_S:.0f} s)"
                     )
+            if deferred:
+                result = _with_configs_once(result, problem, deferred, started + SIZED_PATH_END_S)
             return result
     return _draft(problem, device, False, settings, notes)
 
@@ -196,12 +211,17 @@ def _fuses_an_epilogue(source: str) -> bool:
 
 
 def _with_sized_path(
-    result: DraftResult, problem: LoadedProblem, deadline: float = float("inf")
+    result: DraftResult,
+    problem: LoadedProblem,
+    deadline: float = float("inf"),
+    deferred: list[Candidates] | None = None,
 ) -> DraftResult:
     """`result` with a first path through Inductor's kernels for the problem's own sizes, where
     that is faster on the GPU (`tools.draft.sized.pick_sized_path`); as it was otherwise, with a
     note either way. Past `deadline` (time.monotonic()) the second draft is abandoned and
-    `result` returned as it was."""
+    `result` returned as it was. `deferred` (the dynamic draft's launch-config candidates, not
+    timed yet): the static draft's are not timed either, and replace them where the sized path
+    is taken (`tools.draft.launch_picks`)."""
     from tools.draft.sized import SUFFIX, pick_sized_path
 
     conv_from = result.source if "triton_convolution(" in result.source else None
@@ -210,13 +230,14 @@ def _with_sized_path(
     try:
         with _time_limit(deadline):
             try:
-                static = _draft(problem, "cuda", False, "default", [], conv_from=conv_from)
+                found: list[Candidates] | None = None if deferred is None else []
+                static = _draft(problem, "cuda", False, "default", [], conv_from, found)
             except Exception as exc:  # noqa: BLE001 - a speed choice: the dynamic draft stands
                 result.notes.append(
                     f"sized path not built: the static draft failed ({first_line(exc)})"
                 )
                 return result
-            source = _draft_time_choice(
+            source = draft_time_choice(
                 lambda src, init, inputs, dev: pick_sized_path(
                     src, static.source, init, inputs, dev
                 ),
@@ -238,6 +259,8 @@ def _with_sized_path(
     if source == result.source:
         result.notes.extend(notes)
         return result
+    if deferred is not None and found:
+        deferred[:] = [renamed(found[0], source, SUFFIX)]
     sized_kernels = [k + SUFFIX if k + SUFFIX in source else k for k in static.kernels]
     picked = [n for n in static.notes if "picked on the GPU at draft time" in n]
     return dataclasses.replace(
@@ -255,10 +278,12 @@ def _draft(
     settings: str,
     notes_before: list[str],
     conv_from: str | None = None,
+    deferred: list[Candidates] | None = None,
 ) -> DraftResult:
     """One draft. `conv_from`: a draft of the same problem whose convolution calls were picked
     at draft time: its picks are copied instead of timed again, and no epilogue is fused (the
-    sized path's static draft, `_with_sized_path`).
+    sized path's static draft, `_with_sized_path`). `deferred`: on the GPU, the launch configs
+    are not timed but their candidates appended to it (`draft_candidate` times them once).
 
     Its steps: the reference's forward and Inductor's capture (`_reference_and_capture`), the
     kernels loaded and rewritten (`_rewritten_kernels`), the graph inputs as expressions of
@@ -310,7 +335,7 @@ def _draft(
     )
     phases.mark("rewriting")
     source = _picked_on_the_gpu(
-        source, problem, device, kernels, host, libraries[0], conv_from, notes, phases
+        source, problem, device, kernels, host, libraries[0], conv_from, notes, phases, deferred
     )
     notes.append(phases.note("static" if not dynamic else "dynamic"))
     conv_source, recurrent_source, attention_source = libraries
@@ -538,10 +563,12 @@ def _picked_on_the_gpu(
     conv_from: str | None,
     notes: list[str],
     phases: _Phases,
+    deferred: list[Candidates] | None = None,
 ) -> str:
     """On a GPU, the launch parameters picked at draft time: the convolutions' (or copied from
-    `conv_from`), the GEMM tiles, the kernels' launch configs, then the convolutions' fused
-    epilogues. The source as it was on the CPU."""
+    `conv_from`), the GEMM tiles, the kernels' launch configs (their candidates appended to
+    `deferred` instead, where given), then the convolutions' fused epilogues. The source as it
+    was on the CPU."""
     if conv_source and device == "cuda" and conv_from is not None:
         from tools.draft.sized import copy_conv_keywords
 
@@ -552,13 +579,32 @@ def _picked_on_the_gpu(
     if host.gemms and device == "cuda":
         source = _with_picked_tiles(source, problem, notes)
         phases.mark("GEMM tiles")
-    if device == "cuda":
+    if device == "cuda" and deferred is not None:
+        deferred.append(config_candidates(kernels, host.launched))
+    elif device == "cuda":
         source = _with_picked_configs(source, problem, kernels, host.launched, notes)
         phases.mark("launch configs")
     if conv_source and device == "cuda" and conv_from is None:
         source = _with_fused_epilogues(source, problem, notes)
         phases.mark("epilogue fusion")
     return source
+
+
+def _with_configs_once(
+    result: DraftResult, problem: LoadedProblem, deferred: list[Candidates], deadline: float
+) -> DraftResult:
+    """`result` with its launch configs timed (`deferred[0]`: the candidates of the path the
+    candidate runs at the problem's sizes); as it was past `deadline`, with a note."""
+    notes: list[str] = []
+    try:
+        with _time_limit(deadline):
+            source = timed_once(result.source, problem, deferred[0], notes)
+    except _OutOfTime:
+        result.notes.append(
+            f"launch configs not timed: the draft reached its {SIZED_PATH_END_S:.0f} s for them"
+        )
+        return result
+    return dataclasses.replace(result, source=source, notes=result.notes + notes)
 
 
 def _scan_at_fp32_accuracy(source: str, exponents: int, notes: list[str]) -> str:
@@ -598,26 +644,11 @@ class _Phases:
         return f"{what} draft took {time.monotonic() - self.start:.1f} s: {parts}"
 
 
-def _draft_time_choice(
-    pick, what: str, source: str, problem: LoadedProblem, notes: list[str]
-) -> str:
-    """`pick(source, init_inputs, inputs, "cuda")` -> (source, notes): a choice timed on the GPU
-    at draft time (convolution variants, GEMM tiles, launch configs). It is a speed choice, not a
-    correctness one: when it fails, the draft stays as it was and a note says why."""
-    try:
-        picked, more = pick(source, list(problem.module.get_init_inputs()), problem.inputs, "cuda")
-    except Exception as exc:
-        notes.append(f"{what} not timed at draft time ({type(exc).__name__}: {first_line(exc)})")
-        return source
-    notes.extend(more)
-    return picked
-
-
 def _with_picked_convs(source: str, problem: LoadedProblem, notes: list[str]) -> str:
     """Each convolution call's input layout and tl.dot precision (tools.draft.conv_picks)."""
     from tools.draft.conv_picks import pick_conv_variants
 
-    return _draft_time_choice(pick_conv_variants, "convolution variants", source, problem, notes)
+    return draft_time_choice(pick_conv_variants, "convolution variants", source, problem, notes)
 
 
 def _with_fused_epilogues(source: str, problem: LoadedProblem, notes: list[str]) -> str:
@@ -625,53 +656,21 @@ def _with_fused_epilogues(source: str, problem: LoadedProblem, notes: list[str])
     and faster (tools.draft.conv_epilogue)."""
     from tools.draft.conv_epilogue import pick_conv_epilogues
 
-    return _draft_time_choice(pick_conv_epilogues, "epilogue fusion", source, problem, notes)
+    return draft_time_choice(pick_conv_epilogues, "epilogue fusion", source, problem, notes)
 
 
 def _with_picked_tiles(source: str, problem: LoadedProblem, notes: list[str]) -> str:
     """Each GEMM call's tile (tools.draft.gemm_tiles)."""
     from tools.draft.gemm_tiles import pick_tiles
 
-    return _draft_time_choice(pick_tiles, "GEMM tiles", source, problem, notes)
-
-
-POINTWISE_BLOCKS = ((1024, 4), (2048, 8), (512, 8))
-"""(XBLOCK, num_warps) offered to one-dimensional pointwise kernels besides Inductor's own
-configs (their kernels mask every block, so any block is correct). On the H200, level1/20, 21,
-25, 27, 28 and 30 ran their streaming kernel at XBLOCK=512 with 8 warps (3.29-3.39 ms) where
-1024 with 4 warps ran at 3.03 ms (session 8), and in session 9's second run their drafts had
-no other config of Inductor's to time (no launch-config note at all)."""
+    return draft_time_choice(pick_tiles, "GEMM tiles", source, problem, notes)
 
 
 def _with_picked_configs(
     source: str, problem: LoadedProblem, kernels: dict, launched: list[str], notes: list[str]
 ) -> str:
-    """Each Inductor kernel's launch config chosen again among Inductor's own (and, for 1-D
-    pointwise kernels, `POINTWISE_BLOCKS`) by timing the forward in repeated rounds
-    (tools.draft.launch_configs)."""
-    from tools.draft.kernels import kernel_params
-    from tools.draft.launch_configs import config_values, pick_configs
-
-    def pick(src: str, init_inputs: list, inputs: list, device: str) -> tuple[str, list[str]]:
-        candidates, current = {}, {}
-        for name in dict.fromkeys(launched):
-            kernel = kernels.get(name)
-            if kernel is None or kernel.config is None:
-                continue
-            constexprs = kernel_params(kernel)[1]
-            configs = list(getattr(kernel.autotuner, "configs", None) or [])
-            now = config_values(kernel.config, constexprs)
-            values = [config_values(c, constexprs) for c in configs]
-            if set(now) == {"XBLOCK", "num_warps", "num_stages"}:  # 1-D pointwise: any block
-                values += [
-                    {**now, "XBLOCK": block, "num_warps": warps}
-                    for block, warps in POINTWISE_BLOCKS
-                ]
-            candidates[name] = [v for i, v in enumerate(values) if v not in values[:i]]
-            current[name] = now
-        return pick_configs(src, candidates, current, init_inputs, inputs, device)
-
-    return _draft_time_choice(pick, "launch configs", source, problem, notes)
+    """Each Inductor kernel's launch config chosen again (tools.draft.launch_picks)."""
+    return with_picked_configs(source, problem, config_candidates(kernels, launched), notes)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -155,7 +155,7 @@ def _time_variants(
     import torch
 
     with tempfile.TemporaryDirectory(prefix="launch_configs_") as workdir:
-        base = load_module(source, workdir, "draft_base")
+        base = load_module(source, workdir, "draft_base", share=True)
         torch.manual_seed(0)
         model = base.ModelNew(*init_inputs).to(device)
 
@@ -172,7 +172,7 @@ def _time_variants(
         modules = [base]
         for i, (name, values) in enumerate(variants):
             src = with_config(source, name, values)
-            modules.append(load_module(src, workdir, f"draft_variant_{i}"))
+            modules.append(load_module(src, workdir, f"draft_variant_{i}", share=True))
             runs.append(runner(modules[-1], f"{name} {values}"))
         times: list[float | None] = []
         start, unused = time.monotonic(), 0
@@ -234,8 +234,10 @@ def run_forward(module: types.ModuleType, init_inputs: list, inputs: list, devic
         torch.cuda.synchronize()
 
 
-def load_module(source: str, workdir: str, name: str) -> types.ModuleType:
-    """`source` imported as module `name` from a file in `workdir` (@triton.jit reads it back)."""
+def load_module(source: str, workdir: str, name: str, *, share: bool = False) -> types.ModuleType:
+    """`source` imported as module `name` from a file in `workdir` (@triton.jit reads it back);
+    `share`: its kernels shared with the modules loaded that way before it (`share_kernels`: the
+    draft-time pickers of a draft job)."""
     path = os.path.join(workdir, f"{name}.py")  # a real file: @triton.jit reads it back
     with open(path, "w") as f:
         f.write(source)
@@ -243,7 +245,133 @@ def load_module(source: str, workdir: str, name: str) -> types.ModuleType:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    if share:
+        share_kernels(module)
     return module
+
+
+SHARE_KERNELS = True
+"""Whether `load_module(..., share=True)` gives a module the kernel objects of earlier such
+modules of this process that are the same kernel (issue 33). A draft job loads the draft as a module of its own for
+each draft-time choice: the convolution picks, the GEMM tiles, the launch configs' draft and
+each of their variants (which change only launch keywords), the epilogue check, the sized
+path. Each module's `@triton.jit` kernels are new objects, each compiled (or loaded from
+Triton's disk cache) on its first launch, and each module's `triton.autotune` objects tune
+every convolution shape again: for a network of K kernels, K x (the modules) compiles and as
+many autotuning passes. Shared, each kernel compiles once a draft job and each convolution
+shape is tuned once. False: every module its own (`benchmarks/level3_draft_time.py` counts
+both). The pickers' modules share; other callers (tests that build modules to compare) get
+modules of their own unless they ask."""
+_SHARED: dict[tuple, Any] = {}
+
+
+def clear_shared_kernels() -> None:
+    """Forget the kernels `load_module` shares (the next module's are kept as they come)."""
+    _SHARED.clear()
+
+
+def is_kernel(value: Any) -> bool:
+    """A `@triton.jit` function (not the interpreter's) or a `triton.autotune` object."""
+    from triton.runtime.autotuner import Autotuner
+    from triton.runtime.jit import JITFunction
+
+    return isinstance(value, (JITFunction, Autotuner))
+
+
+def share_kernels(module: types.ModuleType) -> int:
+    """Bind each kernel of `module` to the object an earlier module holds under the same name
+    for the same kernel (`_kernel_key`: Triton's cache key, which covers the source, its line
+    and the kernels it calls, plus the values of the globals it reads; for an autotuner also
+    its configs, key, pruning and hooks). The host code reads kernels from the module's globals
+    at call time, so its launches then use the earlier object, compiled and tuned already.
+    Returns how many were shared."""
+    if not SHARE_KERNELS:
+        return 0
+    shared = 0
+    for name, value in list(vars(module).items()):
+        if not is_kernel(value):
+            continue
+        try:
+            key = _kernel_key(value)
+        except Exception:  # noqa: BLE001 - a kernel not keyed is a kernel not shared
+            key = None
+        if key is None:
+            continue
+        earlier = _SHARED.setdefault((name, *key), value)
+        if earlier is not value:
+            setattr(module, name, earlier)
+            shared += 1
+    return shared
+
+
+def _kernel_key(value: Any) -> tuple | None:
+    """What makes two kernel objects the same kernel, or None where that is not known."""
+    from triton.runtime.autotuner import Autotuner
+    from triton.runtime.jit import JITFunction
+
+    if isinstance(value, JITFunction):
+        key = value.cache_key  # computes used_global_vals too
+        values = []
+        for (name, _), (val, _) in sorted(value.used_global_vals.items(), key=lambda i: i[0][0]):
+            one = _value_key(val)
+            if one is None:
+                return None
+            values.append((name, one))
+        return ("jit", key, tuple(values))
+    if isinstance(value, Autotuner):
+        inner = _kernel_key(value.fn)
+        if inner is None:
+            return None
+        parts: list[Any] = ["autotune", inner, tuple(str(c) for c in value.configs)]
+        parts += [tuple(value.keys), tuple(value.arg_names)]
+        for attr in ("reset_to_zero", "restore_value", "num_warmups", "num_reps"):
+            parts.append(repr(getattr(value, attr, None)))
+        parts.append(repr(getattr(value, "use_cuda_graph", None)))
+        for attr in ("early_config_prune", "perf_model", "configs_top_k"):
+            parts.append(_value_key(getattr(value, attr, None)))
+        for attr in ("pre_hook", "post_hook"):
+            if getattr(value, f"user_defined_{attr}", True):
+                parts.append(_value_key(getattr(value, attr, None)))
+        return None if any(p is None for p in parts) else tuple(parts)
+    return None
+
+
+def _value_key(value: Any, depth: int = 0) -> Any:
+    """A comparable stand-in for a global a kernel or an autotuner's hook reads: plain values as
+    themselves, modules by name, plain functions by their code and the globals they read;
+    None (not known) for anything else."""
+    import triton.language as tl
+
+    if isinstance(value, tl.constexpr):
+        value = value.value
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return ("value", repr(value))
+    if isinstance(value, types.ModuleType):
+        return ("module", value.__name__)
+    if is_kernel(value):
+        return ("kernel", _kernel_key(value))
+    if isinstance(value, types.FunctionType) and depth < 3 and not value.__closure__:
+        names: list[str] = []
+        code = _code_key(value.__code__, names)
+        reads = []
+        for name in dict.fromkeys(names):
+            if name in value.__globals__:
+                one = _value_key(value.__globals__[name], depth + 1)
+                if one is None:
+                    return None
+                reads.append((name, one))
+        return ("function", code, tuple(reads))
+    return None
+
+
+def _code_key(code: types.CodeType, names: list[str]) -> tuple:
+    """A code object as comparable data (nested code, comprehensions included, by content, not
+    address); the names it and its nested code read are added to `names`."""
+    names += code.co_names
+    consts = tuple(
+        _code_key(c, names) if isinstance(c, types.CodeType) else repr(c) for c in code.co_consts
+    )
+    return (code.co_code, consts, code.co_names)
 
 
 def _show(values: dict[str, Any]) -> str:

@@ -287,11 +287,11 @@ def pick_sized_path(
     except NotCombinable as exc:
         return dynamic, [f"sized path not built: {exc}"]
     with tempfile.TemporaryDirectory(prefix="draft_sized_") as workdir:
-        module = load_module(combined, workdir, "draft_sized_probe")
+        module = load_module(combined, workdir, "draft_sized_probe", share=True)
         torch.manual_seed(0)
         model = module.ModelNew(*init_inputs).to(device)
         combined = record_sizes(combined, module._call_signature(model, tuple(inputs)))
-        module = load_module(combined, workdir, "draft_sized")
+        module = load_module(combined, workdir, "draft_sized", share=True)
         torch.manual_seed(0)
         model = module.ModelNew(*init_inputs).to(device)
         if not module._sized_call(model, tuple(inputs)):
