@@ -296,7 +296,7 @@ def test_the_timing_job_runs_under_the_derived_cap():
     class _Verifier:
         device = "cuda"
         sandbox = _Sandbox()
-        options = SimpleNamespace(seed=0)
+        options = SimpleNamespace(seed=0, precision="fp32")  # a VerifyOptions stand-in
 
         def verify(self, problem, source, path, triton_cache_out=None):
             return _verdict(huge)
