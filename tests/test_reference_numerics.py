@@ -153,3 +153,31 @@ def test_allclose_ratio_of_non_finite_outputs_is_infinite():
     out[3] = float("nan")
     assert math.isinf(allclose_ratio([out], [ref])["ratio"])
     assert allclose_ratio([out[:5]], [ref]) is None
+
+
+class _SwitchModel(torch.nn.Module):
+    """The problem's Model: x times 2 where cuDNN may use TF32, else times 1."""
+
+    def forward(self, x):
+        return x * (2.0 if torch.backends.cudnn.allow_tf32 else 1.0)
+
+
+@pytest.mark.parametrize("numerics, factor", [("exact", 1.0), ("pytorch-default", 2.0)])
+def test_the_timing_jobs_freshness_reference_follows_the_verdicts_setting(numerics, factor):
+    """The timing job's freshness reference (made before the candidate loads) computes in what
+    the judge's did: the verdict's setting reaches it in the job's settings."""
+    from tools.freshness import host_originals
+    from tools.profile_worker import _fresh_references
+
+    values = torch.randn(5, 33)
+    bufs = [torch.zeros_like(values)]
+
+    def write_fresh(b):
+        b[0].copy_(values)
+
+    originals = host_originals([bufs[0].clone()], bufs)
+    settings = {"reference_numerics": numerics}
+    refs = _fresh_references(
+        _SwitchModel(), bufs, originals, write_fresh, 7, settings, (1e-4, 1e-4)
+    )
+    assert torch.equal(refs[1][0], values * factor)

@@ -202,6 +202,8 @@ def _run_timing_job(
             "fp64_rule": bool(getattr(verdict.evidence, "fp64_accepted", 0)),
             # a stochastic problem: the freshness check is statistical (tools.stochastic)
             "stochastic": bool(getattr(verdict, "statistical", False)),
+            # the freshness reference computes in what the judge's did (tools.reference)
+            "reference_numerics": getattr(verdict, "reference_numerics", "exact"),
         },
         cached_baselines=cached_baselines,
         cached_peaks=cache["peaks"],

@@ -70,6 +70,7 @@ from tools.job_common import (
 )
 from tools.job_process import drop_privileges
 from tools.precision import full_fp32
+from tools.reference import reference_numerics
 from tools.stochastic import fresh_check, reference_trial_on_fresh
 from tools.timing import (
     Freshness,
@@ -338,10 +339,11 @@ def _fresh_references(
     # A stochastic problem (its forward draws from torch's RNG, judged statistically): the
     # reference's runs on the fresh values too, for the statistical freshness check.
     fresh_trial = None
+    numerics = str(settings.get("reference_numerics") or "exact")  # the judge's (tools.reference)
     if settings.get("stochastic"):
-        with full_fp32():
+        with reference_numerics(numerics):
             fresh_trial = reference_trial_on_fresh(model, base, originals, write_fresh)
-    with full_fp32():  # like the judge's reference (tools.precision)
+    with reference_numerics(numerics):  # like the judge's reference
         # The judge accepted elements by its fp64 rule: the freshness check applies it too,
         # with an fp64 reference made here, before the candidate's code is loaded.
         fresh_ref64: list | None = [] if settings.get("fp64_rule") else None
