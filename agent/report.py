@@ -30,6 +30,7 @@ def result_object(ctx: RunContext, state: dict[str, Any]) -> dict[str, Any]:
         "run_dir": str(ctx.rundir.path),
         "problem": state.get("problem_path"),
         "device": ctx.device,
+        "precision": ctx.config.precision,
         "best_kernel": kernel_path,
         "best": None
         if best is None
@@ -90,7 +91,8 @@ def render_markdown(r: dict[str, Any]) -> str:
         verdict += " and it is faster" if r["faster"] else " but it is not faster than the target"
     elif r["correct"]:
         verdict += " (CPU only: not timed)"
-    lines += [f"**Result:** {verdict}. Stopped because: {r['stop_reason']}.", ""]
+    at = f" (at {r['precision']})" if r.get("precision", "fp32") != "fp32" else ""
+    lines += [f"**Result:** {verdict}{at}. Stopped because: {r['stop_reason']}.", ""]
     if r["best"]:
         lines += [
             f"**Best:** attempt {r['best']['index']} ({r['best']['source']}): {r['best']['summary']}",
