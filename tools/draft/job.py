@@ -280,10 +280,9 @@ def _draft(
     conv_from: str | None = None,
     deferred: list[Candidates] | None = None,
 ) -> DraftResult:
-    """One draft. `conv_from`: a draft of the same problem whose convolution calls were picked
-    at draft time: its picks are copied instead of timed again, and no epilogue is fused (the
-    sized path's static draft, `_with_sized_path`). `deferred`: on the GPU, the launch configs
-    are not timed but their candidates appended to it (`draft_candidate` times them once).
+    """One draft. `conv_from`: a draft whose convolution picks are copied, not timed again, and
+    no epilogue fused (the sized path's static draft). `deferred`: launch configs not timed on
+    the GPU, their candidates appended to it (`draft_candidate` times them once).
 
     Its steps: the reference's forward and Inductor's capture (`_reference_and_capture`), the
     kernels loaded and rewritten (`_rewritten_kernels`), the graph inputs as expressions of
@@ -334,9 +333,8 @@ def _draft(
         notes,
     )
     phases.mark("rewriting")
-    source = _picked_on_the_gpu(
-        source, problem, device, kernels, host, libraries[0], conv_from, notes, phases, deferred
-    )
+    gpu = (problem, device, kernels, host, libraries[0], conv_from, notes, phases, deferred)
+    source = _picked_on_the_gpu(source, *gpu)
     notes.append(phases.note("static" if not dynamic else "dynamic"))
     conv_source, recurrent_source, attention_source = libraries
     return DraftResult(
