@@ -29,10 +29,16 @@ kernels stay within it: their error is relative too, and an element whose refere
 judged by the fp64 rule as on any trial. A positive factor keeps every sign (inputs that must
 stay positive do); scaling is exact for a power of two, so 100 also moves the mantissas. One
 trial costs what a documented one does (its reference and two runs): on the CPU examples, 6-11%
-of a verification's wall time (benchmarks/results/scale_trials_cost_cpu.md). Shifted inputs
-(+3) are not among them yet: the jobs make a trial's inputs from its seed and one factor
-(`tools.job_common.make_inputs`); the drafter's bf16x3 gate shifts its own operands
-(`tools.draft.conv_picks.GATE_INPUTS`)."""
+of a verification's wall time (benchmarks/results/scale_trials_cost_cpu.md). No shifted trial
+(+3, issue 35), measured (benchmarks/results/offset_trials_cpu.md, kernels emulated on the CPU):
+a scale keeps the inputs' mean/spread ratio and only an offset moves it, yet +3 on randn refused
+none of the kinds x100 passes (a one-pass E[x^2] - E[x]^2 variance fails only at +100; a
+softmax without its max subtraction fails at x100, not at +3; a bf16x3 dot misses more at x100,
+3.3%, than at +3, 0.6%). Mean-dependent cancellation shows at offsets of tens of spreads, which
+would need a trial drawn from each input's own spread and a shift carried by the jobs' trial
+message (`tools.job_common.make_inputs` takes one factor); not done. Shifted inputs are tried
+by the drafter's bf16x3 gate (`tools.draft.conv_picks.GATE_INPUTS`) and by the profile's
+re-verification of an implausible speedup (`tools.profile.RESCALED_INPUTS`)."""
 
 SCALE_TRIALS_MAX_OUTPUT_BYTES = 128 << 20
 """Outputs (a trial's, all together) up to which the scale trials run: the fp64 rule, which
