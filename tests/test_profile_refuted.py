@@ -44,6 +44,7 @@ class _GpuVerifier:
 
         class _Opts:
             seed = 0
+            precision = "fp32"  # the baselines cache's key (tools.profile)
 
         self.sandbox, self.options = _Sandbox(), _Opts()
 

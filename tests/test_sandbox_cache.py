@@ -95,6 +95,7 @@ class _GpuVerifierThatKeepsCaches:
 
         class _Opts:
             seed = 0
+            precision = "fp32"  # the baselines cache's key (tools.profile)
 
         self.options = _Opts()
 
