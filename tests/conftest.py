@@ -28,7 +28,7 @@ HAS_CUDA = _has_cuda()
 # The longest files first (measured: `pytest --durations`): with one file per worker
 # (`--dist loadfile`), a long file collected last ran alone at the end and the suite took
 # 11 minutes on 2 cores instead of the 10 it is kept under.
-SLOW_FILES = (
+LONG_FILES = (
     "test_large_cpu.py",
     "test_adversarial.py",
     "test_verify.py",
@@ -48,15 +48,24 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords and not HAS_CUDA:
             item.add_marker(skip_gpu)
-    rank = {name: i for i, name in enumerate(SLOW_FILES)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FILES)))  # stable
+    rank = {name: i for i, name in enumerate(LONG_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(LONG_FILES)))  # stable
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _private_cache(tmp_path_factory):
-    """Problem checks and baselines are cached on disk across runs: tests get their own."""
+    """Problem checks, baselines and compiler drafts are cached on disk across runs: the suite
+    gets its own cache, one for all of a run's xdist workers, so a problem drafted by one test
+    file is a cache hit in another on either worker (every cache file is written atomically: two
+    workers updating one at once lose an entry at worst, which only costs time). A test that
+    needs an empty cache sets TRITON_AGENT_CACHE itself."""
     if "TRITON_AGENT_CACHE" not in os.environ:
-        os.environ["TRITON_AGENT_CACHE"] = str(tmp_path_factory.mktemp("ta-cache"))
+        base = tmp_path_factory.getbasetemp()
+        if os.environ.get("PYTEST_XDIST_WORKER"):
+            base = base.parent  # the run's own directory, above each worker's popen-gwN
+        cache = base / "ta-cache"
+        cache.mkdir(exist_ok=True)
+        os.environ["TRITON_AGENT_CACHE"] = str(cache)
 
 
 @pytest.fixture(autouse=True)
