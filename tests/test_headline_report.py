@@ -87,7 +87,7 @@ def test_problem_level(name, path, level):
 
 
 @pytest.mark.parametrize("level", ["level1", "level2"])
-def test_a_recorded_benchs_report_has_the_headline(recorded, level):
+def test_a_recorded_benchs_report_has_the_headline(recorded, level, capsys):
     report = rebuild_report(recorded / level)
     h = report["metrics"]["headline"]
     assert set(h["sets"]) == {"all", level}  # the bench's folder is the level
@@ -101,6 +101,15 @@ def test_a_recorded_benchs_report_has_the_headline(recorded, level):
     html = (recorded / level / "report.html").read_text()
     assert "<h2>Headline</h2>" in html and "vs eager cudnn.benchmark" in html
     assert json.loads((recorded / level / "report.json").read_text())["metrics"]["headline"] == h
+    from agent.cli.bench import print_summary
+
+    capsys.readouterr()
+    print_summary(report)  # the console's summary after a bench
+    said = " ".join(capsys.readouterr().err.split())
+    assert (
+        f"headline over the better of eager and torch.compile ({best['problems']} problems)" in said
+    )
+    assert f"median {best['median']:.2f}x" in said
 
 
 def test_both_levels_together_and_per_level(recorded, capsys):

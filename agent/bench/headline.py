@@ -134,6 +134,23 @@ def markdown(h: dict[str, Any] | None) -> list[str]:
     ]
 
 
+def console_line(h: dict[str, Any] | None) -> str | None:
+    """One line for the console: the headline over the bar for all problems (None where
+    nothing was timed), with the geomean over eager with cudnn.benchmark where it was timed."""
+    sets = (h or {}).get("sets") or {}
+    s = (sets.get("all") or {}).get("best")
+    if not s:
+        return None
+    cb = (sets.get("all") or {}).get("eager_cudnn_benchmark")
+    return (
+        f"headline over the better of eager and torch.compile ({s['problems']} problems): "
+        f"geomean {_x(s['geomean'])}, median {_x(s['median'])}, trimmed "
+        f"{_x(s['trimmed_geomean'])}, capped at {CAP:g}x {_x(s['capped_geomean'])}, "
+        f"{s['at_least_1x']} at >= 1.0x"
+        + (f"; geomean over eager with cudnn.benchmark {_x(cb['geomean'])}" if cb else "")
+    )
+
+
 def _md_row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 

@@ -173,6 +173,8 @@ class BenchProgress:
 
 
 def print_summary(r: dict[str, Any]) -> None:
+    from agent.bench.headline import console_line
+
     m = r["metrics"]
     label = "success@k" if r["settings"]["mode"] == "loop" else "pass@k"
     pk = ", ".join(
@@ -192,6 +194,9 @@ def print_summary(r: dict[str, Any]) -> None:
                 if v["value"]
             )
         )
+    headline = console_line(m.get("headline"))
+    if headline:
+        err_console.print(headline)
     err_console.print(
         "problems: "
         + ", ".join(f"{k} {v}" for k, v in m["outcomes"].items())
