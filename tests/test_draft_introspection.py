@@ -166,6 +166,7 @@ def _env(workdir: Path, interpret: bool = False) -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow  # docs/testing.md: the unit tests above cover its paths and refusals
 def test_mingpt_block_draft_has_no_introspection_and_matches(tmp_path):
     candidate, info = tmp_path / "candidate.py", tmp_path / "draft.json"
     proc = subprocess.run(

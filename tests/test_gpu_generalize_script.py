@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 RELU = (ROOT / "examples/kernels/relu.py").read_text()
 # ReLU that reads its input as rows of the problem's 1000 columns, written in: right at that size
@@ -38,6 +40,7 @@ class ModelNew(nn.Module):
 """
 
 
+@pytest.mark.slow  # docs/testing.md: covered by test_generalize.py and test_verify.py
 def test_bench_candidates_are_checked_at_other_sizes(tmp_path):
     kb, bench = tmp_path / "kb", tmp_path / "bench"
     kb.mkdir()

@@ -155,6 +155,7 @@ def jobs() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
+@pytest.mark.slow  # docs/testing.md: the in-process Ctrl-C test above covers it
 def test_sigint_while_evaluating_keeps_what_finished_and_resume_does_the_rest(tmp_path, jobs):
     go = tmp_path / "go"
     replies = write_replies(tmp_path / "replies.jsonl", [fenced(BAD), fenced(_gated(GOOD, go))])

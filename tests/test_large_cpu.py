@@ -59,7 +59,6 @@ def _rss_bytes(pid: int) -> int:
     return 0
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_one_gib_input_verifies_in_bounded_memory(tmp_path):
     env = {**os.environ, "TRITON_AGENT_CACHE": str(tmp_path / "cache")}

