@@ -154,3 +154,22 @@ def test_the_prompt_says_the_dtype():
     at_fp32 = first_prompt(source, AgentConfig(backend="compiler"), None)
     assert "torch.bfloat16" in at_bf16 and "Precision: bf16" in at_bf16
     assert "Precision:" not in at_fp32
+
+
+def test_the_sanitizers_run_is_at_it(monkeypatch):
+    """`verify --sanitize`'s extra trial (a process of its own under compute-sanitizer) runs at
+    the verification's precision: its environment carries it."""
+    import subprocess
+
+    from tools import sanitize
+
+    envs = []
+
+    def fake_run(cmd, *, env, **kw):
+        envs.append(env)
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(sanitize, "sanitizer_path", lambda: "/bin/true")
+    monkeypatch.setattr(sanitize.subprocess, "run", fake_run)
+    sanitize.run_sanitizer(RELU, "source", seed=1, precision="fp16")
+    assert envs and all(e.get(PRECISION_ENV) == "fp16" for e in envs)

@@ -22,6 +22,7 @@ import tempfile
 from dataclasses import dataclass
 
 from tools.errors import BadInputError
+from tools.problem_dtype import precision_env
 
 TOOLS = ("memcheck", "racecheck")
 ERROR_EXIT = 86
@@ -53,9 +54,15 @@ def sanitizer_path() -> str | None:
 
 
 def run_sanitizer(
-    problem_path: str, kernel_source: str, *, seed: int, timeout_s: float = 300.0
+    problem_path: str,
+    kernel_source: str,
+    *,
+    seed: int,
+    timeout_s: float = 300.0,
+    precision: str = "fp32",
 ) -> list[SanitizerRun]:
-    """Run the candidate once under each tool. Raises BadInputError where there is no
+    """Run the candidate once under each tool, at `precision` (the verification's: its
+    process gets `tools.problem_dtype.PRECISION_ENV`). Raises BadInputError where there is no
     compute-sanitizer (the message says how to get one)."""
     exe = sanitizer_path()
     if exe is None:
@@ -75,6 +82,7 @@ def run_sanitizer(
             env["TRITON_CACHE_DIR"] = os.path.join(work, "triton_cache")
             env["TMPDIR"] = work
             env["TA_DEVICE"] = "cuda"
+            env.update(precision_env(precision))
             cmd = [
                 exe,
                 "--tool",

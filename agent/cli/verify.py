@@ -45,7 +45,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
         from tools import sanitize
 
         with err_console.status("one more trial under compute-sanitizer ..."):
-            runs = sanitize.run_sanitizer(args.problem, source, seed=options.seed)
+            runs = sanitize.run_sanitizer(
+                args.problem, source, seed=options.seed, precision=options.precision
+            )
         verdict = sanitize.apply(verdict, runs)
     print_verdict(verdict)
     if args.json:
