@@ -173,3 +173,28 @@ def test_the_sanitizers_run_is_at_it(monkeypatch):
     monkeypatch.setattr(sanitize.subprocess, "run", fake_run)
     sanitize.run_sanitizer(RELU, "source", seed=1, precision="fp16")
     assert envs and all(e.get(PRECISION_ENV) == "fp16" for e in envs)
+
+
+def test_a_bench_resumes_at_its_precision_and_from_before_it(tmp_path):
+    """A bench's precision is a resume key: resuming a bf16 bench at fp32 is refused; a bench
+    written before the precision was recorded ran at fp32 and resumes at fp32."""
+    import json
+
+    from agent.bench.run import _check_resume
+    from agent.bench.store import BenchDir
+    from agent.cli.bench import bench_config
+    from agent.cli.main import build_parser
+    from tools.errors import BadInputError
+
+    def config(*flags):
+        return bench_config(build_parser().parse_args(["bench", "problems", *flags]))
+
+    bdir = BenchDir(tmp_path)
+    (tmp_path / "bench.json").write_text(json.dumps(config("--precision", "bf16").settings()))
+    _check_resume(bdir, config("--precision", "bf16"))
+    with pytest.raises(BadInputError, match="precision: 'bf16' -> 'fp32'"):
+        _check_resume(bdir, config())
+    old = config().settings()
+    del old["precision"]
+    (tmp_path / "bench.json").write_text(json.dumps(old))
+    _check_resume(bdir, config())

@@ -160,6 +160,11 @@ _RESUME_KEYS = (
 )
 
 
+RESUME_DEFAULTS = {"precision": "fp32"}
+"""What a resume key meant in a bench written before the key was recorded (issue 36's precision:
+every bench before it ran at fp32), so such a bench still resumes."""
+
+
 def profile_options(protocol: str, baseline: str = DEFAULT_BASELINE) -> Any:
     """ProfileOptions for the protocol (KernelBench's bar is eager) and bar; None when
     tools.profile is not available."""

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from agent.bench.config import _RESUME_KEYS, BenchConfig, Event
+from agent.bench.config import _RESUME_KEYS, RESUME_DEFAULTS, BenchConfig, Event
 from agent.bench.loop import _run_loop_mode
 from agent.bench.records import Draft, Evaluated, evaluate_sample
 from agent.bench.report import rebuild_report
@@ -93,6 +93,7 @@ def _check_resume(bdir: BenchDir, cfg: BenchConfig) -> None:
     if prev is None:
         return
     now = cfg.settings()
+    prev = {**RESUME_DEFAULTS, **prev}  # a key a bench from before it was added never had
     diff = [k for k in _RESUME_KEYS if prev.get(k) != now.get(k)]
     if diff:
         raise BadInputError(
