@@ -1,12 +1,14 @@
 """Eager also timed with `torch.backends.cudnn.benchmark = True` (issue 35): what a user tuning
 convolutions sets, timed in the timing job beside the bar (`tools.baselines.cudnn_benchmark`,
-`tools.profile_worker._time_baselines`). On the CPU the setting changes nothing, so these tests
-check where it is applied: on for that one eager timing, off again for torch.compile's and for
-everything after (the candidate is timed after the baselines, in the same process), also when
-the timing raises; cached, carried into the profile's result and speedups, and an older cache
-entry without it timed again."""
+`tools.profile_worker._time_baselines`), in a thread of its own. On the CPU the setting changes
+nothing, so these tests check where it is applied: on for that one eager timing, in its own
+thread, off again for torch.compile's and for everything after (the candidate is timed after
+the baselines, in the same process), also when the timing raises; cached, carried into the
+profile's result and speedups, and an older cache entry without it timed again."""
 
 from __future__ import annotations
+
+import threading
 
 import pytest
 import torch
@@ -22,11 +24,13 @@ class _Timer:
 
     def __init__(self, fail_under_benchmark: bool = False):
         self.seen: list[bool] = []
+        self.threads: list[int] = []
         self.fail = fail_under_benchmark
         self.last_host_ms = 0.0
 
     def measure(self, fn, sets):
         self.seen.append(torch.backends.cudnn.benchmark)
+        self.threads.append(threading.get_ident())
         if self.fail and torch.backends.cudnn.benchmark:
             raise RuntimeError("CUDNN_STATUS_NOT_SUPPORTED (a workspace too large)")
         fn(sets[0])
@@ -74,6 +78,11 @@ def test_one_eager_timing_runs_with_cudnn_benchmark_and_nothing_after_it(job):
     assert timer.seen[int(cudnn_at)] is True
     assert timer.seen[eager_at] is False and timer.seen[int(compile_at)] is False  # the bar
     assert torch.backends.cudnn.benchmark is False  # what the candidate is timed under
+    # In a thread of its own (PyTorch's per-thread plan cache, keyed without the setting: in
+    # the job's thread cuDNN would reuse eager's default pick, and torch.compile the found one)
+    me = threading.get_ident()
+    assert timer.threads[int(cudnn_at)] != me
+    assert timer.threads[eager_at] == me and timer.threads[int(compile_at)] == me
 
 
 def test_a_failure_under_cudnn_benchmark_is_a_note_and_the_setting_is_restored(job):

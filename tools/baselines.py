@@ -7,6 +7,7 @@ the timing job, `tools.profile_worker`)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -56,12 +57,31 @@ def time_eager_cudnn_benchmark(
 ) -> None:
     """Eager timed under `cudnn_benchmark` into `baselines` (`CUDNN_BENCHMARK` + `_samples`;
     its warm-up makes cuDNN's algorithm search, outside the timed calls), or the error that
-    stopped it (`_error`: evidence for the report, never a failed timing)."""
-    try:
-        with cudnn_benchmark():
-            baselines[f"{CUDNN_BENCHMARK}_samples"] = timer.measure(eager, sets)
-    except Exception as exc:  # noqa: BLE001 - out of memory for a workspace included
-        baselines[f"{CUDNN_BENCHMARK}_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+    stopped it (`_error`: evidence for the report, never a failed timing).
+
+    In a thread of its own, the job's thread waiting: PyTorch keeps the convolution plan it
+    picked per shape in a cache of each thread (cuDNN's v8 API: `benchmark_cache`, thread_local
+    in aten/src/ATen/native/cudnn/Conv_v8.cpp) whose key leaves the benchmark setting out. In
+    the job's thread, where eager already ran at PyTorch's default (the freshness reference, the
+    eager timing), cuDNN would reuse that default pick and never search; and the plans the
+    search finds would be reused by torch.compile's convolutions and so move the bar. A new
+    thread starts with an empty cache and takes its plans with it."""
+    out: dict[str, Any] = {}
+
+    def timed() -> None:
+        try:
+            with cudnn_benchmark():
+                out["samples"] = timer.measure(eager, sets)
+        except Exception as exc:  # noqa: BLE001 - out of memory for a workspace included
+            out["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+
+    worker = threading.Thread(target=timed, name="eager-cudnn-benchmark")
+    worker.start()
+    worker.join()
+    if "samples" in out:
+        baselines[f"{CUDNN_BENCHMARK}_samples"] = out["samples"]
+    else:
+        baselines[f"{CUDNN_BENCHMARK}_error"] = out.get("error", "the timing thread ended early")
 
 
 def cache_covers(cached: dict[str, Any], *, want_compile: bool, tf32: bool) -> bool:
