@@ -198,3 +198,21 @@ def test_a_bench_resumes_at_its_precision_and_from_before_it(tmp_path):
     del old["precision"]
     (tmp_path / "bench.json").write_text(json.dumps(old))
     _check_resume(bdir, config())
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_the_bench_report_applies_the_fp32_contract_at_fp32_only(precision):
+    """A bf16 kernel is outside the fp32 contract in an fp32 bench; in a bf16 bench bf16 is the
+    problem's own arithmetic, and the report says the contract does not apply."""
+    from agent.bench.report import add_arithmetic
+
+    sample = {"problem": "p", "sample": 0, "source": "compiler", "status": "ok", "correct": True,
+              "compiled": True}  # fmt: skip
+    report = {"settings": {"precision": precision}, "metrics": {}, "notes": [],
+              "problems": [{"problem": "p", "samples": [sample], "correct": True}]}  # fmt: skip
+    add_arithmetic(report, {("p", 0): ["fp32", "bf16"]})
+    outside = report["metrics"]["arithmetic"]["outside_fp32_contract"]
+    if precision == "fp32":
+        assert outside == ["p"] and "outside the fp32 contract" in report["notes"][0]
+    else:
+        assert outside == [] and "does not apply at bf16" in report["notes"][0]

@@ -162,9 +162,15 @@ def summary(counts: Any, what: str = "kernels") -> str | None:
     outside = counts.get("outside_fp32_contract") or []
     per = ", ".join(f"{k} {v}" for k, v in (counts.get("kernels") or {}).items())
     named = f"{len(outside)} ({', '.join(outside[:10])})" if outside else "none"
+    # a bf16/fp16 bench: the contract is fp32's, and half precision the problem's own arithmetic
+    contract = counts.get("fp32_contract")
+    tail = (
+        f"the fp32 contract {contract}"
+        if contract
+        else (f"outside the fp32 contract (docs/verification.md): {named}")
+    )
     return (
-        f"arithmetic of the {counts['counted']} {what} (one kernel can use several): {per}; "
-        f"outside the fp32 contract (docs/verification.md): {named}"
+        f"arithmetic of the {counts['counted']} {what} (one kernel can use several): {per}; {tail}"
     )
 
 

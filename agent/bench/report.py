@@ -280,6 +280,10 @@ def add_arithmetic(report: dict[str, Any], arithmetic: dict[tuple[str, int], lis
     counts = count_kernels(
         (r["problem"], r["arithmetic"]) for r in report["problems"] if r["correct"]
     )
+    precision = (report.get("settings") or {}).get("precision", "fp32")
+    if precision != "fp32":  # bf16/fp16 are a half-precision problem's own arithmetic
+        counts["outside_fp32_contract"] = []
+        counts["fp32_contract"] = f"does not apply at {precision} (docs/verification.md)"
     report["metrics"]["arithmetic"] = counts
     line = summary(counts, "problems' reported kernels")
     if line:
