@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 
 NETWORKS: dict[str, dict[str, object]] = {
     "10_ResNet101": {"depth_re": r"^layers = \[3, 4, 23, 3\]$", "depths": {
@@ -120,13 +122,47 @@ def module_loads(source: str, variants: int = 12) -> dict[str, int]:
     return out
 
 
+def host_code(n: int, keywords: str) -> str:
+    """Synthetic host code of a network of `n` convolutions, each followed by a pointwise
+    launch and the frees Inductor writes between them."""
+    lines = ["import torch", "", "def call(args):", "    buf0 = args[0]"]
+    for i in range(n):
+        lines.append(
+            f"    buf{i + 1} = triton_convolution(buf{i}, w{i}, None, stride=(1, 1), "
+            "padding=(1, 1), dilation=(1, 1), transposed=False, output_padding=(0, 0), "
+            f"groups=1{keywords})"
+        )
+        lines.append(f"    triton_poi_fused_relu_{i}[grid(16)](buf{i + 1}, 16, XBLOCK=16)")
+        lines += [f"    del buf{i}"] * 8
+    return "\n".join(lines + [f"    return (buf{n},)"]) + "\n"
+
+
+def copy_keywords_time(counts: list[int]) -> None:
+    """CPU seconds of `sized.copy_conv_keywords` (the sized path's static draft given the
+    dynamic draft's convolution picks) on host code of each count of convolutions."""
+    from tools.draft import sized
+
+    for n in counts:
+        picked, target = host_code(n, ", precision='bf16x3', X_SPLIT=True"), host_code(n, "")
+        start = time.process_time()
+        out = sized.copy_conv_keywords(picked, target)
+        assert out.count("X_SPLIT=True") == n
+        print(f"copy_conv_keywords, {n} convolutions: {time.process_time() - start:.2f} CPU s")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kb", default=str(ROOT.parent / "shared/kernelbench/level3"))
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--out")
     parser.add_argument("--only", nargs="*", help="network[:depth] labels")
     parser.add_argument("--timeout", type=int, default=900)
+    parser.add_argument(
+        "--copy-keywords", nargs="*", type=int, help="only time copy_conv_keywords at these counts"
+    )
     args = parser.parse_args()
+    if args.copy_keywords:
+        copy_keywords_time(args.copy_keywords)
+        return 0
     work = Path(os.environ.get("TMPDIR", "/tmp")) / "level3_draft_time"
     work.mkdir(parents=True, exist_ok=True)
     for net, spec in NETWORKS.items():

@@ -194,3 +194,35 @@ def test_launch_configs_are_timed_once_for_the_dynamic_path_kept(monkeypatch):
     timed, result = _scripted_gpu_draft(monkeypatch, taken=False)
     assert [t["kernels"] for t in timed] == [["triton_poi_fused_relu_0"]]
     assert timed[0]["source"] == DYNAMIC == result.source
+
+
+def _host_code(n: int, keywords: str) -> str:
+    """The host code of a network of `n` convolutions, each followed by a pointwise launch."""
+    lines = ["def call(args):", "    buf0 = args[0]"]
+    for i in range(n):
+        lines.append(
+            f"    buf{i + 1} = triton_convolution(buf{i}, w{i}, None, stride=(1, 1), "
+            f"padding=(1, 1), dilation=(1, 1), transposed=False, output_padding=(0, 0), "
+            f"groups=1{keywords})"
+        )
+        lines.append(f"    triton_poi_fused_relu_{i}[grid(16)](buf{i + 1}, 16, XBLOCK=16)")
+    return "\n".join(lines + [f"    return (buf{n},)"]) + "\n"
+
+
+def test_the_static_draft_gets_the_convolution_picks_in_one_pass(monkeypatch):
+    """The sized path's static draft copies the dynamic draft's convolution picks
+    (`sized.copy_conv_keywords`); parsing the draft again for each call was quadratic in the
+    convolutions (5.2 CPU s at 104 calls, 23 s at 208, benchmarks/results/cpu/
+    level3_draft_time.md)."""
+    import tools.pyast as pyast
+    from tools.draft import sized
+
+    picked = _host_code(40, ", precision='bf16x3', X_SPLIT=True")
+    target = _host_code(40, "")
+    parses = []
+    real = pyast.parse
+    monkeypatch.setattr(pyast, "parse", lambda *a, **k: parses.append(1) or real(*a, **k))
+    out = sized.copy_conv_keywords(picked, target)
+    assert out.count("precision='bf16x3', X_SPLIT=True") == 40
+    assert out.replace(", precision='bf16x3', X_SPLIT=True", "") == target
+    assert len(parses) <= 3  # the two drafts once each, not once a call

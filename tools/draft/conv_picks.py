@@ -315,7 +315,7 @@ def pick_conv_variants(
         run_forward(module, init_inputs, inputs, device)
 
     notes = [chosen[site][1] for site in sorted(chosen, key=lambda s: spans[s][0], reverse=True)]
-    out = _with_keywords(source, sites, {site: values for site, (values, _) in chosen.items()})
+    out = with_keywords(source, sites, {site: values for site, (values, _) in chosen.items()})
     missed = sorted(set(sites) - set(chosen))
     if missed:
         notes.append(
@@ -326,7 +326,7 @@ def pick_conv_variants(
     return out, sorted(notes)
 
 
-def _with_keywords(source: str, sites: dict[int, Any], values: dict[int, dict[str, Any]]) -> str:
+def with_keywords(source: str, sites: dict[int, Any], values: dict[int, dict[str, Any]]) -> str:
     """`source` with each site's call given `values[site]` as keywords (added or replaced), in
     one pass over the lines from the last call up, so each call's parsed position stays valid:
     re-parsing the whole draft for every site (as `tools.tune._conv_variant` in a loop did) was
@@ -348,6 +348,9 @@ def _with_keywords(source: str, sites: dict[int, Any], values: dict[int, dict[st
         head, tail = lines[first][: call.col_offset], lines[last][call.end_col_offset :]
         lines[first : last + 1] = [head + ast.unparse(new) + tail]
     return "".join(lines)
+
+
+_with_keywords = with_keywords  # its name before the sized path used it too
 
 
 def _call_signature(args: tuple, kwargs: dict) -> tuple | None:

@@ -78,7 +78,8 @@ def renamed(found: Candidates, source: str, suffix: str) -> Candidates:
     (`tools.draft.sized`: `name + suffix` where the dynamic draft has another kernel of that
     name, `name` where it is the same kernel or only the static draft has it)."""
     candidates, current = found
-    names = {n: n + suffix if _launched(source, n + suffix) else n for n in candidates}
+    launched = _launched(source)
+    names = {n: n + suffix if n + suffix in launched else n for n in candidates}
     return (
         {names[n]: v for n, v in candidates.items()},
         {names[n]: v for n, v in current.items() if n in names},
@@ -104,7 +105,8 @@ def timed_once(source: str, problem: Any, found: Candidates, notes: list[str]) -
     draft's phase note ("final draft took ...: launch configs ..."), which the bench records
     read as `draft.final.*`."""
     candidates, current = found
-    kept = [n for n in candidates if n in current and _launched(source, n)]
+    launched = _launched(source)
+    kept = [n for n in candidates if n in current and n in launched]
     found = ({n: candidates[n] for n in kept}, {n: current[n] for n in kept})
     started = time.monotonic()
     source = with_picked_configs(source, problem, found, notes)
@@ -113,5 +115,7 @@ def timed_once(source: str, problem: Any, found: Candidates, notes: list[str]) -
     return source
 
 
-def _launched(source: str, name: str) -> bool:
-    return re.search(rf"(?<![\w.]){re.escape(name)}\[", source) is not None
+def _launched(source: str) -> set[str]:
+    """The names `source` launches as `name[grid](...)` (or subscripts otherwise), in one scan:
+    a search per kernel was the kernels times the file, both growing with a network's depth."""
+    return set(re.findall(r"(?<![\w.])(\w+)\[", source))
