@@ -181,3 +181,15 @@ def test_the_timing_jobs_freshness_reference_follows_the_verdicts_setting(numeri
         _SwitchModel(), bufs, originals, write_fresh, 7, settings, (1e-4, 1e-4)
     )
     assert torch.equal(refs[1][0], values * factor)
+
+
+def test_allclose_ratio_leaves_the_outputs_alone_and_skips_large_cpu_outputs(monkeypatch):
+    import tools.reference as reference
+
+    ref = torch.randn(1000)
+    out = -ref  # negative values: an in-place abs() would change them
+    kept = out.clone()
+    assert allclose_ratio([out], [ref])["ratio"] > 0
+    assert torch.equal(out, kept)
+    monkeypatch.setattr(reference, "ALLCLOSE_CPU_MAX", 999)
+    assert allclose_ratio([out], [ref]) is None  # a cost on every run: not measured there
