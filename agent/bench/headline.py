@@ -30,7 +30,7 @@ NAMES = {
 }
 DEFINITION = (
     "Each problem's best correct kernel's speedup (problems without a timed correct kernel "
-    "are left out: `problems` counts those in). median: the middle problem's (the mean of "
+    "are left out; problems counts the rest). median: the middle problem's (the mean of "
     f"the two middle ones). trimmed: the geometric mean with floor({TRIM_SHARE:.0%} of the "
     f"problems) dropped at each end. capped: the geometric mean with every speedup over "
     f"{CAP:g}x counted as {CAP:g}x. >= 1.0x: problems whose kernel is at least as fast. "
