@@ -121,10 +121,10 @@ def reference_numerics(setting: str = "exact") -> Iterator[None]:
 ALLCLOSE_CHUNK = 1 << 22
 """Elements `allclose_ratio` takes at once (its memory follows it)."""
 ALLCLOSE_CPU_MAX = 1 << 24
-"""On the CPU, outputs (all together) up to which `allclose_ratio` measures: 64 Mi fp32 elements
-took 2.6 s a run there (a loaded 2-core machine), a cost on every run of a verification; the
-measurement matters on a GPU (KernelBench's reference is a GPU's), where it is a fraction of the
-comparison's own pass."""
+"""On the CPU, outputs (all together) up to which `allclose_ratio` measures: a cost on every
+run of a verification, about a fifth of the comparison's own there
+(`benchmarks/results/allclose_ratio_cost_cpu.md`: 1.6 s for 64 Mi elements); the measurement
+matters on a GPU (KernelBench's reference is a GPU's)."""
 
 
 def allclose_ratio(got: list, expected: list) -> dict[str, float] | None:
