@@ -19,7 +19,8 @@
 # where each network's time went.
 #
 # Environment: KB3 [.kb/kb/level3, else .kb/level3] the level-3 problems (../shared/kernelbench
-# carried as .kb/kb); NETS [below]; DEADLINE_S [510: the bench and its packing end by then, the table a few seconds later]; RESUME_TGZ []; JOBS_PER_GPU [8].
+# carried as .kb/kb); NETS [below]; DEADLINE_S [510: the bench and its packing end by then,
+# the table a few seconds later]; RESUME_TGZ []; JOBS_PER_GPU [8].
 # $OUT (6 files): level3_time.md (the table), bench_level3.tgz, report_level3.md, summary.md,
 # log.txt, env.txt (benchmarks/gpu_kernelbench.sh's).
 set -u
