@@ -506,7 +506,7 @@ def render_run(run_dir: str | Path) -> str:
                 td(badge(a.get("status") or "?"), raw=True),
                 td(_x(sp.get("eager")), num=sp.get("eager") or 0),
                 td(_x(sp.get("compile")), num=sp.get("compile") or 0),
-                td(cell((a.get("verdict") or {}).get("arithmetic"))),
+                td(cell((a.get("verdict") or {}).get("arithmetic"), report.get("precision"))),
                 td((a.get("summary") or "")[:200]),
             ]
         )
@@ -644,7 +644,7 @@ def render_bench(report: dict[str, Any]) -> str:
                 td(_x(b.get("best")), num=b.get("best") or 0),
                 td(_x(b.get(CB)), num=b.get(CB) or 0),  # beside the bar
                 td(st or (p.get("error") or "-")),
-                td(cell(p.get("arithmetic"))),
+                td(cell(p.get("arithmetic"), s.get("precision"))),
             ]
         )
     one = "success@1" if mode == "loop" else "pass@1"

@@ -216,3 +216,11 @@ def test_the_bench_report_applies_the_fp32_contract_at_fp32_only(precision):
         assert outside == ["p"] and "outside the fp32 contract" in report["notes"][0]
     else:
         assert outside == [] and "does not apply at bf16" in report["notes"][0]
+
+
+def test_a_report_cell_marks_half_precision_only_in_an_fp32_problem():
+    from tools.arithmetic import cell
+
+    assert cell(["fp32", "bf16"]) == "fp32, bf16 (outside the fp32 contract)"
+    assert cell(["fp32", "bf16"], None) == "fp32, bf16 (outside the fp32 contract)"  # older runs
+    assert cell(["fp32", "bf16"], "bf16") == "fp32, bf16"

@@ -125,12 +125,13 @@ def _arithmetic_of(source: str, verdict: Any, cache_dir: str | None) -> list[str
     return total.names()
 
 
-def cell(names: Any) -> str:
+def cell(names: Any, precision: str | None = "fp32") -> str:
     """A kernel's arithmetic in a report's cell: `fp32, bf16x3`, those the fp32 contract does
-    not admit marked; `-` where none is known."""
+    not admit marked where the problem ran at fp32 (`precision`: at bf16/fp16 half precision is
+    the problem's own arithmetic); `-` where none is known."""
     if not isinstance(names, list) or not names:
         return "-"
-    outside = set(outside_fp32_contract(names))
+    outside = set(outside_fp32_contract(names)) if (precision or "fp32") == "fp32" else set()
     return ", ".join(f"{n} (outside the fp32 contract)" if n in outside else n for n in names)
 
 

@@ -434,7 +434,7 @@ def render_markdown(r: dict[str, Any]) -> str:
             f"{' | '.join(_x(b.get(k)) for k in REPORTED)} | "
             f"{p.get('precision') or '-'} | {_num(p['time_s'])} | "
             f"{_num(p['span_s'])} | {_num(p['peak_host_mb'], nd=0)} | "
-            f"{_num(p['peak_gpu_mb'], nd=0)} | {st or '-'} | {cell(p.get('arithmetic'))} |"
+            f"{_num(p['peak_gpu_mb'], nd=0)} | {st or '-'} | {cell(p.get('arithmetic'), s.get('precision'))} |"
         )
     lines.append("")
     slow = [
