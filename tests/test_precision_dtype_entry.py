@@ -224,3 +224,23 @@ def test_a_report_cell_marks_half_precision_only_in_an_fp32_problem():
     assert cell(["fp32", "bf16"]) == "fp32, bf16 (outside the fp32 contract)"
     assert cell(["fp32", "bf16"], None) == "fp32, bf16 (outside the fp32 contract)"  # older runs
     assert cell(["fp32", "bf16"], "bf16") == "fp32, bf16"
+
+
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+def test_the_drafter_traces_the_problem_at_it(monkeypatch, precision):
+    """What Inductor traces (`tools.draft.loading.load_problem`): the model and its floating
+    inputs at the precision, given or from the draft job's environment."""
+    import torch
+
+    from tools.draft.loading import load_problem
+    from tools.problem_dtype import torch_dtype
+
+    source = (EX / "problems" / "scale_add_bias.py").read_text()
+    given = load_problem(source, "cpu", precision)
+    monkeypatch.setenv(PRECISION_ENV, precision)
+    from_env = load_problem(source, "cpu")
+    for loaded in (given, from_env):
+        assert loaded.model.scale.dtype == torch_dtype(precision)
+        assert [x.dtype for x in loaded.inputs] == [torch_dtype(precision)]
+    monkeypatch.delenv(PRECISION_ENV)
+    assert load_problem(source, "cpu").inputs[0].dtype == torch.float32
