@@ -30,7 +30,7 @@ bench() {  # bench PRECISION PROBLEMS SECONDS
   cp "/tmp/precision-$p/report.md" "$OUT/report_$p.md" 2>/dev/null
 }
 
-bench bf16 1,35,50,95 140
-LEFT=$((225 - (SECONDS - START))); [ "$LEFT" -lt 40 ] && LEFT=40
+bench bf16 1,35,50,95 120
+LEFT=$((200 - (SECONDS - START))); [ "$LEFT" -lt 40 ] && LEFT=40
 bench fp16 1,50 "$LEFT"
 log "done"
