@@ -23,7 +23,7 @@ bench() {  # bench PRECISION PROBLEMS SECONDS
   local p=$1 ids=$2 limit=$3
   log "agent bench --precision $p, level 1 problems $ids (at most $limit s)"
   timeout "$limit" python3 -m agent bench --kernelbench .kb/kb --level 1 --problems "$ids" \
-    --backend compiler --no-tune --precision "$p" --jobs-per-gpu 2 \
+    --backend compiler --no-tune --precision "$p" --jobs-per-gpu 4 \
     --out "/tmp/precision-$p" --json >"/tmp/precision-$p.json" 2>"$OUT/bench_${p}_stderr.txt"
   log "bench $p: rc=$? (124: cut at its limit; the finished samples follow)"
   python3 benchmarks/precision_summary.py "/tmp/precision-$p" --json "$OUT/$p.json" | tee -a "$LOG"
