@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Issue 36, part A on one H200 (about 3.5 minutes at most: 120 s, the rest of 200 s, the setup): `agent bench --precision bf16` with the
-# compiler drafter (--no-tune) on three KernelBench level-1 problems, and `--precision fp16` on
-# two, printing each sample's verdict (status, the precision it names, its tolerance and
+# Issue 36, part A on one H200 (about 3.5 minutes at most: 120 s, the rest of 200 s, the
+# setup): `agent bench --precision bf16` with the compiler drafter (--no-tune) on three
+# KernelBench level-1 problems, and `--precision fp16` on two, printing each sample's verdict (status, the precision it names, its tolerance and
 # arithmetic) and its speedups over eager and torch.compile, both timed at that dtype:
 #   1_Square_matrix_multiplication_ (4096^3: the GEMM template at bf16 on tensor cores),
 #   50_conv_standard_2D__square_input__square_kernel (the convolution kernels at bf16),
