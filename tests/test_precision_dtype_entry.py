@@ -244,3 +244,11 @@ def test_the_drafter_traces_the_problem_at_it(monkeypatch, precision):
         assert [x.dtype for x in loaded.inputs] == [torch_dtype(precision)]
     monkeypatch.delenv(PRECISION_ENV)
     assert load_problem(source, "cpu").inputs[0].dtype == torch.float32
+
+
+def test_a_shared_sandbox_runs_at_its_last_verifiers_precision(monkeypatch):
+    shared = SimpleNamespace(job_env={"OTHER": "1"})
+    Verifier(VerifyOptions(device="cpu", precision="fp16"), sandbox=shared)
+    assert shared.job_env == {"OTHER": "1", PRECISION_ENV: "fp16"}
+    Verifier(VerifyOptions(device="cpu"), sandbox=shared)
+    assert shared.job_env == {"OTHER": "1"}  # fp32: no cast left behind

@@ -32,7 +32,7 @@ from tools.errors import ProblemError, ResourceError, TooLargeForCPUError, is_ou
 from tools.generalize import generalize
 from tools.limits import HOST_FLOOR_MB, Limits
 from tools.problem import Problem, check_candidate_source, read_kernel, read_problem
-from tools.problem_dtype import cache_suffix, precision_env, precision_words
+from tools.problem_dtype import PRECISION_ENV, cache_suffix, precision_env, precision_words
 from tools.reference import Reference, problem_cache_key, read_problem_cache, write_problem_cache
 from tools.results import Evidence, SourceError, Verdict
 from tools.sandbox import JobEnded, JobOutcome, JobSession, Sandbox
@@ -67,9 +67,10 @@ class Verifier:
             device=self.device, limits=limits, slots_per_gpu=self.options.jobs_per_gpu
         )
         # every job of this sandbox runs the problem at the options' precision (the dtype the
-        # problem check, the judge, the candidate and the timing job cast it to)
-        env = precision_env(self.options.precision)
-        self.sandbox.job_env = {**getattr(self.sandbox, "job_env", {}), **env}
+        # problem check, the judge, the candidate and the timing job cast it to); a sandbox
+        # shared by verifiers (a profile's re-verification) runs at the last one's
+        kept = {k: v for k, v in getattr(self.sandbox, "job_env", {}).items() if k != PRECISION_ENV}
+        self.sandbox.job_env = {**kept, **precision_env(self.options.precision)}
         self._refs: dict[tuple, Reference] = {}
         self._lock = threading.Lock()
 
