@@ -16,6 +16,10 @@ sized path), and each module's `@triton.jit` kernels compile (or load from Trito
 cache) on their first launch; counted with `tools.draft.launch_configs`'s kernel sharing off
 and on.
 
+Two more modes: `--steps FILE` times the drafter's own steps in one CPU draft of FILE (a reduced
+copy the main mode wrote under $TMPDIR/level3_draft_time/); `--copy-keywords N ...` times the
+sized path's copy of the convolution picks on synthetic host code of N convolutions.
+
 The CPU path runs none of the GPU phases (convolution picks, launch configs, the sized path):
 their counts are what this shows of them; `benchmarks/gpu_level3_time.sh` times them on an H200.
 """
@@ -150,6 +154,48 @@ def copy_keywords_time(counts: list[int]) -> None:
         print(f"copy_conv_keywords, {n} convolutions: {time.process_time() - start:.2f} CPU s")
 
 
+STEPS = (
+    "_reference_and_capture",
+    "_rewritten_kernels",
+    "_call_args",
+    "rewrite_host",
+    "_kernel_libraries",
+    "describe_sizes",
+    "_outputs_and_state",
+    "model_new_source",
+    "_assembled",
+)
+"""The steps of `tools.draft.job._draft` timed by `--steps` (the first is Inductor's capture)."""
+
+
+def draft_steps(path: str) -> dict:
+    """CPU seconds of each of the drafter's steps (`STEPS`) in one CPU draft of `path`."""
+    import tools.draft.job as job
+
+    spent: dict[str, float] = {}
+
+    def timed(name: str, real):
+        def run(*args, **kwargs):
+            start = time.process_time()
+            try:
+                return real(*args, **kwargs)
+            finally:
+                spent[name] = spent.get(name, 0.0) + time.process_time() - start
+
+        return run
+
+    for name in STEPS:
+        setattr(job, name, timed(name, getattr(job, name)))
+    start = time.process_time()
+    result = job.draft_candidate(Path(path).read_text(), device="cpu")
+    spent["total"] = time.process_time() - start
+    return {
+        "file": Path(path).name,
+        "kernels": len(result.kernels),
+        **{k: round(v, 2) for k, v in spent.items()},
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kb", default=str(ROOT.parent / "shared/kernelbench/level3"))
@@ -159,7 +205,11 @@ def main() -> int:
     parser.add_argument(
         "--copy-keywords", nargs="*", type=int, help="only time copy_conv_keywords at these counts"
     )
+    parser.add_argument("--steps", help="only time the drafter's steps in a draft of this file")
     args = parser.parse_args()
+    if args.steps:
+        print(json.dumps(draft_steps(args.steps)))
+        return 0
     if args.copy_keywords:
         copy_keywords_time(args.copy_keywords)
         return 0
