@@ -19,7 +19,9 @@
 #       kind="nvidia-h200", timeout_s=330)
 #
 # Environment: PROBLEMS (level-1 ids, default 1,50,72,95: a GEMM, a 2-D and a transposed 3-D
-# convolution, a loss), KB, KB_EVAL, BENCH1_S / BENCH2_S (the two benches' limits, 170 / 80 s).
+# convolution, a loss), KB, KB_EVAL; TOTAL_S (290 s from the start, the wheels' install
+# included), AGREE_S (75 s kept for KernelBench's judge), BENCH1_S / BENCH2_S (the two benches'
+# most, 170 / 80 s).
 # Checked on the CPU with the _gpu_env.sh line replaced, on examples/problems' relu and softmax as
 # level-1 problems 19 and 23: both benches, both exports and the agreement ran (174 s; there
 # KernelBench's judge answers "CUDA is not available", every row says so, exit 1). Writes under $OUT (7 files): gpu_kb_agreement.txt (the log),
@@ -33,6 +35,7 @@ KB_EVAL=${KB_EVAL:-.kb/kernelbench-eval}
 [ -d "$KB_EVAL" ] || KB_EVAL=../shared/kernelbench-eval
 PROBLEMS=${PROBLEMS:-1,50,72,95}
 WORK=${WORK:-/tmp/kb-agreement}
+TOTAL_S=${TOTAL_S:-290} AGREE_S=${AGREE_S:-75} BENCH1_S=${BENCH1_S:-170} BENCH2_S=${BENCH2_S:-80}
 LOG=$OUT/gpu_kb_agreement.txt
 log() { echo "[$((SECONDS - START)) s] $*" | tee -a "$LOG"; }
 rm -rf "$WORK" && mkdir -p "$WORK"
@@ -43,9 +46,18 @@ log "problems $PROBLEMS from $KB; KernelBench's judge from $KB_EVAL"
 RUNS=()
 for numerics in exact pytorch-default; do
   # the first bench drafts (Inductor, convolution picks); the second finds the drafts cached
-  if [ "$numerics" = exact ]; then budget=${BENCH1_S:-170}; else budget=${BENCH2_S:-80}; fi
-  timeout "$budget" python3 -m agent bench --kernelbench "$KB" --level 1 --problems "$PROBLEMS" \
-    --backend compiler --no-tune --reference-numerics "$numerics" --timeout 120 \
+  # within TOTAL_S, AGREE_S kept for KernelBench's judge (and 40 s for the second bench)
+  used=$((SECONDS - START))
+  if [ "$numerics" = exact ]; then
+    budget=$((TOTAL_S - AGREE_S - 40 - used)); [ "$budget" -gt "$BENCH1_S" ] && budget=$BENCH1_S
+  else
+    budget=$((TOTAL_S - AGREE_S - used)); [ "$budget" -gt "$BENCH2_S" ] && budget=$BENCH2_S
+  fi
+  [ "$budget" -lt 10 ] && budget=10
+  # SIGINT at the limit: the bench stops its jobs (--stop-grace) and writes what it finished
+  timeout -s INT -k 20 "$budget" python3 -m agent bench --kernelbench "$KB" --level 1 \
+    --problems "$PROBLEMS" --backend compiler --no-tune --reference-numerics "$numerics" \
+    --timeout 120 --stop-grace 5 \
     --out "$WORK/bench-$numerics" --export-kernelbench "$WORK/run-$numerics" \
     --kernelbench-checker "$KB_EVAL" --json >"$OUT/bench_$numerics.json" 2>"$WORK/bench_$numerics.log"
   log "bench $numerics rc=$?"
@@ -62,7 +74,7 @@ for numerics in exact pytorch-default; do
   fi
 done
 
-LEFT=$((285 - (SECONDS - START)))
+LEFT=$((TOTAL_S - (SECONDS - START)))
 if [ "${#RUNS[@]}" -gt 0 ] && [ "$LEFT" -gt 20 ]; then
   # 10 timing trials a kernel (KernelBench's default 100): its correctness check is unchanged
   timeout "$LEFT" python3 benchmarks/kb_judge_agreement.py --problems "$KB" --level 1 \
