@@ -126,6 +126,8 @@ def correctness(verdict: dict[str, Any], precision: str = "fp32") -> dict[str, A
     numerics = verdict.get("reference_numerics") or "exact"
     error = (verdict.get("evidence") or {}).get("reference_error") or {}
     ratio = error.get("ratio")
+    if ratio in ("inf", "nan"):  # strict JSON's spelling of a non-finite error (a NaN output)
+        ratio = math.inf
     if not str(verdict.get("device") or "").startswith("cuda"):
         out["why"] = "not measured: verified on the CPU (KernelBench's reference runs on a GPU)"
     elif numerics != "pytorch-default":

@@ -157,6 +157,12 @@ def test_the_tolerances_are_kernelbenchs():
     assert {names[k]: float(v) for k, v in found.items()} == KB_TOLERANCE
 
 
+def test_a_non_finite_error_read_back_from_json_is_outside_the_tolerance():
+    judged = acceptance(GOOD, _verdict(ratio="inf"), None)
+    assert judged["correctness"]["accept"] is False
+    assert judged["would_accept"] == "no"
+
+
 def test_a_verdict_kernelbench_does_not_judge_is_unknown():
     for status in ("cheat", "policy", "resource"):
         judged = acceptance(GOOD, _verdict(status), None)
