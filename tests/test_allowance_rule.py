@@ -14,6 +14,12 @@ no cancellation condition and no cap; it now has three limits (`tools.fp64_rule`
 The honest kernel stays `ok` on both sums. The same kernels as Triton candidates through the
 verifier are in the corpus (tests/adversarial/cancel_sum__*.py).
 
+Session 17 (the H200: honest Triton GEMMs refused by the claim and the cap, which measured
+PyTorch's summation order) made the scale of all three what fp32 arithmetic in any order errs
+(max(D, 8 C), C the element's conditioning) and the cap count against the fp64 truth and where
+that scale reaches the tolerance: the 15-bit outputs on graded rows and 3x PyTorch's error are
+now accepted (a sequential fp32 sum errs as much; tests/test_fp32_any_order.py).
+
 Where every element cancels by 1000 (`_pairs`), 15-bit outputs err less than PyTorch's own fp32
 at every element: no rule per element or count can tell them from an honest kernel there, and
 this file does not pretend to (docs/verification.md, the fp64 rule).
@@ -110,46 +116,50 @@ def test_honest_fp32_on_a_sum_that_cancels_everywhere_is_excused_on_half_and_sta
     assert diff.excuse_cap == caps[0] and diff.accepted < caps[0]
 
 
-def test_outputs_rounded_to_15_bits_where_rows_cancel_10_to_1000_times_are_refused(graded):
-    """The issue's second measurement: the per-element rule and the precision check both let
-    15-bit outputs through here (`ok` before); the fp32 claim over the whole output does not."""
+def _sequential_fp32(x: torch.Tensor) -> torch.Tensor:
+    """An honest fp32 row sum with one lane a row: the terms added in order."""
+    acc = torch.zeros(x.shape[0])
+    for c in range(x.shape[1]):
+        acc = acc + x[:, c]
+    return acc
+
+
+def test_outputs_rounded_to_15_bits_where_rows_cancel_are_as_accurate_as_a_sequential_sum(graded):
+    """Issue 35 refused 15-bit outputs here by holding every element to 8x PyTorch's own error
+    over its draws (`ok` before that). Session 17 (the H200's honest Triton GEMMs refused by that
+    claim) made the claim's scale what fp32 in any order errs (`tools.fp64_rule.ORDER_FACTOR`):
+    on these rows an honest fp32 sum with one lane a row errs as much as the rounded outputs do,
+    so nothing in the outputs tells them apart, and both are accepted (docs/verification.md)."""
     x, ref32, ref64, allowance, caps = graded
-    honest = _blocked_fp32(x)
-    got = _round_15_bits(honest)
-    # what passed before: every element outside the tolerance is within the allowance ...
-    outside = (got.double() - ref32.double()).abs() > 1e-4 + 1e-4 * ref32.double().abs()
-    assert int(outside.sum()) > 20
-    assert bool(no_farther_from_fp64(got, ref32, ref64, allowance[0])[outside].all())
-    # ... and the precision check (64x one draw's error scale) finds nothing
+    rounded = _round_15_bits(_blocked_fp32(x))
+    sequential = _sequential_fp32(x)
+    err = {k: (y.double() - ref64).abs().max() for k, y in (("15", rounded), ("seq", sequential))}
+    assert err["seq"] >= err["15"] / 2, err  # the same class of error
     sample = precision_sample([ref32], [ref64], torch.Generator().manual_seed(0))
-    assert lower_precision([got], sample, allowance64=allowance) is None
-    diff = _diff(got, ref32, ref64, allowance, caps)
+    for got in (rounded, sequential):
+        diff = _diff(got, ref32, ref64, allowance, caps)
+        assert diff.kind == "ok" and diff.accepted > 20, diff.message
+        assert lower_precision([got], sample, allowance64=allowance) is None
+    # bf16 outputs (8 bits) are not: the claim or the rule refuses them
+    diff = _diff(x.sum(-1).bfloat16().float(), ref32, ref64, allowance, caps)
     assert diff.kind == "value", diff.message
-    assert "more than 8x PyTorch's own largest fp32 error" in diff.message
-    assert f"excused {int(outside.sum())} element(s)" in diff.message
-    # the honest kernel, on the same sum, is within the claim
-    ok = _diff(honest, ref32, ref64, allowance, caps)
-    assert ok.kind == "ok" and ok.accepted > 20, ok.message
 
 
 @pytest.mark.parametrize("which", ["pairs", "graded"])
-def test_three_times_pytorchs_error_everywhere_is_refused_by_the_cap(which, request):
-    """Within the allowance (3x PyTorch's largest error over the draws) at every element and
-    within the fp32 claim, but it misses the tolerance on more elements than PyTorch's own draws
-    do: a kernel less accurate than fp32 across the output."""
+def test_three_times_pytorchs_error_is_fp32_but_thirty_times_is_not(which, request):
+    """3x PyTorch's error at every element was refused by the cap (issue 35: more elements
+    outside the tolerance than PyTorch's own draws have). A sequential fp32 order errs ~20x
+    PyTorch's on a long GEMM (session 17), so the cap now also counts the elements where fp32 in
+    some order can miss the tolerance (`tools.fp64_rule.reach`), and 3x is accepted; 30x errs
+    beyond the allowance (3x the fp32 scale) and stays refused."""
     x, ref32, ref64, allowance, caps = request.getfixturevalue(which)
-    got = (ref64 + 3 * (ref32.double() - ref64)).float()
-    n, _ = fp64_accepted(got, ref32, ref64, 1e-4, 1e-4, allowance64=allowance[0])
-    assert n > caps[0]
-    uncapped = _diff(got, ref32, ref64, allowance, None)
-    assert uncapped.kind == "ok" and uncapped.accepted == n  # what the rule did before
-    diff = _diff(got, ref32, ref64, allowance, caps)
-    assert diff.kind == "value"
-    assert f"would excuse {n} of {got.numel()} elements" in diff.message
-    assert f"over its cap of {caps[0]}" in diff.message
-    assert diff.report is not None and diff.report.bad_count == n  # the tolerance's own count
-    honest = _diff(_blocked_fp32(x), ref32, ref64, allowance, caps)
-    assert honest.kind == "ok" and honest.accepted <= caps[0]
+    three = (ref64 + 3 * (ref32.double() - ref64)).float()
+    n, _ = fp64_accepted(three, ref32, ref64, 1e-4, 1e-4, allowance64=allowance[0])
+    assert n > caps[0]  # PyTorch's own counts alone would refuse it
+    diff = _diff(three, ref32, ref64, allowance, caps)
+    assert diff.kind == "ok" and diff.accepted == n, diff.message
+    thirty = (ref64 + 30 * (ref32.double() - ref64)).float()
+    assert _diff(thirty, ref32, ref64, allowance, caps).kind == "value"
 
 
 def test_the_cancellation_condition_excuses_nothing_where_fp32_is_accurate():
@@ -196,8 +206,7 @@ def test_the_freshness_check_holds_the_same_limits(graded):
     honest = _blocked_fp32(x)
     kw = {"expected64": [ref64], "allowance64": allowance, "excuse_caps": caps}
     assert fresh_finding(honest, [ref32], 1e-4, 1e-4, **kw)["ok"]
-    rounded = fresh_finding(_round_15_bits(honest), [ref32], 1e-4, 1e-4, **kw)
-    assert not rounded["ok"] and "more than 8x" in rounded["message"]
-    three = (ref64 + 3 * (ref32.double() - ref64)).float()
-    capped = fresh_finding(three, [ref32], 1e-4, 1e-4, **{**kw, "excuse_caps": [10]})
-    assert not capped["ok"] and "over its cap of 10" in capped["message"], capped["message"]
+    thirty = (ref64 + 30 * (ref32.double() - ref64)).float()
+    assert not fresh_finding(thirty, [ref32], 1e-4, 1e-4, **kw)["ok"]
+    bf16 = fresh_finding(x.sum(-1).bfloat16().float(), [ref32], 1e-4, 1e-4, **kw)
+    assert not bf16["ok"], bf16["message"]

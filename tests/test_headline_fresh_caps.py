@@ -62,7 +62,7 @@ def test_less_accurate_than_fp32_everywhere_is_refused_by_the_cap_on_a_timed_cal
     uncapped = _fresh_probe((ref, ref64, allow, None), *TOL)(edge)
     assert uncapped["ok"]  # what the job's check said before it had the cap
     found = _fresh_probe(refs, *TOL)(edge)
-    assert not found["ok"] and f"over its cap of {caps[0]}" in found["message"]
+    assert not found["ok"] and "over its cap of" in found["message"]  # raised by `reach`
     assert "during the timing" in found["message"]
     honest = _fresh_probe(refs, *TOL)(_blocked_fp32(values))
     assert honest["ok"], honest["message"]
@@ -78,7 +78,7 @@ def test_the_check_after_the_timing_holds_the_cap_too(job):
 
     fresh = Freshness(refresh=lambda b: None)  # no probe ran (a stochastic problem's path)
     found = _freshness_after_timing(fresh, memo_free(edge), bufs, write_fresh, refs, *TOL)
-    assert not found["ok"] and f"over its cap of {caps[0]}" in found["message"]
+    assert not found["ok"] and "over its cap of" in found["message"]  # raised by `reach`
     assert "after the timing" in found["message"]
     ok = _freshness_after_timing(
         fresh, memo_free(_blocked_fp32(values)), bufs, write_fresh, refs, *TOL

@@ -20,11 +20,13 @@ import torch
 
 from tools.errors import BadInputError
 from tools.fp64_rule import (
+    EXCUSE_CAP_FLOOR,
     FP32_CLAIM_FACTOR,
     cancelling,
     claim_ratio,
     excuse_cap_words,
     no_farther_from_fp64,
+    reach,
 )
 from tools.mismatch_hints import (
     HINT_ALL_ZEROS,
@@ -145,8 +147,7 @@ def compare_outputs(
         cap = excuse_caps[i] if excuse_caps is not None and i < len(excuse_caps) else None
         if n and a64 is not None:
             refusal = fp32_claim_finding(g, e, r64, a64, output_index=i, excused=n)
-            if refusal is None and cap is not None and n > cap:
-                refusal = excuse_cap_words(n, cap, g.numel(), output_index=i)
+            refusal = refusal or cap_refusal(n, cap, e, a64, atol, rtol, output_index=i)
             if refusal is not None:
                 plain = mismatch_report(g, e, atol, rtol, output_index=i, trial=trial, run=run)
                 tail = f" The tolerance alone: {summarise(plain)}" if plain is not None else ""
@@ -325,12 +326,28 @@ def fp32_claim_finding(
         f"output {output_index}: the fp64 rule excused {excused} element(s) outside the "
         f"tolerance as fp32 rounding where the result cancels, but {count} of "
         f"{got.numel()} elements err against an fp64 reference by more than {factor:g}x "
-        f"PyTorch's own largest fp32 error there over its draws (the worst, at "
+        f"the fp32 error scale there (max(D, 8 C) over its draws; the worst, at "
         f"{_unravel(worst_at, tuple(got.shape))}: {worst_err:.3g}, {worst:.0f}x; PyTorch's "
         f"{worst_own:.3g}): a kernel excused as fp32 must be about as accurate as fp32 at "
         "every element, and this one is not (lower-precision arithmetic or rounding of the "
         "outputs, hidden where the result cancels)."
     )
+
+
+def cap_refusal(
+    excused: int, cap: int | None, e: torch.Tensor, a64: torch.Tensor, atol: float, rtol: float,
+    *, output_index: int = 0, chunk_elems: int = CHUNK_ELEMS,
+) -> str | None:  # fmt: skip
+    """The cap's refusal of an output where the fp64 rule excused `excused` elements (None if
+    none): over `cap` and over where fp32 in some order misses (`tools.fp64_rule.reach`) + 8."""
+    if cap is None or excused <= cap:
+        return None
+    reached = EXCUSE_CAP_FLOOR
+    for _, _, ec, _, ac in _Pieces(e, e, chunk_elems, e, a64):
+        reached += int(reach(ec, ac, atol, rtol).sum())
+    if excused <= max(cap, reached):
+        return None
+    return excuse_cap_words(excused, max(cap, reached), e.numel(), output_index=output_index)
 
 
 def fp64_accepted(

@@ -17,12 +17,18 @@ import torch
 
 from tools.compare import (
     CHUNK_ELEMS,
+    cap_refusal,
     fp32_claim_finding,
     fp64_accepted,
     mismatch_report,
     normalise_outputs,
 )
-from tools.fp64_rule import ALLOWANCE_FACTOR, excuse_cap, excuse_cap_words
+from tools.fp64_rule import (
+    ALLOWANCE_FACTOR,
+    excuse_cap,
+    fp32_scale,
+    outside_truth,
+)
 from tools.job_common import _sync
 from tools.timing import Call
 
@@ -230,6 +236,27 @@ def _outside(o32: torch.Tensor, e: torch.Tensor, atol: float, rtol: float) -> in
     return int(((o32.double() - ed).abs_() > ed.abs().mul_(rtol).add_(atol)).sum())
 
 
+def _fold_draw(a: torch.Tensor, c: torch.Tensor, o32: Any, o64: Any, r64: torch.Tensor) -> bool:
+    """One draw into one output's D (`a`, PyTorch's largest fp32 error) and C (`c`, the largest
+    move of the exact result), in place; False where the draw's outputs do not fit."""
+    if (
+        not isinstance(o32, torch.Tensor)
+        or not isinstance(o64, torch.Tensor)
+        or o32.dtype != torch.float32
+        or o64.dtype != torch.float64
+        or o32.shape != a.shape
+        or o64.shape != a.shape
+    ):
+        return False
+    # A draw that overflowed or went NaN says nothing about rounding: it allows nothing.
+    err = (o32.double() - o64).abs_().float().nan_to_num_(0.0, 0.0, 0.0)
+    torch.fmax(a, err.to(a.device), out=a)
+    del err
+    moved = (o64 - r64.to(o64.device, torch.float64)).abs_().float().nan_to_num_(0.0, 0.0, 0.0)
+    torch.fmax(c, moved.to(c.device), out=c)
+    return True
+
+
 def fp32_error_allowance(
     model: torch.nn.Module,
     make_inputs: Callable[[], list],
@@ -243,13 +270,17 @@ def fp32_error_allowance(
     record: dict | None = None,
     tolerances: list[tuple[float, float]] | None = None,
 ) -> list:
-    """PyTorch's largest fp32 error at each output element over `draws` + 1 draws: the trial's
+    """The fp64 rule's allowance per output element: `factor` times the fp32 error scale there
+    (`tools.fp64_rule.fp32_scale`: max(D, ORDER_FACTOR * C)). D is PyTorch's largest fp32 error
+    at the element over `draws` + 1 draws: the trial's
     own (|expected - reference64|) and `draws` more, each on the trial's inputs with every
     element moved an fp32 ulp (`perturb_one_ulp`), the model's floating-point parameters and
     buffers too, as |fp32 forward - fp64 forward| of those same inputs and weights. An ulp moves the exact values by next to nothing (the fp64 run of the same
     inputs takes it out), but it changes the low bits of every product and partial sum, so
     PyTorch's rounding errors come out as a new draw: where one draw happened to be nearly
-    exact, the others are not. Per output, float32 (rounded to nearest from float64: 2^-24 of
+    exact, the others are not. C is the element's conditioning: the largest |fp64 forward of a
+    draw's moved values - `reference64`|, what an ulp on every input moves the exact result by
+    (an fp32 order of any kind rounds each term at least once). Per output, float32 (rounded to nearest from float64: 2^-24 of
     the allowance, far below the rule's slack), on the outputs' device; [] where a run fails,
     an output is not an fp32 tensor, or shapes disagree (the rule then keeps its one draw).
 
@@ -258,8 +289,11 @@ def fp32_error_allowance(
     take the next past `budget_s`; `record["draws"]` (where given) gets the number made.
     `tolerances` (per output, (atol, rtol)): `record["outside"]` gets, per output, the most
     elements any one draw's fp32 output had outside that tolerance of `expected` (PyTorch as a
-    candidate against itself: what the fp64 rule's cap, `tools.fp64_rule.excuse_cap`, is made
-    from; 0 where no draw was made)."""
+    candidate against itself) or outside that tolerance of its own fp64 value (the trial's own
+    reference included: `tools.fp64_rule.outside_truth`), the larger: what the fp64 rule's cap,
+    `tools.fp64_rule.excuse_cap`, is made from; the two counts apart in
+    `record["outside_reference"]` and `record["outside_truth"]`; `record["conditioning"]` gets
+    C per output."""
     import copy
 
     if not expected or len(reference64) != len(expected):
@@ -286,6 +320,13 @@ def fp32_error_allowance(
         ]
         start, made = time.monotonic(), 0
         outside = [0] * len(allowance)
+        # The cap counts against the truth too (issue 35, session 17): the trial's own fp32
+        # reference outside the tolerance of its fp64 value is where an exact kernel misses.
+        truth = [
+            outside_truth(e, r, *tolerances[j]) if tolerances and j < len(tolerances) else 0
+            for j, (e, r) in enumerate(zip(expected, reference64, strict=True))
+        ]
+        spread = [torch.zeros_like(a) for a in allowance]
         for k in range(draws):
             spent = time.monotonic() - start
             if k and budget_s is not None and spent + spent / k > budget_s:
@@ -297,29 +338,21 @@ def fp32_error_allowance(
             if len(out32) != len(allowance) or len(out64) != len(allowance):
                 return []
             for j, (a, o32, o64) in enumerate(zip(allowance, out32, out64, strict=True)):
-                if (
-                    not isinstance(o32, torch.Tensor)
-                    or not isinstance(o64, torch.Tensor)
-                    or o32.dtype != torch.float32
-                    or o64.dtype != torch.float64
-                    or o32.shape != a.shape
-                    or o64.shape != a.shape
-                ):
+                if not _fold_draw(a, spread[j], o32, o64, reference64[j]):
                     return []
-                # A draw that overflowed or went NaN says nothing about rounding: it allows nothing.
-                err = (o32.double() - o64).abs_().float().nan_to_num_(0.0, 0.0, 0.0)
-                torch.fmax(a, err.to(a.device), out=a)
-                del err
                 if tolerances is not None and j < len(tolerances):
                     outside[j] = max(outside[j], _outside(o32, expected[j], *tolerances[j]))
+                    truth[j] = max(truth[j], outside_truth(o32, o64, *tolerances[j]))
             del out32, out64
             made += 1
         if record is not None:
             record["draws"] = made
             if tolerances is not None:
-                record["outside"] = outside
-        for a in allowance:
-            a.mul_(factor)
+                record["outside"] = [max(o, t) for o, t in zip(outside, truth, strict=True)]
+                record["outside_reference"], record["outside_truth"] = outside, truth
+            record["conditioning"] = [c.clone() for c in spread]
+        for a, c in zip(allowance, spread, strict=True):
+            fp32_scale(a, c).mul_(factor)
         return allowance
     except Exception:  # noqa: BLE001 - out of memory included: the rule keeps its one draw
         return []
@@ -461,8 +494,8 @@ def fresh_finding(
             g, e, r64, a64, output_index=i, excused=n, chunk_elems=chunk_elems
         )
         cap = excuse_caps[i] if excuse_caps and len(excuse_caps) == len(expected) else None
-        if refusal is None and isinstance(cap, int) and n > cap:
-            refusal = excuse_cap_words(n, cap, e.numel(), output_index=i)
+        if refusal is None and isinstance(cap, int):
+            refusal = cap_refusal(n, cap, e, a64, atol, rtol, output_index=i)
         if refusal is not None:
             return {
                 "checked": True,

@@ -170,17 +170,20 @@ def precision_sample(
 
 def element_ratios(g: Any, s: PrecisionSample, allowance64: Any = None) -> tuple[Any, Any]:
     """(error against the fp64 reference, that error over the element's scale) at the sampled
-    elements of one output; with `allowance64` (the fp64 rule's allowance, whole output), its
-    share of one draw (divided by `ALLOWANCE_FACTOR`) raises the scale where larger. A
+    elements of one output; with `allowance64` (the fp64 rule's allowance, whole output:
+    `ALLOWANCE_FACTOR` * max(D, `ORDER_FACTOR` * C), `tools.fp64_rule.fp32_scale`), its share
+    of the element's conditioning (divided by both factors: at least C, how far an ulp on the
+    inputs moves the exact result there, and D / `ORDER_FACTOR`) raises the scale where larger.
+    Not the order's share: 64x a sequential order's scale would pass bf16x3 products. A
     non-finite value where the references are finite is the tolerance's business: ratio 0."""
     import torch
 
-    from tools.freshness import ALLOWANCE_FACTOR
+    from tools.fp64_rule import ALLOWANCE_FACTOR, ORDER_FACTOR
 
     scale = s.scale
     if isinstance(allowance64, torch.Tensor) and tuple(allowance64.shape) == tuple(g.shape):
         drawn = gather_flat(allowance64, s.index).double().nan_to_num_(0.0, 0.0, 0.0)
-        scale = torch.fmax(scale, drawn / ALLOWANCE_FACTOR)
+        scale = torch.fmax(scale, drawn / (ALLOWANCE_FACTOR * ORDER_FACTOR))
     err = (gather_flat(g, s.index).double() - s.reference64).abs_()
     err.masked_fill_(~torch.isfinite(err), 0.0)
     return err, err / scale.clamp_min(torch.finfo(torch.float64).tiny)
