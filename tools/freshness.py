@@ -350,7 +350,7 @@ def fp32_error_allowance(
             if tolerances is not None:
                 record["outside"] = [max(o, t) for o, t in zip(outside, truth, strict=True)]
                 record["outside_reference"], record["outside_truth"] = outside, truth
-            record["conditioning"] = [c.clone() for c in spread]
+            record["conditioning"] = spread  # not changed below: fp32_scale writes into `a`
         for a, c in zip(allowance, spread, strict=True):
             fp32_scale(a, c).mul_(factor)
         return allowance
