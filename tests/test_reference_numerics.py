@@ -194,3 +194,31 @@ def test_allclose_ratio_leaves_the_outputs_alone_and_skips_large_cpu_outputs(mon
     assert torch.equal(out, kept)
     monkeypatch.setattr(reference, "ALLCLOSE_CPU_MAX", 999)
     assert allclose_ratio([out], [ref]) is None  # a cost on every run: not measured there
+
+
+def test_a_bench_resumes_only_under_its_setting(tmp_path):
+    """A bench's settings record the reference numerics: resuming under the other is refused,
+    and a bench written before the setting was recorded (exact, then) resumes under exact."""
+    import json
+
+    from agent.bench.run import _check_resume
+    from agent.bench.store import BenchDir
+    from agent.cli.bench import bench_config
+    from agent.cli.main import build_parser
+    from tools.errors import BadInputError
+
+    def config(*flags):
+        return bench_config(build_parser().parse_args(["bench", "problems", *flags]))
+
+    default = ("--reference-numerics", "pytorch-default")
+    bdir = BenchDir(tmp_path)
+    (tmp_path / "bench.json").write_text(json.dumps(config(*default).settings()))
+    _check_resume(bdir, config(*default))
+    with pytest.raises(BadInputError, match="reference_numerics: 'pytorch-default' -> 'exact'"):
+        _check_resume(bdir, config())
+    old = config().settings()
+    del old["reference_numerics"]
+    (tmp_path / "bench.json").write_text(json.dumps(old))
+    _check_resume(bdir, config())
+    with pytest.raises(BadInputError, match="reference_numerics"):
+        _check_resume(bdir, config(*default))

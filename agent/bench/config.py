@@ -160,9 +160,10 @@ _RESUME_KEYS = (
 )
 
 
-RESUME_DEFAULTS = {"precision": "fp32"}
-"""What a resume key meant in a bench written before the key was recorded (issue 36's precision:
-every bench before it ran at fp32), so such a bench still resumes."""
+RESUME_DEFAULTS = {"precision": "fp32", "reference_numerics": "exact"}
+"""What a resume key meant in a bench written before the key was recorded (issue 36's precision
+and reference numerics: every bench before them ran at fp32 against the exact reference), so
+such a bench still resumes."""
 
 
 def profile_options(protocol: str, baseline: str = DEFAULT_BASELINE) -> Any:
