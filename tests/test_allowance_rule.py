@@ -16,7 +16,7 @@ verifier are in the corpus (tests/adversarial/cancel_sum__*.py).
 
 Session 17 (the H200: honest Triton GEMMs refused by the claim and the cap, which measured
 PyTorch's summation order) made the scale of all three what fp32 arithmetic in any order errs
-(max(D, 8 C), C the element's conditioning) and the cap count against the fp64 truth and where
+(max(D, 16 C), C the element's conditioning) and the cap count against the fp64 truth and where
 that scale reaches the tolerance: the 15-bit outputs on graded rows and 3x PyTorch's error are
 now accepted (a sequential fp32 sum errs as much; tests/test_fp32_any_order.py).
 

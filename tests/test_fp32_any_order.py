@@ -6,7 +6,7 @@ against PyTorch's own reference. Both measure PyTorch's summation order, not fp3
 an honest Triton GEMM (tl.dot input_precision="ieee", a sequential FMA chain over K) erred
 15-23x D at K = 4,096 and was refused; an exact kernel (fp64 accumulation) on KernelBench's
 level2/14 was refused by the cap; the corpus's honest 32x32x32 GEMMs at inputs x100 were refused
-now and then (1 element of 6,365). The rule's scale is now max(D, 8 C), C the element's
+now and then (1 element of 6,365). The rule's scale is now max(D, 16 C), C the element's
 conditioning (how far an ulp on every input moves the exact result: `tools.fp64_rule.
 ORDER_FACTOR`), and the cap counts against the fp64 truth too. Each GPU case is emulated here on
 the CPU, with the lower-precision kernels of the same problems beside it: those stay refused.

@@ -221,7 +221,7 @@ def test_allowance_is_pytorchs_largest_error_over_draws_and_no_more():
     assert bool((a >= own.float().double()).all())  # the trial's own draw is one of them
     assert bool((a[:16] > own[:16]).any())  # the other draws: larger at some cancelling rows
     # Where fp32 errs, and only there: the cancelling rows' allowance is 30x the others' (100x
-    # with PyTorch's draws alone; the others' now include 8x their conditioning, session 17).
+    # with PyTorch's draws alone; the others' now include 16x their conditioning, session 17).
     assert 30 * float(a[16:].max()) < float(a[:16].min())
     # Within the allowance: accepted where the one draw refused; beyond it: refused.
     err = torch.where(torch.rand(32) < 0.5, 1.0, -1.0).double()

@@ -326,7 +326,7 @@ def fp32_claim_finding(
         f"output {output_index}: the fp64 rule excused {excused} element(s) outside the "
         f"tolerance as fp32 rounding where the result cancels, but {count} of "
         f"{got.numel()} elements err against an fp64 reference by more than {factor:g}x "
-        f"the fp32 error scale there (max(D, 8 C) over its draws; the worst, at "
+        f"the fp32 error scale there (max(D, 16 C) over its draws; the worst, at "
         f"{_unravel(worst_at, tuple(got.shape))}: {worst_err:.3g}, {worst:.0f}x; PyTorch's "
         f"{worst_own:.3g}): a kernel excused as fp32 must be about as accurate as fp32 at "
         "every element, and this one is not (lower-precision arithmetic or rounding of the "
