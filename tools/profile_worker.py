@@ -78,6 +78,7 @@ from tools.timing import (
     independent_runs,
     input_sets,
     kernelbench_times,
+    reference_repeats,
     time_repeats,
     timing_sets,
     uncounted_work,
@@ -263,6 +264,8 @@ def _before_candidate(
 
     cached = cached_baselines.get(result["device"]) or {}
     _time_baselines(result, timer, model, eager, sets, settings, cached)
+    if not settings.get("stochastic") and has_floating(base):  # the repeat check's yardstick
+        result["reference_repeat"] = reference_repeats(timer, eager, sets[0], refresh)
     # The baselines' outputs and workspaces are garbage by now: give their blocks back so the
     # candidate starts from the problem's own tensors.
     torch.cuda.empty_cache()
@@ -546,7 +549,8 @@ def _repeat_check(
     if not fresh.get("ok", True) or not has_floating(first_set):
         return fresh
     estimate = min(statistics.median(r) for r in result["candidate_samples"])
-    repeat = time_repeats(timer, candidate, first_set, refresh, estimate)
+    ref = result.get("reference_repeat")  # eager timed the same two ways, before the load
+    repeat = time_repeats(timer, candidate, first_set, refresh, estimate, ref)
     fresh = {**fresh, "repeat": repeat}
     if not repeat["ok"]:
         fresh.update(ok=False, message=repeat["message"])
