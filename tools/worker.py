@@ -581,13 +581,11 @@ def _run_trial(
     blocked: Any,
     carry: list,
 ) -> tuple[str, Any]:
-    """One trial's calls in order (`trial_plan`: trial, scale, calls, whether launch numbers
-    count in the trace, whether the trial is exempt from the repeated-work rule), each on its
-    pristine inputs (the trial's `base`, or fresh ones for an unchecked call). Returns how it
-    ended ("next", "stop": the judge said so, "end": the job ended, `result` says how) and the
-    operators blocked from now on."""
-    problem, device = job[1], job[2]
-    trial, scale, calls, numbers, exempt = trial_plan
+    """One trial's calls (`trial_plan`: trial, scale, calls, whether launch numbers count in the
+    trace, whether it is exempt from the repeated-work rule; a timed one ends with a control
+    call), each on its pristine inputs (the trial's `base`, or fresh ones for an unchecked call).
+    Returns how it ended ("next", "stop", "end": `result` says how), the operators blocked."""
+    (problem, device), (trial, scale, calls, numbers, exempt) = job[1:3], trial_plan
     first_work: tuple[int, list] | None = None
     for k, (run, checked) in enumerate(calls):
         label = f"trial {trial}, {run} run" if checked else f"trial {trial}, unchecked call {k + 1}"
@@ -605,10 +603,12 @@ def _run_trial(
         ended, blocked, work = _run_call(
             job, kit, checks, found, call, (base, pristine), blocked, carry, first_work
         )
-        if checked and run == "first":
-            first_work = work
+        first_work = work if checked and run == "first" else first_work
         if ended != "next":
             return ended, blocked
+        times = found[0].get("launch_times") or [{}]  # timed (a GPU): a control call ends it
+        if run == "second" and numbers and not exempt and times[-1].get("trial") == trial:
+            calls.append(("control", False))  # fresh values, as a repeat (launch_times.FRESH)
     return "next", blocked
 
 
@@ -636,7 +636,7 @@ def _run_call(
     audit, tamper, refused_library = found[1:4]
     trial, run, checked = call[:3]
     base, pristine = inputs
-    args = _arguments(carry, pristine, run == "first" or not checked)
+    args = _arguments(carry, pristine, run in ("first", "unchecked"))
     while True:  # once, or twice when the first call of a library op was refused
         first_record = _before_forward(races, records)
         refused: list[str] = []
@@ -847,8 +847,8 @@ def _account_run(
     _note_refused(refused, audit, tamper, refused_library, is_library)
     work = (launches.count, launch_trace(records[first_record:], numbers))
     # Same arguments, same work inside each launch too (not with a stochastic problem's seeds):
-    # the CPU's element counts per launch (interp_checks), a GPU's device times for the judge.
-    if numbers and checked and not exempt:  # nothing where no launch was timed (the CPU)
+    # the CPU's element counts per launch (interp_checks), a GPU's device times (every call's).
+    if numbers and not exempt:  # nothing where no launch was timed (the CPU)
         note_times(result, trial, run, records[first_record:], work[1])
     if races is not None and numbers:
         work = (work[0], with_counts(work[1], races.work))
