@@ -161,3 +161,15 @@ def test_the_corpus_kind_with_15_bit_outputs_is_refused_by_its_low_bits(cpu_veri
     honest = (CORPUS / "cancel_sum__fp32_blocked_honest.py").read_text()
     verdict = cpu_verifier.verify(problem, honest, "k.py")
     assert verdict.status == "ok", (verdict.status, verdict.message)
+
+
+def test_the_fp64_notes_scale_is_the_any_order_one():
+    """An `ok` verdict's note on the elements the fp64 rule excused names the rule's scale:
+    `ALLOWANCE_FACTOR` x max(D, `ORDER_FACTOR` x C) (`tools.fp64_rule.fp32_scale`), not 3x D."""
+    from tools.fp64_rule import ALLOWANCE_FACTOR, ORDER_FACTOR
+    from tools.verdict_rules import _fp64_note
+
+    diff = {"fp64_accepted": 3, "fp64_accepted_max_ref_err": 1e-3, "fp64_draws": 9}
+    note = _fp64_note([(0, "first", diff)])
+    assert f"{ALLOWANCE_FACTOR:g}x the larger of PyTorch's largest fp32 error over 9 draws" in note
+    assert f"{ORDER_FACTOR:g}x the element's conditioning" in note

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tools.errors import ProblemError
+from tools.fp64_rule import ORDER_FACTOR
 from tools.freshness import ALLOWANCE_FACTOR
 from tools.launch_times import repeated_work
 from tools.reference import Reference
@@ -468,8 +469,10 @@ def _fp64_note(comparisons: list[tuple[int, str, Any]]) -> str:
     own = (
         "PyTorch's own fp32 value"
         if draws <= 1
-        else f"{ALLOWANCE_FACTOR:g}x PyTorch's largest fp32 error over {draws} draws (the "
-        f"inputs and {draws - 1} copies an fp32 ulp away)"
+        else f"{ALLOWANCE_FACTOR:g}x the larger of PyTorch's largest fp32 error over {draws} "
+        f"draws (the inputs and {draws - 1} copies an fp32 ulp away) and {ORDER_FACTOR:g}x the "
+        "element's conditioning (how far those ulp moves take the exact result: what fp32 "
+        "arithmetic in any order may err)"
     )
     return (
         f"; {count} element(s) over {runs} run(s) were outside the tolerance of the fp32 "
