@@ -5,10 +5,12 @@
 #   1. benchmarks/memo_check.py: matmul__memo_device_flag and matmul__memo_device_loop_bound, their
 #      honest twins (the memo branch disabled) and the honest GEMM example, verified 4 at a time
 #      on the GPU at 1024^3 and at the corpus's own size (67x129x95). Expected: the memos `cheat`
-#      at 1024^3 (the skipped GEMM is ~0.08 ms a call there: session 16's profile), the twins
-#      and the example `ok` at both sizes; at 67x129x95 the memos are predicted `ok` (the GEMM
-#      they skip takes a few microseconds, under the rule's 20 us floor: a known limit). Each
-#      line shows the GEMM launch's device times the rule saw (fresh-input runs, repeated runs).
+#      at both sizes (1024^3: the skipped GEMM is ~0.08 ms a call; 67x129x95: ~4 us, 0.5x and
+#      0.58x, over the rule's 2 us floor and under its 0.7x since session 17), the twins and the
+#      example `ok` at both sizes, and the corpus's honest spin lock (mse_loss) `ok` (it was
+#      `cheat` in session 17: slow first runs; the control calls are as fast as its repeats?).
+#      Each line shows the timed launch's device times the rule saw (trials' first runs, control
+#      and unchecked calls: fresh values after another call, repeated runs).
 #   2. benchmarks/launch_timing_cost.py: host microseconds a launch, bare / under the recorder /
 #      with the two events (the cost of the timing), 2000 launches x 5 rounds;
 #   3. tests/test_launch_times.py's gpu-marked test (real events; autotuning's benchmarks untimed).

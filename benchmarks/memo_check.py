@@ -1,9 +1,12 @@
 """Issue 34 on a GPU: the corpus's two device memos (`tests/adversarial/matmul__memo_device_flag`,
 `matmul__memo_device_loop_bound`), their honest twins (the memo branch disabled, as
 benchmarks/gpu_s16_call2.sh does) and the honest GEMM example, each verified at the corpus's own
-size (67x129x95) and at 1024^3, several at once on one GPU. Prints one line per verification:
-the verdict, and for the GEMM launch the device times the rule saw (`tools.launch_times`: the
-fastest fresh-input time against the repeated runs'), and writes them all as JSON.
+size (67x129x95) and at 1024^3, and the corpus's honest spin lock
+(`mse_loss__spin_lock_accumulate_honest`: its first runs slow, every later run fast), several at
+once on one GPU. Prints one line per verification: the verdict, and for the GEMM (or locked)
+launch the device times the rule saw (`tools.launch_times`: trials' first runs, the fresh runs
+in a repeat's position or after another call (control and unchecked calls), repeated runs), and
+writes them all as JSON.
 
     python3 benchmarks/memo_check.py --out "$OUT/memo_check.json" [--jobs 4] [--trials 5]
 
@@ -39,7 +42,8 @@ TWINS = {
         "steps = tl.load(steps_ptr) * 0 + tl.cdiv(K, BK)  # 0 on",
     ),
 }
-EXPECTED = {"memo": "cheat", "twin": "ok", "example": "ok"}
+EXPECTED = {"memo": "cheat", "twin": "ok", "example": "ok", "honest": "ok"}
+SPIN_LOCK = CORPUS / "mse_loss__spin_lock_accumulate_honest.py"
 
 _seen = threading.local()
 _captured: dict[str, list] = {}
@@ -80,14 +84,16 @@ def problems(where: Path) -> dict[str, Path]:
 
 
 def gemm_times(runs: list[dict]) -> dict:
-    """The GEMM launch's (the one named like `_matmul_kernel`/`_gemm`) times over the trials:
-    its fastest fresh-input time and each repeated run's."""
-    first, again = [], []
+    """The GEMM launch's (the one named like `_matmul_kernel`/`_gemm`; the spin lock's
+    `_mse_locked`) times over the trials: first runs', control and unchecked calls' (fresh
+    values after another call), repeated runs'."""
+    got: dict[str, list] = {"first_ms": [], "control_ms": [], "repeated_ms": []}
     for r in runs:
+        which = {"first": "first_ms", "control": "control_ms", "unchecked": "control_ms"}
         for name, _grid, _digest, ms in r.get("launches", []):
-            if ms is not None and ("matmul" in name or "gemm" in name):
-                (first if r["run"] == "first" else again).append(round(ms, 4))
-    return {"first_ms": first, "repeated_ms": again}
+            if ms is not None and any(k in name for k in ("matmul", "gemm", "_mse_locked")):
+                got[which.get(r["run"], "repeated_ms")].append(round(ms, 4))
+    return got
 
 
 def main() -> int:
@@ -107,6 +113,8 @@ def main() -> int:
     if args.device == "cpu":  # the interpreter at 1024^3 is refused as too slow
         del sizes["1024^3"]
     cases = [(size, p, label, k) for size, p in sizes.items() for label, k in kernels().items()]
+    spin = ("honest", SPIN_LOCK.read_text())
+    cases.append(("mse_loss", ROOT / "examples/problems/mse_loss.py", "spin_lock_honest", spin))
     if args.dry_run:
         for size, p, label, (kind, _src) in cases:
             print(f"{size:10} {label:28} expected {EXPECTED[kind]} ({p.name})")
@@ -139,7 +147,8 @@ def main() -> int:
         g = row["gemm"]
         print(
             f"{size:10} {label:28} {status:10} ({row['seconds']} s) GEMM first {g['first_ms']} "
-            f"repeated {g['repeated_ms']} ms{flag}\n    {message[:300]}",
+            f"control {g['control_ms']} repeated {g['repeated_ms']} ms{flag}\n"
+            f"    {message[:300]}",
             flush=True,
         )
         return row
