@@ -86,10 +86,11 @@ def _mv_kernel(x_ptr, w_ptr, y_ptr, K, n_ill, MODE: tl.constexpr, BLOCK: tl.cons
     if MODE == 1:  # fp32 in another summation order than PyTorch's
         y = plain
     if MODE == 2:
-        if ill:  # 100x the fp32 order's error on the rows that cancel: about 12x PyTorch's
-            # mean error there. 10x (1.25x PyTorch's) is about PyTorch's accuracy, and the
-            # allowance over draws accepts it in most runs (benchmarks/results/fp64_draws.md).
-            y = exact + 100.0 * (plain - exact)
+        if ill:  # 1000x the fp32 order's error on the rows that cancel: about 120x PyTorch's
+            # mean error there. 100x (12x PyTorch's) is within what fp32 in some order errs on
+            # these rows (a sequential sum over K = 2048; the any-order scale, docs/verification.md)
+            # and was accepted in 2 of 6 runs (benchmarks/results/fp64_accepted_hundred_times_flake.md).
+            y = exact + 1000.0 * (plain - exact)
     if MODE == 3:
         if ill:  # the rows that cancel left at zero
             y = exact * 0.0
@@ -104,7 +105,7 @@ class ModelNew(nn.Module):
         return y
 """
 
-EXACT, FP32, HUNDRED_TIMES, ZERO, TF32 = range(5)
+EXACT, FP32, THOUSAND_TIMES, ZERO, TF32 = range(5)
 
 
 def _kernel(mode: int) -> str:
@@ -308,7 +309,7 @@ def test_fp32_kernel_in_another_order_is_ok_through_the_draws(problem, monkeypat
 
 
 @pytest.mark.parametrize(
-    "mode", [HUNDRED_TIMES, ZERO, TF32], ids=["hundred_times_fp32_error", "zero", "tf32_inputs"]
+    "mode", [THOUSAND_TIMES, ZERO, TF32], ids=["thousand_times_fp32_error", "zero", "tf32_inputs"]
 )
 def test_kernels_wrong_on_the_cancelling_rows_stay_mismatches(cpu_verifier, problem, mode):
     verdict = cpu_verifier.verify(problem, _kernel(mode), "k.py")
