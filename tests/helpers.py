@@ -6,6 +6,8 @@ Import them as `from tests.helpers import ...`, like tests/fakes (pyproject's py
 
 from __future__ import annotations
 
+import importlib.util
+import itertools
 import json
 import os
 import subprocess
@@ -116,3 +118,18 @@ def cpu_timer(monkeypatch, event: type):
     timer.last_host_ms = timer.overhead_ms = 0.0
     timer.fresh = None
     return timer
+
+
+_module_names = itertools.count()
+
+
+def import_source(path: Path, source: str, prefix: str = "test_kernel"):
+    """Write `source` to `path` and import it as a fresh module (a unique name in sys.modules:
+    Triton's JIT reads a kernel's source through its module's file)."""
+    path.write_text(source)
+    name = f"{prefix}_{next(_module_names)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -13,15 +13,12 @@ kernel's programs inside the event window, so a skipped GEMM is a shorter window
 
 from __future__ import annotations
 
-import importlib.util
-import itertools
-import sys
 import textwrap
 
 import pytest
 import torch
 
-from tests.helpers import ROOT
+from tests.helpers import ROOT, import_source
 from tools.launch_record import _AUTOTUNING, launch_trace, note_launch_times, record_launches
 from tools.launch_times import CONFIRMATIONS, FLOOR_MS, RATIO, faster_on_repeats
 from tools.reference import Reference
@@ -211,8 +208,6 @@ def scale_kernel(x_ptr, y_ptr, n, alpha, BLOCK: tl.constexpr):
     tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=m) * alpha, mask=m)
 """
 
-_counter = itertools.count()
-
 
 class StandInEvent:
     """torch.cuda.Event's part the recorder uses; its clock is the test's `LOG` position."""
@@ -231,13 +226,7 @@ class StandInEvent:
 def scale_kernel(tmp_path, monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
-    path = tmp_path / "cand.py"
-    path.write_text(KERNEL)
-    name = f"launch_times_kernel_{next(_counter)}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
+    module = import_source(tmp_path / "cand.py", KERNEL, "launch_times_kernel")
     return module.scale_kernel
 
 
@@ -318,13 +307,7 @@ def tuned_kernel(x_ptr, n, BLOCK: tl.constexpr):
 def test_on_a_gpu_launches_are_timed_by_cuda_events_and_autotuning_benchmarks_are_not(tmp_path):
     import triton
 
-    path = tmp_path / "native.py"
-    path.write_text(KERNEL + TUNED)
-    name = f"launch_times_native_{next(_counter)}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
+    module = import_source(tmp_path / "native.py", KERNEL + TUNED, "launch_times_native")
     n = 1 << 22
     x = torch.randn(n, device="cuda")
     y = torch.empty_like(x)

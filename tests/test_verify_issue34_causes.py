@@ -6,13 +6,12 @@ matmul__*_hidden_*/mm_redispatch_*) go through whole verifications in tests/test
 
 from __future__ import annotations
 
-import importlib.util
-import itertools
 import sys
 
 import pytest
 import torch
 
+from tests.helpers import import_source
 from tools.launch_record import (
     LaunchRecord,
     launch_trace,
@@ -87,7 +86,6 @@ def test_a_function_made_anew_each_call_is_the_same_constexpr():
     assert trace_difference(first, launch_trace([_rec(constexprs={"FN": b})])) is None
 
 
-_counter = itertools.count()
 KERNEL = """
 import triton
 import triton.language as tl
@@ -104,13 +102,7 @@ def scale_kernel(x_ptr, y_ptr, n, alpha, mode, BLOCK: tl.constexpr):
 def test_a_real_launch_records_its_shapes_and_numbers(tmp_path, monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
-    path = tmp_path / "cand.py"
-    path.write_text(KERNEL)
-    name = f"issue34_kernel_{next(_counter)}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
+    module = import_source(tmp_path / "cand.py", KERNEL, "issue34_kernel")
     x = torch.randn(3, 100)
     traces = []
     for mode in (2, 2, 3):
@@ -282,13 +274,7 @@ def interpreted(tmp_path, monkeypatch):
 
     from tools.interp_checks import install
 
-    path = tmp_path / "loop.py"
-    path.write_text(LOOP_KERNEL)
-    name = f"issue34_loop_{next(_counter)}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
+    module = import_source(tmp_path / "loop.py", LOOP_KERNEL, "issue34_loop")
     _skip_unless_interpreter_runs(module.bounded_kernel)
     saved = dict(vars(builder))
     det = install(builder)
@@ -299,7 +285,7 @@ def interpreted(tmp_path, monkeypatch):
             delattr(builder, key)
         for key, value in saved.items():
             setattr(builder, key, value)
-        sys.modules.pop(name, None)
+        sys.modules.pop(module.__name__, None)
 
 
 def _one_forward(kernel, det, steps: int, n: int = 300):
