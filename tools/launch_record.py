@@ -13,6 +13,7 @@ import dataclasses
 import functools
 import inspect
 import re
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -87,7 +88,9 @@ _AUTOTUNING: contextvars.ContextVar[bool] = contextvars.ContextVar("_AUTOTUNING"
 
 @contextlib.contextmanager
 def record_launches(
-    device: str | None = None, event: Callable[[], Any] | None = None
+    device: str | None = None,
+    event: Callable[[], Any] | None = None,
+    hold: DeviceHold | None = None,
 ) -> Iterator[list[LaunchRecord]]:
     """Record every Triton kernel launch made inside the block.
 
@@ -104,7 +107,10 @@ def record_launches(
     than autotuning's benchmarks is also timed: an event recorded on the current stream (the
     one Triton launches on) just before Triton's `run` and one just after, into the record's
     `events`; nothing waits for them (`note_launch_times` reads them after the caller's
-    synchronize), and the kernel never receives them.
+    synchronize), and the kernel never receives them. On a GPU (or with a `hold`: a stand-in
+    in tests) the stream is first held busy (`DeviceHold`) for longer than the host takes to
+    enqueue the launch and its two events, so the window is the kernel's device time, not the
+    host's launch path; a launch the hold did not cover is left untimed.
     """
     from triton.runtime.autotuner import Autotuner
     from triton.runtime.interpreter import InterpretedFunction
@@ -121,6 +127,7 @@ def record_launches(
         import torch
 
         event = functools.partial(torch.cuda.Event, enable_timing=True)
+        hold = hold or DeviceHold(_cuda_sleep)
 
     def flagging_bench(original):
         @functools.wraps(original)
@@ -137,8 +144,8 @@ def record_launches(
 
         return _bench
 
-    JITFunction.run = _recording_run(originals[0][2], records, event)
-    InterpretedFunction.run = _recording_run(originals[1][2], records, event)
+    JITFunction.run = _recording_run(originals[0][2], records, event, hold)
+    InterpretedFunction.run = _recording_run(originals[1][2], records, event, hold)
     Autotuner._bench = flagging_bench(originals[2][2])
     try:
         yield records
@@ -147,10 +154,83 @@ def record_launches(
             setattr(cls, name, original)
 
 
-def _recording_run(original: Any, records: list[LaunchRecord], event: Any) -> Any:
+HOLD_US = 200.0
+"""The first hold of a timed launch (`DeviceHold`): on the H200 (session 17,
+benchmarks/results/gpu/2026-12-02-s17/call1) an event window around a tiny kernel on an idle
+stream had a median of 50 us, all of it the host's launch path; under 4 to 6 jobs a GPU it
+reached 0.1 to 0.2 ms, and the fastest fresh window of a kernel was no longer its time (the
+false `cheat` and the missed memo of session 17, docs/verification.md "Inside a launch")."""
+
+HOLD_MOST_US = 5000.0
+"""The longest hold: a host path longer than this (a compile on the first launch, a preempted
+thread) leaves that launch untimed rather than holding every later launch so long."""
+
+CYCLES_PER_US = 2500
+"""Clock cycles a microsecond at 2.5 GHz, above any data-centre GPU's SM clock (the H200's
+most is 1.98 GHz): `torch.cuda._sleep` spins for cycles, so at a lower clock it lasts longer
+and the hold still covers what it claims."""
+
+
+def _cuda_sleep(us: float) -> None:
+    import torch
+
+    torch.cuda._sleep(int(us * CYCLES_PER_US))
+
+
+class DeviceHold:
+    """Keeps the launch stream busy while the host enqueues a timed launch, so that its two
+    events time the kernel alone.
+
+    An event records when the stream reaches it. On an idle stream the start event fires as
+    soon as the host records it, and the window then holds the host's whole launch path
+    (Triton's Python launcher, the binder, a preempted thread) before the kernel even starts:
+    tens to hundreds of microseconds against a kernel of a few. Enqueued first, a device-side
+    sleep of `us` keeps the stream from reaching the start event until the host has enqueued
+    the start event, the launch and the end event behind it, whenever the host did that in
+    less than `us` (the sleep starts no earlier than it is enqueued); the window is then the
+    launch's device time. The host path is measured each time: a launch it did not cover is
+    untimed (`covered` False), and the next holds grow to 1.5x that path (up to `most`)."""
+
+    def __init__(
+        self, sleep: Callable[[float], None], us: float = HOLD_US, most: float = HOLD_MOST_US
+    ) -> None:
+        self.sleep, self.us, self.most = sleep, float(us), float(most)
+        self.untimed = 0
+
+    def start(self) -> tuple[float, float]:
+        """Enqueue the hold; returns (host clock now, the microseconds it covers)."""
+        now = time.perf_counter()
+        self.sleep(self.us)
+        return now, self.us
+
+    def covered(self, began: float, us: float) -> bool:
+        """Whether the host enqueued the launch and its end event within the hold begun at
+        `began` (host clock) for `us`; grows the next holds when it did not."""
+        host_us = (time.perf_counter() - began) * 1e6
+        if host_us < us:
+            return True
+        self.untimed += 1
+        if host_us <= self.most:
+            self.us = min(self.most, max(self.us, 1.5 * host_us))
+        return False
+
+
+def _capturing() -> bool:
+    """Inside a CUDA graph capture: events and sleeps would be captured, not run."""
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available() and torch.cuda.is_current_stream_capturing())
+    except Exception:  # noqa: BLE001 - no CUDA: nothing is captured
+        return False
+
+
+def _recording_run(
+    original: Any, records: list[LaunchRecord], event: Any, hold: DeviceHold | None = None
+) -> Any:
     """`original` (a `run`) that first appends the launch's record to `records` and, with an
     `event` type, records one event just before it and one just after (autotuning's benchmark
-    launches left untimed)."""
+    launches left untimed), behind a `hold` where there is one."""
 
     @functools.wraps(original)
     def run(self, *args, **kwargs):
@@ -162,7 +242,10 @@ def _recording_run(original: Any, records: list[LaunchRecord], event: Any) -> An
         if record is None or event is None or record.autotuning:
             return original(self, *args, **kwargs)
         try:
+            if hold is not None and _capturing():
+                return original(self, *args, **kwargs)
             start, end = event(), event()
+            began, us = hold.start() if hold is not None else (0.0, 0.0)
             start.record()
         except Exception:  # noqa: BLE001 - untimed, the launch goes on
             return original(self, *args, **kwargs)
@@ -171,7 +254,8 @@ def _recording_run(original: Any, records: list[LaunchRecord], event: Any) -> An
         finally:
             with contextlib.suppress(Exception):  # a faulted context: the fault is the error
                 end.record()
-                record.events = (start, end)
+                if hold is None or hold.covered(began, us):
+                    record.events = (start, end)
 
     return run
 
