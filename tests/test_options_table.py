@@ -76,6 +76,33 @@ def test_every_flag_of_a_table_option_comes_from_the_table():
     assert made >= 3 * len(OPTIONS) // 2  # the walk saw the commands' table flags
 
 
+OTHER_MEANING_AT = {("agent/cli/dataset.py", "--device"), ("agent/cli/dataset.py", "--seed")}
+"""`OTHER_MEANING`'s flags where they are written (train's parser)."""
+
+
+def test_no_add_argument_in_agent_writes_a_table_flag_by_hand():
+    """The parser walk's static twin: a parser the walk does not reach (one built outside
+    `build_parser`) may not spell a table option's flag or dest either; `options._add`, whose
+    flags are the table's (not literals), is the one `add_argument` of a table option."""
+    flags = _table_flags()
+    by_hand = []
+    for path in sorted((ROOT / "agent").rglob("*.py")):
+        where = path.relative_to(ROOT).as_posix()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (
+                isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument"
+            ):
+                continue
+            literal = [
+                a.value for a in [*node.args, *(k.value for k in node.keywords if k.arg == "dest")]
+                if isinstance(a, ast.Constant) and isinstance(a.value, str)
+            ]  # fmt: skip
+            named = [s for s in literal if s in flags or s in BY_NAME]
+            if named and not {(where, s) for s in named} <= OTHER_MEANING_AT:
+                by_hand.append(f"{where}:{node.lineno} {'/'.join(named)}")
+    assert by_hand == []
+
+
 @pytest.mark.parametrize("argv, expected", [
     (["bench", "d", "--compiler-seed"], True),
     (["bench", "d"], False),
