@@ -1,4 +1,4 @@
-"""Benchmark runner (a package: `metrics`, `config`, `records`, `store`, `run`, `report`): pass@k, fast_p and reports over a directory of problems.
+"""Benchmark runner (a package: `metrics`, `config`, `records`, `store`, `run`, `report`, `markdown`): pass@k, fast_p and reports over a directory of problems.
 
 Two modes (docs/bench.md):
 - `sample`: N independent candidates per problem, all drawn from the first-round prompt (the

@@ -12,6 +12,9 @@ FAST_P = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
 SPEEDUP_BASES = ("eager", "compile", "best")
 """Every report gives the speedup over each baseline and over the better (faster) of the two."""
 BASE_NAMES = {"eager": "eager", "compile": "torch.compile", "best": "the better of the two"}
+REPORTED = (*SPEEDUP_BASES, "eager_fp32", "eager_cudnn_benchmark")
+"""Every speedup a problem's row gives (its best correct kernel's): over each baseline, the
+better of the two (the bar), and beside the bar eager with TF32 off and with cudnn.benchmark."""
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

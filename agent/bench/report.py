@@ -1,4 +1,5 @@
-"""The report: metrics per problem and overall, markdown and plots, from the records alone."""
+"""The report: metrics per problem and overall (report.json), the plots, and report.md
+(`agent.bench.markdown`) and report.html, from the records alone."""
 
 from __future__ import annotations
 
@@ -12,11 +13,10 @@ from typing import Any
 
 from agent.bench.config import BENCH_SCHEMA_VERSION
 from agent.bench.headline import headline, problem_level
-from agent.bench.headline import markdown as headline_markdown
+from agent.bench.markdown import render_markdown
 from agent.bench.metrics import (
-    BASE_NAMES,
     FAST_P,
-    SPEEDUP_BASES,
+    REPORTED,
     fast_p,
     geomean,
     pass_at_k,
@@ -26,13 +26,9 @@ from agent.bench.metrics import (
 from agent.bench.records import SampleRecord
 from agent.bench.store import BenchDir, ProblemRows, load_results
 from agent.rundir import write_atomic
-from tools.arithmetic import cell, count_kernels, summary
+from tools.arithmetic import count_kernels, summary
 
 log = logging.getLogger(__name__)
-
-REPORTED = (*SPEEDUP_BASES, "eager_fp32", "eager_cudnn_benchmark")
-"""Every speedup a problem's row gives (its best correct kernel's): over each baseline, the
-better of the two (the bar), and beside the bar eager with TF32 off and with cudnn.benchmark."""
 
 
 def rebuild_report(
@@ -230,10 +226,6 @@ def _headline(settings: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str,
     return headline((problem_level(r["problem"], level), r["best_speedup"]) for r in rows)
 
 
-SLOWER_THAN = 0.97
-"""Below this speedup over the better baseline, a problem's report line says what limits it."""
-
-
 def _precision_of(recs: Sequence[SampleRecord]) -> str:
     """The precision of the problem's fastest correct candidate, else of its first candidate
     ("" where neither calls the GEMM template or the convolutions)."""
@@ -332,172 +324,6 @@ def _round(v: float | None, nd: int = 1) -> float | None:
 
 def _pkey(p: float) -> str:
     return f"{p:g}"
-
-
-def render_markdown(r: dict[str, Any]) -> str:
-    s = r["settings"]
-    m = r["metrics"]
-    who = s["backend"] + (f" ({s['model']})" if s.get("model") else "")
-    lines = [
-        f"# triton-agent bench: {s.get('problems_path', '')}",
-        "",
-        f"Mode **{s['mode']}**, {s['per_problem']} candidate(s) per problem, backend {who}, "
-        f"temperature {s['temperature']}, top_p {s['top_p']}; protocol **{s['protocol']}** "
-        f"({s['trials']} trials at {s.get('precision', 'fp32')}, tolerance {s['tolerance_preset']}"
-        + (f", atol {s['atol']}" if s.get("atol") is not None else "")
-        + (f", rtol {s['rtol']}" if s.get("rtol") is not None else "")
-        + f", policy {s['policy']}); device {r['device'] or '-'}.",
-        "",
-        f"Problems: {r['totals']['problems']} ({r['totals']['complete']} complete), candidates "
-        f"evaluated: {r['totals']['candidates']}, correct: {r['totals']['correct_candidates']}"
-        + (f", wall time {r['elapsed_s']:.0f} s." if r.get("elapsed_s") is not None else "."),
-        "",
-    ]
-    label = "success@k (loop)" if s["mode"] == "loop" else "pass@k"
-    lines += [
-        f"| {label} | " + " | ".join(f"k={k}" for k in m["pass_at_k"]) + " |",
-        "|---|" + "---|" * len(m["pass_at_k"]),
-        "| | " + " | ".join(_pct(v) for v in m["pass_at_k"].values()) + " |",
-        "",
-    ]
-    lines += [
-        "| fast_p | " + " | ".join(f"p={p}" for p in m["fast_p"]) + " |",
-        "|---|" + "---|" * len(m["fast_p"]),
-        "| any candidate | " + " | ".join(_pct(v) for v in m["fast_p"].values()) + " |",
-        "| per sample | " + " | ".join(_pct(v) for v in m["fast_p_per_sample"].values()) + " |",
-    ]
-    if r["timed"] and m.get("fast_p_compile"):
-        lines.append(
-            "| any candidate, over torch.compile | "
-            + " | ".join(_pct(v) for v in m["fast_p_compile"].values())
-            + " |"
-        )
-    if r["timed"] and m.get("fast_p_best"):
-        lines.append(
-            "| any candidate, over the better of the two | "
-            + " | ".join(_pct(v) for v in m["fast_p_best"].values())
-            + " |"
-        )
-    lines.append("")
-    g = m["geomean_speedup"]
-    lines += headline_markdown(m.get("headline")) or [_geomeans(g), ""]  # (a report before it)
-    fp32 = g.get("eager_fp32") or {}
-    if fp32.get("value"):
-        lines += [
-            f"Where eager ran its convolutions in TF32 (PyTorch's default for cuDNN), eager was "
-            f"also timed with TF32 off, the precision the candidates are held to: geometric mean "
-            f"over it {fp32['value']:.2f}x ({fp32['problems']} problems). Evidence beside the bar; "
-            "the bar keeps PyTorch's defaults.",
-            "",
-        ]
-    lines += [
-        "Statuses (candidates): "
-        + (", ".join(f"{k} {v}" for k, v in m["statuses"].items()) or "-"),
-        "",
-        "Problems by outcome: "
-        + (", ".join(f"{k} {v}" for k, v in m["outcomes"].items()) or "-")
-        + f"; no verdict yet: {r['totals']['no_verdict']}.",
-        "",
-    ]
-    t = m["time_per_problem_s"]
-    mem = m["peak_memory_mb"]
-    lines += [
-        f"Time per problem (draft + verify + time): median {_num(t['median'], ' s')}, "
-        f"p90 {_num(t['p90'], ' s')}, total {_num(t['total'], ' s')} ({t['problems']} problems). "
-        "Peak memory per problem: "
-        + "; ".join(
-            f"{label} median {_num(mem[w]['median'], ' MB')}, max {_num(mem[w]['max'], ' MB')} "
-            f"({mem[w]['problems']} problems)"
-            for w, label in (("host", "host"), ("gpu", "GPU"))
-        )
-        + ".",
-        "",
-    ]
-    one = "success@1" if s["mode"] == "loop" else "pass@1"
-    lines += [
-        f"| problem | n | correct | {one} | best vs eager | best vs compile | best vs better "
-        "| vs eager fp32 | vs eager cudnn.benchmark | precision | time s | span s | host MB "
-        "| GPU MB | statuses | arithmetic |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for p in r["problems"]:
-        st = ", ".join(f"{k}×{v}" for k, v in p["statuses"].items())
-        if p["error"]:
-            st = (
-                (st + "; " if st else "")
-                + "error: "
-                + p["error"].splitlines()[0][:100].replace("|", "\\|")
-            )
-        b = p["best_speedup"]
-        lines.append(
-            f"| {p['problem']} | {p['n']} | {p['correct']} | {_pct(p['pass_at_k'].get('1'))} | "
-            f"{' | '.join(_x(b.get(k)) for k in REPORTED)} | "
-            f"{p.get('precision') or '-'} | {_num(p['time_s'])} | "
-            f"{_num(p['span_s'])} | {_num(p['peak_host_mb'], nd=0)} | "
-            f"{_num(p['peak_gpu_mb'], nd=0)} | {st or '-'} | {cell(p.get('arithmetic'), s.get('precision'))} |"
-        )
-    lines.append("")
-    slow = [
-        p
-        for p in r["problems"]
-        if p["best_speedup"].get("best") is not None and p["best_speedup"]["best"] < SLOWER_THAN
-    ]
-    if slow:
-        tried = (
-            f"the agent's loop with a budget of {s['per_problem']} (drafts, feedback, the tuner)"
-            if s["mode"] == "loop"
-            else f"{s['per_problem']} candidate(s) per problem from the {s['backend']} backend, "
-            "not tuned (the loop mode tunes)"
-        )
-        lines += [
-            f"## Slower than the better of eager and torch.compile (below {SLOWER_THAN}x)",
-            "",
-            f"Tried: {tried}. Limit: how close the fastest correct candidate and each baseline "
-            "get to the roof that bounds the problem (measured device peaks).",
-            "",
-            "| problem | best vs better | what limits it |",
-            "|---|---|---|",
-        ]
-        for p in slow:
-            why = (p.get("limit") or "no roofline (see the candidate's profile.json)").replace(
-                "|", "\\|"
-            )
-            lines.append(f"| {p['problem']} | {_x(p['best_speedup']['best'])} | {why} |")
-        lines.append("")
-    for n in r["notes"]:
-        lines.append(f"Note: {n}")
-    lines.append("")
-    lines.append(
-        "pass@k: unbiased estimator 1 - C(n-c,k)/C(n,k) (Chen et al. 2021), averaged over "
-        "problems. fast_p: fraction of problems with a correct candidate whose speedup over "
-        "eager is > p (fast_0 = correctness rate); 'per sample' averages over each problem's "
-        "candidates (the single-sample expectation). time s: the problem's candidates' draft + "
-        "verify + time, summed (waits for a GPU slot included); span s: first start to last "
-        "end; host/GPU MB: the largest peak memory its verification and timing jobs reported."
-    )
-    return "\n".join(lines) + "\n"
-
-
-def _geomeans(g: dict[str, Any]) -> str:
-    """The geometric means' sentence of a report made before the headline (`metrics.headline`)."""
-    return "Geometric-mean speedup of the best correct kernel per problem: " + "; ".join(
-        f"over {BASE_NAMES[b]}: "
-        + (f"{g[b]['value']:.2f}x ({g[b]['problems']} problems)" if g[b]["value"] else "n/a")
-        for b in SPEEDUP_BASES
-        if b in g
-    )
-
-
-def _pct(v: float | None) -> str:
-    return "-" if v is None else f"{100 * v:.1f}%"
-
-
-def _x(v: float | None) -> str:
-    return "-" if v is None else f"{v:.2f}x"
-
-
-def _num(v: float | None, unit: str = "", nd: int = 1) -> str:
-    return "-" if v is None else f"{v:.{nd}f}{unit}"
 
 
 def write_plots(out: Path, r: dict[str, Any]) -> list[str]:
