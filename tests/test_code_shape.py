@@ -18,7 +18,6 @@ MAX_MODULE = 600
 PACKAGES = ("tools", "agent")
 
 LONG_FUNCTIONS: dict[str, int] = {
-    "agent/bench/report.py:compute_report": 160,
     "agent/bench/run.py:_run_sample_mode": 130,
     "agent/cli/bench.py:register": 87,
     "agent/cli/dataset.py:register": 130,

@@ -65,54 +65,124 @@ def compute_report(settings: dict[str, Any], problems: ProblemRows) -> dict[str,
     mode = settings["mode"]
     per = int(settings.get("per_problem") or settings["samples"])
     ks = [int(k) for k in settings["ks"]]
-    rows = []
-    notes: list[str] = []
+    rows = [
+        problem_row(name, recs, err, finished, mode=mode, per=per, ks=ks)
+        for name, recs, err, finished in problems
+    ]
     status_total: Counter[str] = Counter()
-    for name, recs, err, finished in problems:
-        n = len(recs)
-        c = sum(r.correct for r in recs)
-        statuses = Counter(r.status for r in recs)
-        status_total.update(statuses)
-        best: dict[str, float | None] = {}
-        for base in REPORTED:
-            vals = [r.speedups[base] for r in recs if r.correct and r.speedups.get(base)]
-            best[base] = max(vals) if vals else None
-        if mode == "loop":
-            free = any(r.correct for r in recs if r.source in ("compiler", "given"))
-            drafted = [r.correct for r in recs if r.source not in ("compiler", "given")]
-            pk = {
-                str(k): (1.0 if solved_within(drafted, k, free) else 0.0) if n else None for k in ks
-            }
-        else:
-            pk = {str(k): pass_at_k(n, c, k) if 0 < n and k <= n else None for k in ks}
-        per_sample_fast = {}
-        for p in FAST_P:
-            hits = sum(
-                1 for r in recs if r.correct and (p <= 0 or (r.speedups.get("eager") or 0) > p)
-            )
-            per_sample_fast[_pkey(p)] = hits / n if n else None
-        rows.append(
-            {
-                "problem": name,
-                "n": n,
-                "correct": c,
-                "complete": (finished if finished is not None else n >= per) and err is None,
-                "error": err,
-                "pass_at_k": pk,
-                "statuses": dict(sorted(statuses.items())),
-                "best_speedup": best,
-                "fast_p_per_sample": per_sample_fast,
-                "outcome": problem_outcome(recs, err),
-                "limit": _limit_of(recs),
-                "precision": _precision_of(recs),
-                **problem_cost(recs),
-                "samples": [r.to_dict() for r in recs],
-            }
-        )
+    for r in rows:
+        status_total.update(r["statuses"])
     timed = any(r["best_speedup"]["eager"] is not None for r in rows)
     device = next((s["device"] for r in rows for s in r["samples"]), None)
     solved = [r["correct"] > 0 for r in rows]
-    bests = [r["best_speedup"]["eager"] for r in rows]
+    notes: list[str] = []
+    pass_k = _overall_pass_at_k(rows, ks, notes)
+    if not timed:
+        notes.append(f"only fast_0 (= the correctness rate) is reported: {_untimed_why(device)}")
+    incomplete = [r["problem"] for r in rows if not r["complete"]]
+    notes.extend(_completion_notes(rows, incomplete, mode))
+    return {
+        "schema_version": BENCH_SCHEMA_VERSION,
+        "command": "bench",
+        "status": "ok" if rows and not incomplete else "incomplete",
+        "settings": settings,
+        "device": device,
+        "timed": timed,
+        "metrics": {
+            "pass_at_k": pass_k,
+            **_overall_fast_p(rows, timed),
+            "correct_rate": sum(solved) / len(rows) if rows else None,
+            "geomean_speedup": _geomean_speedups(rows),
+            "headline": _headline(settings, rows),
+            "statuses": dict(sorted(status_total.items())),
+            "outcomes": dict(sorted(Counter(r["outcome"] for r in rows).items())),
+            **_time_and_memory(rows),
+        },
+        "totals": {
+            "problems": len(rows),
+            "complete": len(rows) - len(incomplete),
+            "no_verdict": sum(1 for r in rows if r["n"] == 0),
+            "candidates": sum(r["n"] for r in rows),
+            "correct_candidates": sum(r["correct"] for r in rows),
+        },
+        "problems": rows,
+        "notes": notes,
+    }
+
+
+def problem_row(
+    name: str,
+    recs: Sequence[SampleRecord],
+    err: str | None,
+    finished: bool | None,
+    *,
+    mode: str,
+    per: int,
+    ks: Sequence[int],
+) -> dict[str, Any]:
+    """One problem's row of the report: its candidates' counts, pass@k (success@k in loop
+    mode), best speedups, outcome, cost and the candidates themselves."""
+    n = len(recs)
+    statuses = Counter(r.status for r in recs)
+    return {
+        "problem": name,
+        "n": n,
+        "correct": sum(r.correct for r in recs),
+        "complete": (finished if finished is not None else n >= per) and err is None,
+        "error": err,
+        "pass_at_k": _problem_pass_at_k(recs, mode, ks),
+        "statuses": dict(sorted(statuses.items())),
+        "best_speedup": _best_speedups(recs),
+        "fast_p_per_sample": _problem_fast_p(recs),
+        "outcome": problem_outcome(recs, err),
+        "limit": _limit_of(recs),
+        "precision": _precision_of(recs),
+        **problem_cost(recs),
+        "samples": [r.to_dict() for r in recs],
+    }
+
+
+def _best_speedups(recs: Sequence[SampleRecord]) -> dict[str, float | None]:
+    """The best correct candidate's speedup over each of REPORTED (None where none timed)."""
+    best: dict[str, float | None] = {}
+    for base in REPORTED:
+        vals = [r.speedups[base] for r in recs if r.correct and r.speedups.get(base)]
+        best[base] = max(vals) if vals else None
+    return best
+
+
+def _problem_pass_at_k(
+    recs: Sequence[SampleRecord], mode: str, ks: Sequence[int]
+) -> dict[str, float | None]:
+    """pass@k of one problem (None where it has fewer than k candidates); in loop mode
+    success@k: a correct kernel among the first k drafted, or a free one (compiler, given)."""
+    n = len(recs)
+    if mode == "loop":
+        free = any(r.correct for r in recs if r.source in ("compiler", "given"))
+        drafted = [r.correct for r in recs if r.source not in ("compiler", "given")]
+        return {
+            str(k): (1.0 if solved_within(drafted, k, free) else 0.0) if n else None for k in ks
+        }
+    c = sum(r.correct for r in recs)
+    return {str(k): pass_at_k(n, c, k) if 0 < n and k <= n else None for k in ks}
+
+
+def _problem_fast_p(recs: Sequence[SampleRecord]) -> dict[str, float | None]:
+    """Per p of FAST_P: the fraction of the problem's candidates correct and faster than p
+    over eager (fast_0: correct)."""
+    n = len(recs)
+    out: dict[str, float | None] = {}
+    for p in FAST_P:
+        hits = sum(1 for r in recs if r.correct and (p <= 0 or (r.speedups.get("eager") or 0) > p))
+        out[_pkey(p)] = hits / n if n else None
+    return out
+
+
+def _overall_pass_at_k(
+    rows: list[dict[str, Any]], ks: Sequence[int], notes: list[str]
+) -> dict[str, float | None]:
+    """pass@k averaged over the problems; None, with a note, where a problem has too few
+    candidates for k."""
     pass_k: dict[str, float | None] = {}
     for k in ks:
         vals = [r["pass_at_k"][str(k)] for r in rows]
@@ -125,39 +195,78 @@ def compute_report(settings: dict[str, Any], problems: ProblemRows) -> dict[str,
                 f"pass@{k} not reported: {len(short)} problem(s) have fewer than {k} "
                 f"evaluated candidates ({', '.join(short[:5])})"
             )
-    fast = {}
-    fast_compile = {}
-    fast_best = {}
-    fast_ps = {}
-    bests_compile = [r["best_speedup"]["compile"] for r in rows]
-    bests_best = [r["best_speedup"]["best"] for r in rows]
+    return pass_k
+
+
+FAST_P_OVER = {"fast_p": "eager", "fast_p_compile": "compile", "fast_p_best": "best"}
+"""The report's fast_p metrics and the baseline each counts a problem's best speedup over."""
+
+
+def _overall_fast_p(rows: list[dict[str, Any]], timed: bool) -> dict[str, dict[str, Any]]:
+    """fast_p over eager, over torch.compile, over the better of the two, and per sample
+    (only fast_0 where nothing was timed)."""
+    solved = [r["correct"] > 0 for r in rows]
+    fast: dict[str, dict[str, Any]] = {name: {} for name in (*FAST_P_OVER, "fast_p_per_sample")}
     for p in FAST_P:
         if p > 0 and not timed:
             continue
-        fast[_pkey(p)] = fast_p(bests, solved, p) if rows else None
-        fast_compile[_pkey(p)] = fast_p(bests_compile, solved, p) if rows else None
-        fast_best[_pkey(p)] = fast_p(bests_best, solved, p) if rows else None
-        vals = [r["fast_p_per_sample"][_pkey(p)] for r in rows if r["n"]]
-        fast_ps[_pkey(p)] = sum(vals) / len(vals) if vals else None
-    if not timed:
-        if device == "cpu":
-            why = "on the CPU speedups are unavailable (Triton interpreter timings are not speed)"
-        elif device is None:  # nothing evaluated yet: the device is not known from the records
-            why = "no candidate was evaluated"
-        else:
-            why = "no correct kernel was timed"
-        notes.append(f"only fast_0 (= the correctness rate) is reported: {why}")
+        key = _pkey(p)
+        for name, base in FAST_P_OVER.items():
+            bests = [r["best_speedup"][base] for r in rows]
+            fast[name][key] = fast_p(bests, solved, p) if rows else None
+        vals = [r["fast_p_per_sample"][key] for r in rows if r["n"]]
+        fast["fast_p_per_sample"][key] = sum(vals) / len(vals) if vals else None
+    return fast
+
+
+def _untimed_why(device: str | None) -> str:
+    """Why no speedup is reported, in words for the report's note."""
+    if device == "cpu":
+        return "on the CPU speedups are unavailable (Triton interpreter timings are not speed)"
+    if device is None:  # nothing evaluated yet: the device is not known from the records
+        return "no candidate was evaluated"
+    return "no correct kernel was timed"
+
+
+def _geomean_speedups(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per baseline of REPORTED: the geometric mean of the problems' best speedups."""
     geo = {}
     for base in REPORTED:
         vals = [v for r in rows if (v := r["best_speedup"].get(base)) is not None]
         geo[base] = {"value": geomean(vals), "problems": len(vals)}
-    incomplete = [r["problem"] for r in rows if not r["complete"]]
-    outcomes = Counter(r["outcome"] for r in rows)
+    return geo
+
+
+def _time_and_memory(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The time per problem (median, p90, total) and the peak host and GPU memory per problem
+    (median, max): `metrics.time_per_problem_s` and `metrics.peak_memory_mb`."""
     times = [r["time_s"] for r in rows if r["time_s"] is not None]
     peaks = {
         where: [r[f"peak_{where}_mb"] for r in rows if r[f"peak_{where}_mb"] is not None]
         for where in ("host", "gpu")
     }
+    return {
+        "time_per_problem_s": {
+            "median": _round(percentile(times, 0.5)),
+            "p90": _round(percentile(times, 0.9)),
+            "total": _round(sum(times)) if times else None,
+            "problems": len(times),
+        },
+        "peak_memory_mb": {
+            where: {
+                "median": _round(percentile(vals, 0.5)),
+                "max": _round(max(vals)) if vals else None,
+                "problems": len(vals),
+            }
+            for where, vals in peaks.items()
+        },
+    }
+
+
+def _completion_notes(rows: list[dict[str, Any]], incomplete: list[str], mode: str) -> list[str]:
+    """Notes on the problems not finished (a rerun resumes), those that could not run (the
+    problem must change) and, in loop mode, what success@k means."""
+    notes = []
     failed = [r["problem"] for r in rows if r["error"]]
     unfinished = [name for name in incomplete if name not in failed]
     if unfinished:
@@ -175,49 +284,7 @@ def compute_report(settings: dict[str, Any], problems: ProblemRows) -> dict[str,
             "loop mode: pass@k is success@k, a correct kernel among the first k "
             "candidates the agent drafted with feedback (not the unbiased estimator)"
         )
-    return {
-        "schema_version": BENCH_SCHEMA_VERSION,
-        "command": "bench",
-        "status": "ok" if rows and not incomplete else "incomplete",
-        "settings": settings,
-        "device": device,
-        "timed": timed,
-        "metrics": {
-            "pass_at_k": pass_k,
-            "fast_p": fast,
-            "fast_p_compile": fast_compile,
-            "fast_p_best": fast_best,
-            "fast_p_per_sample": fast_ps,
-            "correct_rate": sum(solved) / len(rows) if rows else None,
-            "geomean_speedup": geo,
-            "headline": _headline(settings, rows),
-            "statuses": dict(sorted(status_total.items())),
-            "outcomes": dict(sorted(outcomes.items())),
-            "time_per_problem_s": {
-                "median": _round(percentile(times, 0.5)),
-                "p90": _round(percentile(times, 0.9)),
-                "total": _round(sum(times)) if times else None,
-                "problems": len(times),
-            },
-            "peak_memory_mb": {
-                where: {
-                    "median": _round(percentile(vals, 0.5)),
-                    "max": _round(max(vals)) if vals else None,
-                    "problems": len(vals),
-                }
-                for where, vals in peaks.items()
-            },
-        },
-        "totals": {
-            "problems": len(rows),
-            "complete": len(rows) - len(incomplete),
-            "no_verdict": sum(1 for r in rows if r["n"] == 0),
-            "candidates": sum(r["n"] for r in rows),
-            "correct_candidates": sum(r["correct"] for r in rows),
-        },
-        "problems": rows,
-        "notes": notes,
-    }
+    return notes
 
 
 def _headline(settings: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
