@@ -22,7 +22,7 @@ LONG_FUNCTIONS: dict[str, int] = {
     "agent/cli/bench.py:register": 87,
     "agent/cli/dataset.py:register": 130,
     "agent/dataset/build.py:build": 86,
-    "agent/html_report.py:render_bench": 102,
+    "agent/html_report/bench.py:render_bench": 94,
     "agent/mcp_server.py:build_server": 154,
     "agent/runner.py:run": 93,
     "agent/train.py:train": 159,
@@ -36,7 +36,6 @@ LONG_FUNCTIONS: dict[str, int] = {
 """Functions over MAX_FUNCTION lines, to be split into named steps (issue 37)."""
 
 LONG_MODULES: dict[str, int] = {
-    "agent/html_report.py": 673,
     "tools/arithmetic_source.py": 639,
     "tools/audit.py": 804,
     "tools/compare.py": 643,
