@@ -330,6 +330,31 @@ def test_a_launch_the_hold_did_not_cover_is_untimed_and_the_next_hold_grows(scal
     assert not capped.covered(began, us) and capped.us == 1000.0
 
 
+class QueriedEvent(StandInEvent):
+    """An event that can say whether the stream has reached it (torch.cuda.Event.query)."""
+
+    reached = False
+
+    def query(self) -> bool:
+        return self.reached
+
+
+def test_the_start_event_says_whether_the_hold_covered_the_launch():
+    import time
+
+    hold = DeviceHold(StandInHold(), us=10.0, most=1e6)
+    start = QueriedEvent()
+    # a host path far longer than the hold, but the stream had not reached the start event
+    # when the end event was queued (a full launch queue: the GPU was busy): device time
+    began, us = hold.start()
+    time.sleep(0.005)
+    assert hold.covered(began, us, start) and hold.untimed == 0 and hold.us == 10.0
+    # the stream had passed the start event: the window held the host's path
+    start.reached = True
+    began, us = hold.start()
+    assert not hold.covered(began, us, start) and hold.untimed == 1
+
+
 def test_the_same_launch_on_other_buffers_has_the_same_digest_and_the_cpu_sends_nothing(
     scale_kernel,
 ):
@@ -371,6 +396,8 @@ def test_on_a_gpu_launches_are_timed_by_cuda_events_and_autotuning_benchmarks_ar
     n = 1 << 22
     x = torch.randn(n, device="cuda")
     y = torch.empty_like(x)
+    module.scale_kernel[(n // 1024,)](x, y, n, 0.5, BLOCK=1024)  # compiled: a first launch
+    torch.cuda.synchronize()  # compiles inside its window, longer than any hold: untimed
     with record_launches(device="cuda") as records:
         module.scale_kernel[(n // 1024,)](x, y, n, 0.5, BLOCK=1024)
         module.tuned_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, n)

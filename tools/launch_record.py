@@ -154,7 +154,7 @@ def record_launches(
             setattr(cls, name, original)
 
 
-HOLD_US = 200.0
+HOLD_US = 100.0
 """The first hold of a timed launch (`DeviceHold`): on the H200 (session 17,
 benchmarks/results/gpu/2026-12-02-s17/call1) an event window around a tiny kernel on an idle
 stream had a median of 50 us, all of it the host's launch path; under 4 to 6 jobs a GPU it
@@ -185,11 +185,13 @@ class DeviceHold:
     soon as the host records it, and the window then holds the host's whole launch path
     (Triton's Python launcher, the binder, a preempted thread) before the kernel even starts:
     tens to hundreds of microseconds against a kernel of a few. Enqueued first, a device-side
-    sleep of `us` keeps the stream from reaching the start event until the host has enqueued
-    the start event, the launch and the end event behind it, whenever the host did that in
-    less than `us` (the sleep starts no earlier than it is enqueued); the window is then the
-    launch's device time. The host path is measured each time: a launch it did not cover is
-    untimed (`covered` False), and the next holds grow to 1.5x that path (up to `most`)."""
+    sleep of `us` keeps the stream from reaching the start event while the host enqueues the
+    start event, the launch and the end event behind it; the window is then the launch's
+    device time. Whether it did is asked of the start event itself once the end event is
+    enqueued (`covered`): not reached yet, the whole launch was queued behind the hold (a host
+    blocked on a full launch queue included: the GPU was busy then). A launch the hold did not
+    cover is untimed, and the next holds grow to 1.5x the host path it measured (up to
+    `most`)."""
 
     def __init__(
         self, sleep: Callable[[float], None], us: float = HOLD_US, most: float = HOLD_MOST_US
@@ -203,11 +205,17 @@ class DeviceHold:
         self.sleep(self.us)
         return now, self.us
 
-    def covered(self, began: float, us: float) -> bool:
-        """Whether the host enqueued the launch and its end event within the hold begun at
-        `began` (host clock) for `us`; grows the next holds when it did not."""
+    def covered(self, began: float, us: float, start: Any = None) -> bool:
+        """Whether the launch and its end event were enqueued before the stream reached the
+        `start` event (its `query()`: done already means the stream waited for the host in
+        the window), or, for an event that cannot say, within the hold begun at `began` (host
+        clock) for `us`. Grows the next holds when not."""
         host_us = (time.perf_counter() - began) * 1e6
-        if host_us < us:
+        try:
+            ok = not bool(start.query())
+        except Exception:  # noqa: BLE001 - no query: the host's clock decides
+            ok = host_us < us
+        if ok:
             return True
         self.untimed += 1
         if host_us <= self.most:
@@ -254,7 +262,7 @@ def _recording_run(
         finally:
             with contextlib.suppress(Exception):  # a faulted context: the fault is the error
                 end.record()
-                if hold is None or hold.covered(began, us):
+                if hold is None or hold.covered(began, us, start):
                     record.events = (start, end)
 
     return run
