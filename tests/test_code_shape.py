@@ -22,7 +22,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "agent/cli/bench.py:register": 87,
     "agent/cli/dataset.py:register": 130,
     "agent/dataset/build.py:build": 86,
-    "agent/html_report/bench.py:render_bench": 94,
     "agent/mcp_server.py:build_server": 154,
     "agent/runner.py:run": 93,
     "agent/train.py:train": 159,

@@ -19,73 +19,107 @@ def _per_problem(settings: dict[str, Any]) -> Any:
 
 
 def render_bench(report: dict[str, Any]) -> str:
-    from agent.bench import headline as hl  # (the bench's modules load when a bench is shown)
-
     s, m = report.get("settings") or {}, report.get("metrics") or {}
     mode = s.get("mode", "sample")
-    label = "success@k" if mode == "loop" else "pass@k"
+    problems = report.get("problems") or []
     title = f"triton-agent bench ({mode}, {s.get('backend')}): {s.get('problems_path', '')}"
-    body = [f"<h1>{esc(title)}</h1>"]
-    body.append(
+    body = [f"<h1>{esc(title)}</h1>", _settings(report, s)]
+    charts = [_pass_at_k_chart(m, mode), *_fast_p_chart(m), _per_problem_chart(problems)]
+    body.append('<h2>Metrics</h2><div class="charts">' + "".join(charts) + "</div>")
+    body.extend(_headline(m))
+    body.append("<h2>Problems</h2>")
+    body.append(_problem_table(problems, s, mode))
+    for n in report.get("notes") or []:
+        body.append(f'<p class="note">Note: {esc(n)}</p>')
+    return page(title, "\n".join(body))
+
+
+def _settings(report: dict[str, Any], s: dict[str, Any]) -> str:
+    """The status, device, protocol and sampling settings, in a sentence."""
+    return (
         f"<p><b>Status:</b> {esc(report.get('status'))}. Device: {esc(report.get('device'))}. "
         f"Protocol: {esc(s.get('protocol'))}; {esc(_per_problem(s))} candidate(s) per problem; "
         f"temperature {esc(s.get('temperature'))}, top_p {esc(s.get('top_p'))}; "
         f"{esc(s.get('trials'))} trials, tolerance {esc(s.get('tolerance_preset'))}.</p>"
     )
-    charts = []
+
+
+def _pass_at_k_chart(m: dict[str, Any], mode: str) -> str:
+    """A bar per k: pass@k (success@k in loop mode)."""
+    label = "success@k" if mode == "loop" else "pass@k"
     pk = m.get("pass_at_k") or {}
     c = Chart(label, [0, 1], [0, 1], ylabel=label, w=360)
     c.bars([f"@{k}" for k in pk], list(pk.values()), [BLUE] * len(pk))
-    charts.append(c.svg())
+    return c.svg()
+
+
+def _fast_p_chart(m: dict[str, Any]) -> list[str]:
+    """fast_p over p, over eager and over torch.compile; none where only fast_0 is known (on a
+    CPU, the correctness rate)."""
     fast = m.get("fast_p") or {}
-    if len(fast) > 1:  # on a CPU only fast_0, the correctness rate, is known
-        ps = [float(p) for p in fast]
-        c = Chart("fast_p: correct and faster than p", ps, [0, 1], xlabel="p", ylabel="fraction")
-        c.series(list(zip(ps, fast.values(), strict=True)), BLUE, "over eager")
-        fc = m.get("fast_p_compile") or {}
-        if fc:
-            c.series(
-                [(float(p), v) for p, v in fc.items() if v is not None], ORANGE, "over compile"
-            )
-        c.xticks(ps)
-        c.legend([("over eager", BLUE)] + ([("over torch.compile", ORANGE)] if fc else []))
-        charts.append(c.svg())
-    problems = report.get("problems") or []
+    if len(fast) <= 1:
+        return []
+    ps = [float(p) for p in fast]
+    c = Chart("fast_p: correct and faster than p", ps, [0, 1], xlabel="p", ylabel="fraction")
+    c.series(list(zip(ps, fast.values(), strict=True)), BLUE, "over eager")
+    fc = m.get("fast_p_compile") or {}
+    if fc:
+        c.series([(float(p), v) for p, v in fc.items() if v is not None], ORANGE, "over compile")
+    c.xticks(ps)
+    c.legend([("over eager", BLUE)] + ([("over torch.compile", ORANGE)] if fc else []))
+    return [c.svg()]
+
+
+def _per_problem_chart(problems: list[dict[str, Any]]) -> str:
+    """A bar per problem: its best speedup over eager where any was timed, else the fraction of
+    its candidates that are correct."""
     sp = {
         base: [((p.get("best_speedup") or {}).get(base)) for p in problems]
         for base in ("eager", "compile")
     }
-    if any(v for vals in sp.values() for v in vals if v):
-        vals = [v for v in sp["eager"] if v] + [1.0]
-        c = Chart(
-            "best speedup per problem (over eager)",
-            [0, 1],
-            vals,
-            ylabel="x",
-            log_y=True,
-            w=min(1040, max(520, 14 * len(problems))),  # one bar per problem, fits the page
-        )
-        c.bars(
-            [p["problem"] for p in problems],
-            sp["eager"],
-            [GREEN if (v or 0) >= 1 else RED for v in sp["eager"]],
-        )
-        c.hline(1.0, "1x")
-        charts.append(c.svg())
-    else:
+    if not any(v for vals in sp.values() for v in vals if v):
         c = Chart("candidates correct per problem", [0, 1], [0, 1], ylabel="fraction")
         c.bars(
             [p["problem"] for p in problems],
             [(p["correct"] / p["n"]) if p.get("n") else None for p in problems],
             [GREEN if p.get("correct") else RED for p in problems],
         )
-        charts.append(c.svg())
-    body.append('<h2>Metrics</h2><div class="charts">' + "".join(charts) + "</div>")
-    top = hl.table_rows(m.get("headline"))  # the geomean, median, trimmed, capped, >= 1x
-    if top:
-        body.append("<h2>Headline</h2>" + table(hl.HEADERS, [[td(c) for c in r] for r in top]))
-        body.append(f'<p class="note">{esc((m.get("headline") or {}).get("definition"))}</p>')
-    body.append("<h2>Problems</h2>")
+        return c.svg()
+    vals = [v for v in sp["eager"] if v] + [1.0]
+    c = Chart(
+        "best speedup per problem (over eager)",
+        [0, 1],
+        vals,
+        ylabel="x",
+        log_y=True,
+        w=min(1040, max(520, 14 * len(problems))),  # one bar per problem, fits the page
+    )
+    c.bars(
+        [p["problem"] for p in problems],
+        sp["eager"],
+        [GREEN if (v or 0) >= 1 else RED for v in sp["eager"]],
+    )
+    c.hline(1.0, "1x")
+    return c.svg()
+
+
+def _headline(m: dict[str, Any]) -> list[str]:
+    """The headline table (geomean, median, trimmed, capped, >= 1x) and its definition; nothing
+    in a report made before it."""
+    from agent.bench import headline as hl  # (the bench's modules load when a bench is shown)
+
+    top = hl.table_rows(m.get("headline"))
+    if not top:
+        return []
+    return [
+        "<h2>Headline</h2>" + table(hl.HEADERS, [[td(c) for c in r] for r in top]),
+        f'<p class="note">{esc((m.get("headline") or {}).get("definition"))}</p>',
+    ]
+
+
+def _problem_table(problems: list[dict[str, Any]], s: dict[str, Any], mode: str) -> str:
+    """The sortable table, a row per problem: counts, pass@1, best speedups, statuses (or its
+    error), arithmetic."""
     rows = []
     for p in problems:
         b = p.get("best_speedup") or {}
@@ -108,10 +142,7 @@ def render_bench(report: dict[str, Any]) -> str:
     one = "success@1" if mode == "loop" else "pass@1"
     heads = ["problem", "n", "correct", one, "best vs eager", "best vs compile", "best vs better"]
     heads += ["vs eager cudnn.benchmark", "statuses", "arithmetic"]
-    body.append(table(heads, rows, sortable=True))
-    for n in report.get("notes") or []:
-        body.append(f'<p class="note">Note: {esc(n)}</p>')
-    return page(title, "\n".join(body))
+    return table(heads, rows, sortable=True)
 
 
 CB = "eager_cudnn_benchmark"
