@@ -10,11 +10,21 @@ from agent.options import add_options
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """`dataset build`, `dataset stats` and `train`."""
     p = sub.add_parser(
         "dataset", help="build verified (PyTorch, Triton) pairs for fine-tuning; count them"
     )
     dsub = p.add_subparsers(dest="dataset_command", metavar="SUBCOMMAND", parser_class=type(p))
 
+    _register_build(dsub)
+    _register_stats(dsub)
+    p.set_defaults(dataset_parser=p)
+    p.set_defaults(handler=cmd_dataset)
+    _register_train(sub)
+
+
+def _register_build(dsub: argparse._SubParsersAction) -> None:
+    """`dataset build SOURCE... --out PAIRS`: its own flags and the table's verify options."""
     b = dsub.add_parser(
         "build",
         help="verify the kernels of problem folders, module folders, kernel "
@@ -61,6 +71,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_options(b, "verify")
 
+
+def _register_stats(dsub: argparse._SubParsersAction) -> None:
+    """`dataset stats PAIRS`."""
     s = dsub.add_parser("stats", help="count the pairs by source, op family and outcome")
     s.add_argument("pairs", help="pairs JSONL file")
     s.add_argument("--plot", default=None, metavar="PNG", help="bar charts (needs matplotlib)")
@@ -68,9 +81,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--json", action="store_true", help="print the counts as JSON (last line of stdout)"
     )
 
-    p.set_defaults(dataset_parser=p)
-    p.set_defaults(handler=cmd_dataset)
 
+def _register_train(sub: argparse._SubParsersAction) -> None:
+    """`train PAIRS --base MODEL_DIR --out OUT_DIR` with KernelLLM's recipe as defaults."""
     t = sub.add_parser(
         "train", help="supervised fine-tuning on verified pairs (KernelLLM's recipe)"
     )
