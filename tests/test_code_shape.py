@@ -20,7 +20,6 @@ PACKAGES = ("tools", "agent")
 LONG_FUNCTIONS: dict[str, int] = {
     "agent/bench/run.py:_run_sample_mode": 130,
     "agent/cli/bench.py:register": 87,
-    "agent/dataset/build.py:build": 86,
     "agent/mcp_server.py:build_server": 154,
     "agent/runner.py:run": 93,
     "agent/train.py:train": 159,

@@ -84,21 +84,10 @@ def build(
     for s in found.skipped:
         emit({"event": "skipped", "message": s})
 
-    ledger_file = _Appender(ledger)
-    try:  # the ledger's lock keeps two builds off the same output
-        fcntl.flock(ledger_file.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        ledger_file.close()
-        raise BadInputError(f"another `dataset build` is writing {out_path}") from None
+    ledger_file = _lock_ledger(ledger, out_path)
     try:
         keys = {r.get("key") for r in read_jsonl(out_path)} - {None}
-        done = {e["item"] for e in read_jsonl(ledger) if e.get("status") not in RETRY_STATUSES}
-        todo = []
-        for item in found.items:
-            if item.key in done or (item.code is not None and item.key in keys):
-                summary.resumed += 1
-            else:
-                todo.append(item)
+        todo = _todo(found.items, keys, ledger, summary)
         emit(
             {
                 "event": "start",
@@ -108,29 +97,18 @@ def build(
                 "out": str(out_path),
             }
         )
-        if profile is None:
-            profile = device == "cuda"
         state = _BuildState(
             keys=keys, records=_Appender(out_path), ledger=ledger_file, summary=summary, emit=emit
         )
         try:
-            workers = max(1, jobs or verifier.sandbox.slots)
-            drafter = _make_drafter(verifier) if any(i.code is None for i in todo) else None
-            versions = _versions()
-            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dataset") as pool:
-                for _ in pool.map(
-                    lambda it: _process(
-                        it,
-                        verifier,
-                        drafter,
-                        state,
-                        license=license,
-                        profile=profile,
-                        versions=versions,
-                    ),
-                    todo,
-                ):
-                    pass
+            _process_all(
+                todo,
+                verifier,
+                state,
+                jobs=jobs,
+                license=license,
+                profile=device == "cuda" if profile is None else profile,
+            )
         finally:
             state.records.close()
         summary.records_total = len(state.keys)
@@ -138,6 +116,58 @@ def build(
         ledger_file.close()  # releases the lock
     emit({"event": "finish", **summary.to_dict()})
     return summary
+
+
+def _lock_ledger(ledger: Path, out_path: Path) -> _Appender:
+    """The ledger, open for appending and locked: the lock keeps two builds off the same
+    output (a second one is refused)."""
+    ledger_file = _Appender(ledger)
+    try:
+        fcntl.flock(ledger_file.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        ledger_file.close()
+        raise BadInputError(f"another `dataset build` is writing {out_path}") from None
+    return ledger_file
+
+
+def _todo(
+    items: list[WorkItem], keys: set[str], ledger: Path, summary: BuildSummary
+) -> list[WorkItem]:
+    """The items an earlier build of the same output did not finish (a finished one is counted
+    in `summary.resumed`): not in the ledger with a final status, nor a kernel already among
+    the pairs (`keys`)."""
+    done = {e["item"] for e in read_jsonl(ledger) if e.get("status") not in RETRY_STATUSES}
+    todo = []
+    for item in items:
+        if item.key in done or (item.code is not None and item.key in keys):
+            summary.resumed += 1
+        else:
+            todo.append(item)
+    return todo
+
+
+def _process_all(
+    todo: list[WorkItem],
+    verifier: Any,
+    state: _BuildState,
+    *,
+    jobs: int | None,
+    license: str,
+    profile: bool,
+) -> None:
+    """Every item, `jobs` at a time (default: the verifier's sandbox slots); a compiler drafter
+    made only when an item has no kernel of its own."""
+    workers = max(1, jobs or verifier.sandbox.slots)
+    drafter = _make_drafter(verifier) if any(i.code is None for i in todo) else None
+    versions = _versions()
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dataset") as pool:
+        for _ in pool.map(
+            lambda it: _process(
+                it, verifier, drafter, state, license=license, profile=profile, versions=versions
+            ),
+            todo,
+        ):
+            pass
 
 
 @dataclass(kw_only=True)
