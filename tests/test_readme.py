@@ -40,3 +40,20 @@ def test_main_command_runs_end_to_end(tmp_path):
     best = Path(result["best_kernel"]).read_text()
     assert "@triton.jit" in best and "class ModelNew" in best
     assert "compiler drafter (no model configured)" in proc.stderr
+
+
+def _session_folder(name: str) -> tuple[str, int] | None:
+    m = re.fullmatch(r"(\d{4}-\d\d-\d\d)-s(\d+)", name)
+    return (m.group(1), int(m.group(2))) if m else None
+
+
+def test_readme_names_the_newest_gpu_results_folder():
+    # issue 37: the README's "latest results" pointer named an old folder; the newest session
+    # folder (by date, then session number) is the one it must name
+    text = (ROOT / "README.md").read_text()
+    named = re.search(r"`benchmarks/results/gpu/` \(latest: `([^/`]+)/README\.md`\)", text)
+    assert named, "README lost its pointer to the latest GPU results"
+    folders = [p.name for p in (ROOT / "benchmarks/results/gpu").iterdir() if p.is_dir()]
+    newest = max((f for f in folders if _session_folder(f)), key=_session_folder)
+    assert named.group(1) == newest
+    assert (ROOT / "benchmarks/results/gpu" / newest / "README.md").exists()
