@@ -155,6 +155,17 @@ def build_server(runs_dir: str | None = None) -> MCPServer:
     the configured one, ./runs or $TRITON_AGENT_RUNS)."""
     mcp = MCPServer(name="triton-agent", instructions=INSTRUCTIONS)
     verifiers = _Verifiers()
+    _add_verify(mcp, verifiers)
+    _add_profile(mcp, verifiers)
+    _add_optimize(mcp, runs_dir)
+    _add_repair(mcp, runs_dir)
+    from agent.mcp_models import finish_server  # output schemas, hints, version, resources
+
+    return finish_server(mcp, runs_dir)
+
+
+def _add_verify(mcp: MCPServer, verifiers: _Verifiers) -> None:
+    """The `verify` tool: a verdict, from the server's Verifier for the options given."""
 
     @mcp.tool(
         description="Check a candidate Triton kernel (ModelNew) against a PyTorch problem. "
@@ -181,6 +192,10 @@ def build_server(runs_dir: str | None = None) -> MCPServer:
 
         return await _call(work)
 
+
+def _add_profile(mcp: MCPServer, verifiers: _Verifiers) -> None:
+    """The `profile` tool: verify, then time (GPU), from the server's Verifier."""
+
     @mcp.tool(
         description="Verify, then time a kernel against eager PyTorch and torch.compile (GPU only; "
         "status 'unavailable' without one). Returns the profile result."
@@ -203,20 +218,27 @@ def build_server(runs_dir: str | None = None) -> MCPServer:
 
         return await _call(work)
 
-    async def loop(
-        ctx: Context, problem: str, kernel: str | None, **options: Any
-    ) -> dict[str, Any]:
-        from agent import api
 
-        options = {k: v for k, v in options.items() if v is not None or k == "aot_target"}
-        if runs_dir and "runs_dir" not in options:
-            options["runs_dir"] = runs_dir
-        on_event = _progress_reporter(ctx)
-        if kernel is None:
-            result = await _call(api.optimize, problem, on_event=on_event, **options)
-        else:
-            result = await _call(api.repair, problem, kernel, on_event=on_event, **options)
-        return result.to_dict()
+async def _loop(
+    ctx: Context, problem: str, kernel: str | None, server_runs_dir: str | None, **options: Any
+) -> dict[str, Any]:
+    """`optimize` (no kernel) or `repair` through the API, each loop event a progress
+    notification; runs go to the tool's `runs_dir`, else the server's."""
+    from agent import api
+
+    options = {k: v for k, v in options.items() if v is not None or k == "aot_target"}
+    if server_runs_dir and "runs_dir" not in options:
+        options["runs_dir"] = server_runs_dir
+    on_event = _progress_reporter(ctx)
+    if kernel is None:
+        result = await _call(api.optimize, problem, on_event=on_event, **options)
+    else:
+        result = await _call(api.repair, problem, kernel, on_event=on_event, **options)
+    return result.to_dict()
+
+
+def _add_optimize(mcp: MCPServer, server_runs_dir: str | None) -> None:
+    """The `optimize` tool: the loop from the problem alone."""
 
     @mcp.tool(
         description="Draft, verify and refine Triton kernels for a PyTorch problem with an LLM "
@@ -242,7 +264,12 @@ def build_server(runs_dir: str | None = None) -> MCPServer:
         precision: Precision = DEFAULTS["precision"],
         runs_dir: RunsDir = None,
     ) -> dict[str, Any]:
-        return await loop(ctx, problem, None, **_options(locals(), extra=("runs_dir",)))
+        options = _options(locals(), extra=("runs_dir",))
+        return await _loop(ctx, problem, None, server_runs_dir, **options)
+
+
+def _add_repair(mcp: MCPServer, server_runs_dir: str | None) -> None:
+    """The `repair` tool: the loop from a failing kernel (attempt 0)."""
 
     @mcp.tool(
         description="Repair a failing Triton kernel: it is attempt 0, its verdict the first "
@@ -266,11 +293,8 @@ def build_server(runs_dir: str | None = None) -> MCPServer:
         precision: Precision = DEFAULTS["precision"],
         runs_dir: RunsDir = None,
     ) -> dict[str, Any]:
-        return await loop(ctx, problem, kernel, **_options(locals(), extra=("runs_dir",)))
-
-    from agent.mcp_models import finish_server  # output schemas, hints, version, resources
-
-    return finish_server(mcp, runs_dir)
+        options = _options(locals(), extra=("runs_dir",))
+        return await _loop(ctx, problem, kernel, server_runs_dir, **options)
 
 
 def serve(runs_dir: str | None = None) -> None:
