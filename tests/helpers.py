@@ -133,3 +133,25 @@ def import_source(path: Path, source: str, prefix: str = "test_kernel"):
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+_UNPACKED: dict[str, Path] = {}
+
+
+def recorded_bench(name: str = "gpu/2026-11-29-s3/run5_bench") -> Path:
+    """A bench output directory recorded on a GPU, kept as `benchmarks/results/<name>.tgz`
+    (issue 37: recorded results are data, not trees of kernel .py files), unpacked once per
+    test process into a temporary directory; returns the unpacked directory."""
+    if name not in _UNPACKED:
+        import atexit
+        import shutil
+        import tarfile
+        import tempfile
+
+        where = Path(tempfile.mkdtemp(prefix="recorded_bench_"))
+        atexit.register(shutil.rmtree, where, True)
+        archive = ROOT / "benchmarks/results" / f"{name}.tgz"
+        with tarfile.open(archive) as tar:
+            tar.extractall(where, filter="data")
+        _UNPACKED[name] = where / Path(name).name
+    return _UNPACKED[name]

@@ -19,9 +19,9 @@ import pytest
 
 from agent.cli import main
 from agent.html_report import render_bench, render_run, write_bench_html, write_run_html
-from tests.helpers import EX, FAST_CLI, ROOT, fenced, last_json, write_replies
+from tests.helpers import EX, FAST_CLI, fenced, last_json, recorded_bench, write_replies
 
-GPU_BENCH = ROOT / "benchmarks/results/gpu/2026-11-29-s3/run5_bench"
+GPU_BENCH = recorded_bench()  # benchmarks/results/gpu/2026-11-29-s3/run5_bench.tgz
 
 BROWSER_NAMES = ("chromium-headless-shell", "chromium", "chromium-browser", "google-chrome")
 """What scripts/install_browser.sh installs or accepts, in its order."""
