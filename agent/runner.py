@@ -21,7 +21,7 @@ from agent.llm import backend_for
 from agent.report import result_object
 from agent.rundir import RunDir, new_run_id
 from tools.errors import BackendConfigError, BadInputError, TritonAgentError
-from tools.problem import read_kernel, read_problem
+from tools.problem import Problem, read_kernel, read_problem
 from tools.verify import Verifier
 
 
@@ -186,28 +186,16 @@ def run(
     `agent.llm.LangChainBackend`, say). `resume` continues a run from its checkpoint.
     `verifier`: a Verifier shared with other runs (see `make_context`).
     """
-    created = False
     if resume:
-        rundir, saved = resumed_rundir(resume, problem_path, config)
-        try:
-            config = AgentConfig.from_dict(saved, runs_dir=config.runs_dir)
-        except (AttributeError, TypeError, BadInputError) as e:  # not a config this version wrote
-            raise BadInputError(f"{rundir.path / 'config.json'}: not a run config ({e})") from e
-        mode = saved.get("_mode", mode)
+        rundir, config, mode = _resumed(resume, problem_path, config, mode)
+        problem, start_code = None, None
     else:
-        if problem_path is None:
-            raise BadInputError("a problem file is required (or --resume RUN_ID)")
-        if mode == "repair" and not start_kernel:
-            raise BadInputError("repair needs the failing kernel file (or --resume RUN_ID)")
-        problem = read_problem(problem_path)  # static checks before anything is created
-        start_code = read_kernel(start_kernel) if start_kernel else None
-        rundir = new_rundir(problem_path, config)
+        problem, start_code, rundir = _new(problem_path, config, mode, start_kernel)
     ctx = make_context(
         config, rundir, backend=backend, mode=mode, on_event=on_event, verifier=verifier
     )
-    llm, verifier = ctx.backend, ctx.verifier
-    if not resume:
-        created = True
+    created = not resume
+    if created:
         create_rundir(rundir, problem_path, config, mode)
 
     try:
@@ -215,40 +203,10 @@ def run(
             graph = build_graph(checkpointer=SqliteSaver(conn))
             thread = {"configurable": {"thread_id": rundir.run_id}}
             if resume:
-                snapshot = graph.get_state(thread)
-                if snapshot.metadata is None:  # no checkpoint: it would read as finished
-                    raise BadInputError(
-                        f"run {rundir.run_id!r} was stopped before its first checkpoint: it has "
-                        f"nothing to resume; remove {rundir.path} and run the command again"
-                    )
-                values = snapshot.values or {}
-                if finished(snapshot):
-                    ctx.emit(
-                        "resume",
-                        finished=True,
-                        attempts=len(values.get("attempts") or []),
-                        message="the run had already finished: nothing to do",
-                    )
-                    return result_object(ctx, values)
-                used = values.get("llm_samples_used", 0)
-                if used and hasattr(llm, "skip"):
-                    llm.skip(used)  # a replay script continues where the killed run stopped
-                ctx.emit(
-                    "resume", attempts=len(values.get("attempts") or []), next=list(snapshot.next)
-                )
-                _invoke(graph, None, thread, ctx)
-            else:
-                initial = initial_state(problem_path, problem.source, config, start_code)
-                ctx.emit(
-                    "start",
-                    run_id=rundir.run_id,
-                    run_dir=str(rundir.path),
-                    device=verifier.device,
-                    backend=getattr(llm, "name", None) if llm is not None else "compiler",
-                )
-                _invoke(graph, initial, thread, ctx)
-            final = graph.get_state(thread).values
-            return result_object(ctx, final)
+                return _continue(graph, thread, ctx)
+            initial = initial_state(problem_path, problem.source, config, start_code)
+            _start(graph, initial, thread, ctx)
+            return result_object(ctx, graph.get_state(thread).values)
     except TritonAgentError:
         # A problem that fails once it runs (get_inputs raising, too large for the CPU, ...), a
         # backend that fails on its first call: a new run that evaluated nothing leaves no
@@ -262,3 +220,69 @@ def run(
         if created and not has_checkpoint(rundir):
             shutil.rmtree(rundir.path, ignore_errors=True)
         raise
+
+
+def _resumed(
+    resume: str, problem_path: str | None, config: AgentConfig, mode: str
+) -> tuple[RunDir, AgentConfig, str]:
+    """The run `--resume` names, its saved config (in place of the one given, but for the runs
+    directory) and its mode."""
+    rundir, saved = resumed_rundir(resume, problem_path, config)
+    try:
+        config = AgentConfig.from_dict(saved, runs_dir=config.runs_dir)
+    except (AttributeError, TypeError, BadInputError) as e:  # not a config this version wrote
+        raise BadInputError(f"{rundir.path / 'config.json'}: not a run config ({e})") from e
+    return rundir, config, saved.get("_mode", mode)
+
+
+def _new(
+    problem_path: str | None, config: AgentConfig, mode: str, start_kernel: str | None
+) -> tuple[Problem, str | None, RunDir]:
+    """A new run's problem, its starting kernel (repair) and run directory (not created yet),
+    checked before anything is created."""
+    if problem_path is None:
+        raise BadInputError("a problem file is required (or --resume RUN_ID)")
+    if mode == "repair" and not start_kernel:
+        raise BadInputError("repair needs the failing kernel file (or --resume RUN_ID)")
+    problem = read_problem(problem_path)  # static checks before anything is created
+    start_code = read_kernel(start_kernel) if start_kernel else None
+    return problem, start_code, new_rundir(problem_path, config)
+
+
+def _continue(graph: Any, thread: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
+    """Resume a run from its latest checkpoint (a finished one is only reported); the result
+    object."""
+    snapshot = graph.get_state(thread)
+    if snapshot.metadata is None:  # no checkpoint: it would read as finished
+        raise BadInputError(
+            f"run {ctx.rundir.run_id!r} was stopped before its first checkpoint: it has "
+            f"nothing to resume; remove {ctx.rundir.path} and run the command again"
+        )
+    values = snapshot.values or {}
+    if finished(snapshot):
+        ctx.emit(
+            "resume",
+            finished=True,
+            attempts=len(values.get("attempts") or []),
+            message="the run had already finished: nothing to do",
+        )
+        return result_object(ctx, values)
+    used = values.get("llm_samples_used", 0)
+    if used and hasattr(ctx.backend, "skip"):
+        ctx.backend.skip(used)  # a replay script continues where the killed run stopped
+    ctx.emit("resume", attempts=len(values.get("attempts") or []), next=list(snapshot.next))
+    _invoke(graph, None, thread, ctx)
+    return result_object(ctx, graph.get_state(thread).values)
+
+
+def _start(graph: Any, initial: dict[str, Any], thread: dict[str, Any], ctx: RunContext) -> None:
+    """Run a new run's graph from its initial state."""
+    llm = ctx.backend
+    ctx.emit(
+        "start",
+        run_id=ctx.rundir.run_id,
+        run_dir=str(ctx.rundir.path),
+        device=ctx.verifier.device,
+        backend=getattr(llm, "name", None) if llm is not None else "compiler",
+    )
+    _invoke(graph, initial, thread, ctx)
