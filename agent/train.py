@@ -269,123 +269,31 @@ def train(
     checkpoint to `config.out`."""
     emit = on_event or (lambda e: None)
     start = time.monotonic()
-    try:
-        import datasets
-        import torch
-        import transformers
-        import trl
-    except ImportError as e:
-        raise BadInputError(
-            f"training needs torch, transformers, datasets and trl: pip install 'triton-agent[train]' ({e})"
-        ) from e
-    peft_config = None
-    if config.lora:
-        try:
-            import peft
-        except ImportError as e:
-            raise BadInputError(
-                "--lora needs peft: pip install peft (or train without --lora)"
-            ) from e
-        peft_config = peft.LoraConfig(
-            r=config.lora_r,
-            lora_alpha=config.lora_alpha,
-            lora_dropout=config.lora_dropout,
-            target_modules="all-linear",
-            task_type="CAUSAL_LM",
-        )
-    if not Path(config.data).is_file():
-        raise BadInputError(f"pairs file not found: {config.data}")
-    out = Path(config.out)
-    if out.is_dir() and any(out.iterdir()) and not (out / "config.json").exists():
-        # the final save replaces the whole directory: never one holding files of the user's
-        raise BadInputError(
-            f"--out {out} holds files that are not a saved model; give a new directory"
-        )
+    datasets, torch, transformers, trl = _import_training()
+    peft_config = _lora_config(config)
+    out = _check_paths(config)
     random.seed(config.seed)
     device = config.device or ("cuda" if torch.cuda.is_available() else "cpu")
     dtype = resolve_dtype(config.dtype, device)
-    check_base(config.base, config.local_files_only)
-    try:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(
-            config.base, local_files_only=config.local_files_only
-        )
-        model = transformers.AutoModelForCausalLM.from_pretrained(
-            config.base, dtype=dtype, local_files_only=config.local_files_only
-        )
-    except (OSError, ValueError) as e:
-        raise BadInputError(f"cannot load the base model {config.base!r}: {e}") from e
-    if tokenizer.eos_token_id is None:
-        raise BadInputError("the base model's tokenizer has no end-of-sequence token")
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer, model = _load_base(config, transformers, dtype)
+    train_set, val_set, dropped = _examples(config, tokenizer, datasets)
+    n_val = len(val_set) if val_set is not None else 0
+    emit({"event": "data", "train": len(train_set), "val": n_val, "dropped_too_long": dropped})
 
-    ds, dropped = drop_too_long(
-        pairs_dataset(config.data, config.prompt_template), tokenizer, config.max_length
-    )
-    if len(ds) == 0:
-        raise BadInputError(f"every pair is longer than --max-length {config.max_length} tokens")
-    train_rows, val_rows = split(list(ds), config.val_fraction, config.seed)
-    columns = ["prompt", "completion"]
-    train_set = datasets.Dataset.from_list([{k: r[k] for k in columns} for r in train_rows])
-    val_set = (
-        datasets.Dataset.from_list([{k: r[k] for k in columns} for r in val_rows])
-        if val_rows
-        else None
-    )
-    emit(
-        {
-            "event": "data",
-            "train": len(train_set),
-            "val": len(val_rows),
-            "dropped_too_long": dropped,
-        }
-    )
-
-    micro = min(config.micro_batch_size, config.batch_size)
-    accumulation = max(1, math.ceil(config.batch_size / micro))
-    steps_per_epoch = math.ceil(len(train_set) / (micro * accumulation))
-    total_steps = min(config.max_steps or 10**9, config.epochs * steps_per_epoch)
-    eval_strategy = "no" if val_set is None else ("steps" if config.eval_every else "epoch")
+    schedule = _Schedule.of(config, len(train_set))
     checkpoints = Path(
         tempfile.mkdtemp(
             dir=out.parent if out.parent.exists() else None, prefix=f".{out.name}.ckpt."
         )
     )
-    args = trl.SFTConfig(
-        output_dir=str(checkpoints),
-        num_train_epochs=config.epochs,
-        max_steps=config.max_steps or -1,
-        per_device_train_batch_size=micro,
-        per_device_eval_batch_size=micro,
-        gradient_accumulation_steps=accumulation,
-        learning_rate=config.lr,
-        weight_decay=config.weight_decay,
-        warmup_steps=int(total_steps * config.warmup_ratio),
-        lr_scheduler_type="cosine",
-        max_grad_norm=config.max_grad_norm,
-        seed=config.seed,
-        logging_steps=1,
-        eval_strategy=eval_strategy,
-        eval_steps=config.eval_every,
-        save_strategy=eval_strategy if val_set is not None else "no",
-        save_steps=config.eval_every,
-        save_total_limit=1,
-        load_best_model_at_end=val_set is not None,
-        metric_for_best_model="eval_loss",
-        greater_is_better=False,
-        completion_only_loss=True,
-        max_length=None,  # long examples were dropped above, never truncated
-        gradient_checkpointing=config.gradient_checkpointing,
-        bf16=dtype == torch.bfloat16 and device.startswith("cuda"),
-        use_cpu=device == "cpu",
-        report_to=[],
-        disable_tqdm=True,
-        dataloader_pin_memory=device != "cpu",
+    bf16 = dtype == torch.bfloat16 and device.startswith("cuda")
+    args = _sft_config(
+        config, trl, checkpoints, schedule, validate=val_set is not None, bf16=bf16, device=device
     )
     result = TrainResult(
         out=str(out),
         train_examples=len(train_set),
-        val_examples=len(val_rows),
+        val_examples=n_val,
         dropped_too_long=dropped,
         steps=0,
         best=None,
@@ -401,26 +309,188 @@ def train(
         callbacks=[callback],
     )
     try:
-        trainer.train()
-        result.steps = trainer.state.global_step
-        model = trainer.model
-        if config.lora:
-            model = model.merge_and_unload()
-        out.parent.mkdir(parents=True, exist_ok=True)
-        _save(model, tokenizer, out)
+        _fit_and_save(trainer, config, tokenizer, out, result)
     finally:
         shutil.rmtree(checkpoints, ignore_errors=True)
     result.duration_s = round(time.monotonic() - start, 3)
+    _write_record(out, config, result, trl.__version__, schedule)
+    emit({"event": "finish", "out": str(out), "best": result.best, "steps": result.steps})
+    return result
+
+
+def _import_training() -> tuple[Any, Any, Any, Any]:
+    """datasets, torch, transformers and trl, or a clear error naming the extra to install."""
+    try:
+        import datasets
+        import torch
+        import transformers
+        import trl
+    except ImportError as e:
+        raise BadInputError(
+            f"training needs torch, transformers, datasets and trl: pip install 'triton-agent[train]' ({e})"
+        ) from e
+    return datasets, torch, transformers, trl
+
+
+def _lora_config(config: TrainConfig) -> Any:
+    """peft's LoraConfig (all linear layers) with `--lora`, else None."""
+    if not config.lora:
+        return None
+    try:
+        import peft
+    except ImportError as e:
+        raise BadInputError("--lora needs peft: pip install peft (or train without --lora)") from e
+    return peft.LoraConfig(
+        r=config.lora_r,
+        lora_alpha=config.lora_alpha,
+        lora_dropout=config.lora_dropout,
+        target_modules="all-linear",
+        task_type="CAUSAL_LM",
+    )
+
+
+def _check_paths(config: TrainConfig) -> Path:
+    """The output directory, once the pairs file exists and the output holds no files of the
+    user's (the final save replaces the whole directory)."""
+    if not Path(config.data).is_file():
+        raise BadInputError(f"pairs file not found: {config.data}")
+    out = Path(config.out)
+    if out.is_dir() and any(out.iterdir()) and not (out / "config.json").exists():
+        # the final save replaces the whole directory: never one holding files of the user's
+        raise BadInputError(
+            f"--out {out} holds files that are not a saved model; give a new directory"
+        )
+    return out
+
+
+def _load_base(config: TrainConfig, transformers: Any, dtype: Any) -> tuple[Any, Any]:
+    """The base model's tokenizer (padding with its end-of-sequence token if it has no pad
+    token) and model."""
+    check_base(config.base, config.local_files_only)
+    try:
+        tokenizer = transformers.AutoTokenizer.from_pretrained(
+            config.base, local_files_only=config.local_files_only
+        )
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            config.base, dtype=dtype, local_files_only=config.local_files_only
+        )
+    except (OSError, ValueError) as e:
+        raise BadInputError(f"cannot load the base model {config.base!r}: {e}") from e
+    if tokenizer.eos_token_id is None:
+        raise BadInputError("the base model's tokenizer has no end-of-sequence token")
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer, model
+
+
+def _examples(config: TrainConfig, tokenizer: Any, datasets: Any) -> tuple[Any, Any, int]:
+    """The prompt/completion examples, those too long dropped (how many: the third value),
+    split into a training set and a validation set (None when nothing is held out)."""
+    ds, dropped = drop_too_long(
+        pairs_dataset(config.data, config.prompt_template), tokenizer, config.max_length
+    )
+    if len(ds) == 0:
+        raise BadInputError(f"every pair is longer than --max-length {config.max_length} tokens")
+    train_rows, val_rows = split(list(ds), config.val_fraction, config.seed)
+    columns = ["prompt", "completion"]
+    train_set = datasets.Dataset.from_list([{k: r[k] for k in columns} for r in train_rows])
+    val_set = (
+        datasets.Dataset.from_list([{k: r[k] for k in columns} for r in val_rows])
+        if val_rows
+        else None
+    )
+    return train_set, val_set, dropped
+
+
+@dataclass(frozen=True)
+class _Schedule:
+    """Examples per forward pass, forward passes per optimizer step, optimizer steps."""
+
+    micro: int
+    accumulation: int
+    steps_per_epoch: int
+    total_steps: int
+
+    @classmethod
+    def of(cls, config: TrainConfig, examples: int) -> _Schedule:
+        micro = min(config.micro_batch_size, config.batch_size)
+        accumulation = max(1, math.ceil(config.batch_size / micro))
+        steps_per_epoch = math.ceil(examples / (micro * accumulation))
+        total_steps = min(config.max_steps or 10**9, config.epochs * steps_per_epoch)
+        return cls(micro, accumulation, steps_per_epoch, total_steps)
+
+
+def _sft_config(
+    config: TrainConfig,
+    trl: Any,
+    checkpoints: Path,
+    schedule: _Schedule,
+    *,
+    validate: bool,
+    bf16: bool,
+    device: str,
+) -> Any:
+    """TRL's SFTConfig: the schedule, a cosine learning rate, the loss on completions only,
+    evaluation and the best checkpoint kept (by validation loss) where there is a validation set."""
+    eval_strategy = "no" if not validate else ("steps" if config.eval_every else "epoch")
+    return trl.SFTConfig(
+        output_dir=str(checkpoints),
+        num_train_epochs=config.epochs,
+        max_steps=config.max_steps or -1,
+        per_device_train_batch_size=schedule.micro,
+        per_device_eval_batch_size=schedule.micro,
+        gradient_accumulation_steps=schedule.accumulation,
+        learning_rate=config.lr,
+        weight_decay=config.weight_decay,
+        warmup_steps=int(schedule.total_steps * config.warmup_ratio),
+        lr_scheduler_type="cosine",
+        max_grad_norm=config.max_grad_norm,
+        seed=config.seed,
+        logging_steps=1,
+        eval_strategy=eval_strategy,
+        eval_steps=config.eval_every,
+        save_strategy=eval_strategy if validate else "no",
+        save_steps=config.eval_every,
+        save_total_limit=1,
+        load_best_model_at_end=validate,
+        metric_for_best_model="eval_loss",
+        greater_is_better=False,
+        completion_only_loss=True,
+        max_length=None,  # long examples were dropped above, never truncated
+        gradient_checkpointing=config.gradient_checkpointing,
+        bf16=bf16,
+        use_cpu=device == "cpu",
+        report_to=[],
+        disable_tqdm=True,
+        dataloader_pin_memory=device != "cpu",
+    )
+
+
+def _fit_and_save(
+    trainer: Any, config: TrainConfig, tokenizer: Any, out: Path, result: TrainResult
+) -> None:
+    """Train, then save the chosen model (LoRA adapters merged into it) to `out`."""
+    trainer.train()
+    result.steps = trainer.state.global_step
+    model = trainer.model
+    if config.lora:
+        model = model.merge_and_unload()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    _save(model, tokenizer, out)
+
+
+def _write_record(
+    out: Path, config: TrainConfig, result: TrainResult, trl_version: str, schedule: _Schedule
+) -> None:
+    """OUT/training.json: the config, the result (losses, chosen checkpoint) and the trainer."""
     record = {
         "config": asdict(config),
         **result.to_dict(),
-        "trainer": {"library": f"trl {trl.__version__}", "steps_per_epoch": steps_per_epoch,
-                    "gradient_accumulation_steps": accumulation},
+        "trainer": {"library": f"trl {trl_version}", "steps_per_epoch": schedule.steps_per_epoch,
+                    "gradient_accumulation_steps": schedule.accumulation},
         "schema_version": 2,
     }  # fmt: skip
     write_atomic(out / "training.json", json.dumps(record, indent=2) + "\n")
-    emit({"event": "finish", "out": str(out), "best": result.best, "steps": result.steps})
-    return result
 
 
 def _save(model: Any, tokenizer: Any, out: Path) -> None:

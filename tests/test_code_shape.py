@@ -20,7 +20,6 @@ PACKAGES = ("tools", "agent")
 LONG_FUNCTIONS: dict[str, int] = {
     "agent/bench/run.py:_run_sample_mode": 130,
     "agent/cli/bench.py:register": 87,
-    "agent/train.py:train": 159,
     "tools/freshness.py:fp32_error_allowance": 106,
     "tools/judge.py:_compare": 81,
     "tools/triton_conv.py:triton_convolution": 93,
