@@ -10,7 +10,7 @@
 
 Problems and kernels are accepted as a path *or* as source text (a string with a newline in it is
 source text; anything else, and any `os.PathLike`, is a path). Domain errors are raised as
-`tools.errors.TritonAgentError` subclasses (`BadInputError` for bad input, `BackendError` when the
+`tools.core.errors.TritonAgentError` subclasses (`BadInputError` for bad input, `BackendError` when the
 LLM cannot be reached); they are never turned into exit codes here.
 
 Keyword options are the fields of `agent.config.AgentConfig` (`trials`, `timeout_s`, `aot_target`,
@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 from agent.options import DEFAULTS
 
 if TYPE_CHECKING:  # the heavy modules load on first call, so `import agent` stays cheap
-    from tools.profile import ProfileResult
-    from tools.results import Verdict
+    from tools.core.results import Verdict
+    from tools.orchestrate.profile import ProfileResult
 
 PathOrSource = str | os.PathLike[str]
 """A path to a `.py` file, or the file's text."""
@@ -122,8 +122,8 @@ def is_source_text(value: PathOrSource) -> bool:
 
 
 def load_problem(problem: PathOrSource):
-    """A `tools.problem.Problem` from a path or from source text (statically checked)."""
-    from tools.problem import problem_from_source, read_problem
+    """A `tools.core.problem.Problem` from a path or from source text (statically checked)."""
+    from tools.core.problem import problem_from_source, read_problem
 
     if is_source_text(problem):
         return problem_from_source(str(problem), "problem.py")
@@ -132,7 +132,7 @@ def load_problem(problem: PathOrSource):
 
 def load_kernel(kernel: PathOrSource) -> tuple[str, str]:
     """(source, path-for-messages) of a candidate given as a path or as source text."""
-    from tools.problem import read_kernel
+    from tools.core.problem import read_kernel
 
     if is_source_text(kernel):
         return str(kernel), "candidate.py"
@@ -141,7 +141,7 @@ def load_kernel(kernel: PathOrSource) -> tuple[str, str]:
 
 
 def _path(value: Any, what: str) -> str:
-    from tools.errors import BadInputError
+    from tools.core.errors import BadInputError
 
     if not isinstance(value, (str, os.PathLike)) or not os.fspath(value).strip():
         raise BadInputError(f"the {what} must be a path or source text, got {type(value).__name__}")
@@ -168,7 +168,7 @@ def materialize(value: PathOrSource, kind: str, runs_dir: str) -> str:
 
 
 def verify_options(**options: Any):
-    """`tools.verify.VerifyOptions` from `AgentConfig`-style verification keywords."""
+    """`tools.orchestrate.verify.VerifyOptions` from `AgentConfig`-style verification keywords."""
     from agent.config import VERIFY_FIELDS, AgentConfig
 
     unknown = sorted(set(options) - set(VERIFY_FIELDS))
@@ -185,7 +185,7 @@ def verify(
 ) -> Verdict:
     """Verify one candidate against a problem; returns the `Verdict` (`.correct`, `.status`,
     `.feedback()`, `.to_dict()`). `options`: `VERIFY_FIELDS`, e.g. `trials=2, aot_target=None`.
-    Pass a `tools.verify.Verifier` (`agent.evaluation.make_verifier`) to reuse its worker pool
+    Pass a `tools.orchestrate.verify.Verifier` (`agent.evaluation.make_verifier`) to reuse its worker pool
     and reference cache across calls."""
     from agent.evaluation import verify_candidate
 
@@ -205,7 +205,7 @@ def profile(
     """Verify, then time a candidate against eager and torch.compile (GPU). On a machine without
     a GPU the result's status is `unavailable`. `options`: `VERIFY_FIELDS`, or a `verifier`."""
     from agent.evaluation import profile_candidate
-    from tools.profile import ProfileOptions
+    from tools.orchestrate.profile import ProfileOptions
 
     prob = load_problem(problem)
     source, kpath = load_kernel(kernel)
@@ -295,7 +295,7 @@ def make_config(**config: Any):
 def resolve_backend(backend: Any, chat_model: Any, config: dict[str, Any]) -> Any:
     """The backend object to hand to the runner (None: let the config decide).
     A backend *name* is moved into `config["backend"]`."""
-    from tools.errors import BadInputError
+    from tools.core.errors import BadInputError
 
     if chat_model is not None:
         if backend is not None:
@@ -426,7 +426,7 @@ def generate_triton(
     from agent.extract import extract_code
     from agent.llm import make_backend
     from agent.prompts import render_chat, render_kernelllm
-    from tools.errors import BadInputError
+    from tools.core.errors import BadInputError
 
     if not isinstance(code, str) or not code.strip():
         raise BadInputError("generate_triton needs PyTorch source code")

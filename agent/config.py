@@ -14,10 +14,10 @@ from typing import Any
 
 from agent.llm import env_base_url
 from agent.options import DEFAULTS, check
-from tools.compare import Tolerance
-from tools.cuda_targets import parse_target
-from tools.errors import BadInputError
-from tools.verify import VerifyOptions
+from tools.checks.compare import Tolerance
+from tools.compile.cuda_targets import parse_target
+from tools.core.errors import BadInputError
+from tools.orchestrate.verify import VerifyOptions
 
 CUDA_ARCHES = frozenset({70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 110, 120, 121})
 """Compute capabilities Triton's bundled ptxas compiles for (3.x: `ptxas` below sm_90,
@@ -87,7 +87,7 @@ class AgentConfig:
     reference_numerics: str = DEFAULTS["reference_numerics"]
     """exact | pytorch-default: what the judge's reference computes in (TF32 convolutions)."""
     precision: str = DEFAULTS["precision"]
-    """fp32 | bf16 | fp16: the dtype the problem runs at (`tools.problem_dtype`)."""
+    """fp32 | bf16 | fp16: the dtype the problem runs at (`tools.core.problem_dtype`)."""
     device: str = DEFAULTS["device"]
     timeout_s: float = DEFAULTS["timeout_s"]
     aot_target: str | None = DEFAULTS["aot_target"]

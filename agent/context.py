@@ -10,7 +10,7 @@ from typing import Any
 
 from agent.config import AgentConfig
 from agent.rundir import RunDir
-from tools.verify import Verifier
+from tools.orchestrate.verify import Verifier
 
 
 @dataclass(kw_only=True)

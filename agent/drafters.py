@@ -14,10 +14,10 @@ from agent.prompts import (
     render_refinement,
 )
 from agent.state import Attempt, Candidate
-from tools.errors import BackendError
-from tools.limits import Limits
-from tools.problem_dtype import DEFAULT_PRECISION, PRECISION_ENV, cache_suffix
-from tools.sandbox import Sandbox
+from tools.core.errors import BackendError
+from tools.core.problem_dtype import DEFAULT_PRECISION, PRECISION_ENV, cache_suffix
+from tools.sandboxing.limits import Limits
+from tools.sandboxing.sandbox import Sandbox
 
 # Rank of statuses when choosing which attempt of a round to refine: closest to done first.
 _PROGRESS = {
@@ -165,7 +165,7 @@ class CompilerDrafter:
         GPU for 10-76 s a problem (KernelBench on the H200, session 4), most of a bench's time.
         Its autotuner may then pick a config under interference; the candidate's timing is still
         done alone: a timing job stops (SIGSTOP) the shared drafts of its GPU for its run rather
-        than wait minutes for them (`tools.slots.Pausable`). An out-of-memory in a shared draft
+        than wait minutes for them (`tools.sandboxing.slots.Pausable`). An out-of-memory in a shared draft
         is retried alone."""
         shared = self.device == "cuda" and gpu_mb is not None and self.sandbox.slots_per_gpu > 1
         out = self._run_job(
@@ -218,7 +218,7 @@ class CompilerDrafter:
 
 
 def _out_of_memory(out: Any) -> bool:
-    from tools.errors import is_out_of_memory_text
+    from tools.core.errors import is_out_of_memory_text
 
     text = " ".join(
         str(x or "")
@@ -237,11 +237,13 @@ DRAFT_CACHE_VERSION = "1"
 def drafter_files() -> list[str]:
     """The files a compiler draft's text depends on besides the problem: the drafter's package,
     the Triton convolutions, GEMM template, recurrent and attention kernels it copies into
-    candidates, and the call-site rewriting it uses (tools/tune.py)."""
+    candidates, and the call-site rewriting it uses (tools/compile/tune.py)."""
     import glob
     import os
 
-    from tools import attention_kernels, draft, gemm_template, recurrent_kernels, triton_conv, tune
+    from tools import draft
+    from tools.compile import tune
+    from tools.kernels import attention_kernels, gemm_template, recurrent_kernels, triton_conv
 
     package = os.path.dirname(draft.__file__)
     copied = [
@@ -277,13 +279,13 @@ def draft_cache_key(problem_source: str, device: str) -> str:
 
 
 def _draft_path(key: str):
-    from tools.cache import cache_dir
+    from tools.core.cache import cache_dir
 
     return cache_dir() / "drafts" / f"{key}.json"
 
 
 def _read_draft(key: str) -> Candidate | None:
-    from tools.cache import read_json
+    from tools.core.cache import read_json
 
     data = read_json(_draft_path(key))
     if not isinstance(data, dict) or not isinstance(data.get("code"), str):
@@ -298,6 +300,6 @@ def _read_draft(key: str) -> Candidate | None:
 
 
 def _write_draft(key: str, cand: Candidate) -> None:
-    from tools.cache import write_json
+    from tools.core.cache import write_json
 
     write_json(_draft_path(key), {"code": cand["code"], "response": cand["response"]})

@@ -1,7 +1,7 @@
 """The one evaluation path of agent/: the verifier every command and the API build
-(`make_verifier`), a candidate verified (`verify_candidate`: `tools.evaluate`), profiled
+(`make_verifier`), a candidate verified (`verify_candidate`: `tools.orchestrate.evaluate`), profiled
 (`profile_candidate`) or turned into an evaluated attempt of the loop (`evaluate_candidate`:
-`tools.evaluate`), and the rule that decides whether an attempt replaces the best."""
+`tools.orchestrate.evaluate`), and the rule that decides whether an attempt replaces the best."""
 
 from __future__ import annotations
 
@@ -10,16 +10,16 @@ import os
 import signal
 from typing import TYPE_CHECKING, Any
 
-import tools.evaluate
+import tools.orchestrate.evaluate
 from agent.context import RunContext
 from agent.state import Attempt, Candidate
-from tools.problem import Problem
-from tools.results import Verdict
-from tools.roofline import NOISE_FLOOR
-from tools.verify import Verifier, VerifyOptions
+from tools.checks.roofline import NOISE_FLOOR
+from tools.core.problem import Problem
+from tools.core.results import Verdict
+from tools.orchestrate.verify import Verifier, VerifyOptions
 
 if TYPE_CHECKING:
-    from tools.profile_result import ProfileOptions, ProfileResult
+    from tools.orchestrate.profile_result import ProfileOptions, ProfileResult
 
 KEEP_MARGIN = NOISE_FLOOR
 """A correct attempt replaces the best only when it is faster by more than this fraction, the
@@ -29,7 +29,7 @@ by 0.6-2.2%, which is not a result."""
 
 def make_verifier(options: VerifyOptions, *, one_job: bool = False) -> Verifier:
     """The verifier for `options` (its device, sandbox slots, limits): the one place agent/
-    builds a `tools.verify.Verifier` (`tests/test_one_evaluation_path.py` keeps it so). Share
+    builds a `tools.orchestrate.verify.Verifier` (`tests/test_one_evaluation_path.py` keeps it so). Share
     one across candidates and problems: it keeps their worker slots and checked problems.
     `one_job`: at most one job at a time on the CPU (a Ray task holds one core); on CUDA the
     slots are still every GPU the process sees times `jobs_per_gpu`."""
@@ -48,9 +48,9 @@ class _OneJobVerifier(Verifier):
 def verify_candidate(
     verifier: Verifier, problem: Problem, source: str, kernel_path: str = "candidate.py"
 ) -> Verdict:
-    """The verdict of one candidate (`verify`, the API, the MCP tool): `tools.evaluate`'s,
+    """The verdict of one candidate (`verify`, the API, the MCP tool): `tools.orchestrate.evaluate`'s,
     without timing."""
-    return tools.evaluate.evaluate(
+    return tools.orchestrate.evaluate.evaluate(
         problem, source, verifier=verifier, kernel_path=kernel_path, measure=False
     ).verdict
 
@@ -62,10 +62,10 @@ def profile_candidate(
     kernel_path: str = "candidate.py",
     options: ProfileOptions | None = None,
 ) -> ProfileResult:
-    """Verify, then time one candidate (`profile`, the API, the MCP tool): `tools.profile`, the
-    timing `tools.evaluate` runs on a GPU, whose whole result (the table, the trace, status
+    """Verify, then time one candidate (`profile`, the API, the MCP tool): `tools.orchestrate.profile`, the
+    timing `tools.orchestrate.evaluate` runs on a GPU, whose whole result (the table, the trace, status
     `unavailable` without a GPU) these callers show."""
-    from tools.profile import profile
+    from tools.orchestrate.profile import profile
 
     return profile(problem, source, verifier=verifier, kernel_path=kernel_path, options=options)
 
@@ -82,7 +82,7 @@ def no_code_message(candidate: Candidate) -> str | None:
 def evaluate_candidate(
     ctx: RunContext, problem: Problem, candidate: Candidate, *, index: int, round_: int
 ) -> Attempt:
-    ev = tools.evaluate.evaluate(
+    ev = tools.orchestrate.evaluate.evaluate(
         problem,
         candidate["code"],
         verifier=ctx.verifier,

@@ -26,7 +26,7 @@ import re
 import textwrap
 from dataclasses import dataclass
 
-from tools import pyast
+from tools.core import pyast
 
 PYTHON_LABELS = {"", "python", "python3", "py", "triton"}
 SPECIAL_TOKENS = re.compile(r"<\|(?:begin_of_text|end_of_text|eot_id|im_end|endoftext)\|>")

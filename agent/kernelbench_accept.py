@@ -15,7 +15,7 @@ source (KernelBench's own, loaded from a path: `load_static_checker`; never copi
 correctness part compares KernelBench's tolerance with the error our verification measured
 against the reference *as KernelBench runs it*: only a verdict made under
 `--reference-numerics pytorch-default` on a GPU measured that (`evidence.reference_error`,
-`tools.reference.allclose_ratio`); any other says "not measured". It is a prediction: KernelBench
+`tools.orchestrate.reference.allclose_ratio`); any other says "not measured". It is a prediction: KernelBench
 draws other inputs from its own seeds, and `benchmarks/kb_judge_agreement.py` runs its judge to
 check it.
 """
@@ -29,7 +29,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from tools.errors import BadInputError
+from tools.core.errors import BadInputError
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_EVAL_DIR = ROOT.parent / "shared" / "kernelbench-eval"

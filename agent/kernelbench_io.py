@@ -31,8 +31,8 @@ from typing import Any
 
 from agent.kernelbench_accept import acceptance, checker_path, load_static_checker
 from agent.rundir import write_atomic
-from tools.errors import BadInputError
-from tools.results import strict_json
+from tools.core.errors import BadInputError
+from tools.core.results import strict_json
 
 _ID = re.compile(r"^(\d+)_")
 _LEVEL = re.compile(r"level_?(\d+)$")

@@ -2,7 +2,7 @@
 
 `agent.mcp_server` declares the tools; `finish_server` (called at the end of `build_server`) types
 them. The verdict and profile schemas are the tool results' own dataclasses seen through pydantic
-(`tools.results.Verdict`, `tools.profile_result.ProfileResult`: one declaration, field docstrings become
+(`tools.core.results.Verdict`, `tools.orchestrate.profile_result.ProfileResult`: one declaration, field docstrings become
 schema descriptions); the run result, which is a plain object built by `agent.report`, has its
 model here. A client therefore sees every field, its type and what it means, and its SDK checks
 `structuredContent` against the schema.
@@ -23,16 +23,16 @@ import pydantic.dataclasses as pdc
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.version import package_version
-from tools.errors import BadInputError
-from tools.profile_result import ProfileResult
-from tools.results import Verdict
+from tools.core.errors import BadInputError
+from tools.core.results import Verdict
+from tools.orchestrate.profile_result import ProfileResult
 
 _DOCS = ConfigDict(use_attribute_docstrings=True)
 
 VerdictOut = pdc.dataclass(Verdict, config=_DOCS)
-"""The `verify` result: `tools.results.Verdict`."""
+"""The `verify` result: `tools.core.results.Verdict`."""
 ProfileOut = pdc.dataclass(ProfileResult, config=_DOCS)
-"""The `profile` result: `tools.profile_result.ProfileResult` (the trace text is never sent)."""
+"""The `profile` result: `tools.orchestrate.profile_result.ProfileResult` (the trace text is never sent)."""
 
 
 class AttemptOut(BaseModel):

@@ -24,7 +24,7 @@ from pydantic import Field
 
 from agent.options import BACKENDS, BY_NAME, DEFAULTS, field_constraints
 from agent.progress import drafting_what
-from tools.errors import BadInputError, TritonAgentError
+from tools.core.errors import BadInputError, TritonAgentError
 
 ProblemArg = Annotated[
     str, Field(description="Problem file (KernelBench format): a path, or the file's source text.")

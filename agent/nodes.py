@@ -20,8 +20,8 @@ from agent.interrupt import STOPPING, interruptible, sigint_held, sigint_pending
 from agent.report import write_best_kernel, write_final_files
 from agent.state import AgentState, Attempt, Candidate
 from agent.tuning import FULL_PRECISION, precision_fallback
-from tools.errors import BackendError
-from tools.problem import problem_from_source
+from tools.core.errors import BackendError
+from tools.core.problem import problem_from_source
 
 Decision = Literal["feedback", "tune", "finish"]
 

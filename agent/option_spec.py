@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from tools.errors import BadInputError
+from tools.core.errors import BadInputError
 
 
 @dataclass(frozen=True, kw_only=True)

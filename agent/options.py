@@ -5,7 +5,7 @@ keywords (`config_kwargs`), gives the MCP tools and the API their defaults (`DEF
 checks every value once (`check`, called by `AgentConfig`): a value out of range is a
 `BadInputError` naming the flag (exit 2), before any work.
 
-Verification defaults are `tools.verify_options.VerifyOptions`'s own (tools/ owns them); the
+Verification defaults are `tools.orchestrate.verify_options.VerifyOptions`'s own (tools/ owns them); the
 sampling rows are `agent.llm.base.SAMPLING_OPTIONS` (KernelLLM's published settings), declared
 beside the backends that check them with the same `Option.check`; the backend kinds come from
 the backend registry (`agent.llm.REGISTRY`).
@@ -21,12 +21,12 @@ from typing import Any
 from agent.llm import REGISTRY
 from agent.llm.base import SAMPLING_OPTIONS
 from agent.option_spec import Option
-from tools.compare import PRESETS, Tolerance
-from tools.evaluate import BASELINES, DEFAULT_BASELINE
-from tools.limits import HOST_FLOOR_MB
-from tools.problem_dtype import PRECISIONS
-from tools.reference import REFERENCE_NUMERICS
-from tools.verify_options import POLICIES, VerifyOptions
+from tools.checks.compare import PRESETS, Tolerance
+from tools.core.problem_dtype import PRECISIONS
+from tools.orchestrate.evaluate import BASELINES, DEFAULT_BASELINE
+from tools.orchestrate.reference import REFERENCE_NUMERICS
+from tools.orchestrate.verify_options import POLICIES, VerifyOptions
+from tools.sandboxing.limits import HOST_FLOOR_MB
 
 _VERIFY = {f.name: f.default for f in dataclasses.fields(VerifyOptions)}
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from string import Template
 from typing import Literal
 
-from tools.errors import BadInputError
+from tools.core.errors import BadInputError
 
 Message = dict[str, str]
 Fmt = Literal["completion", "chat"]
@@ -56,10 +56,10 @@ def load_template(name: str) -> str:
 
 
 def problem_at_precision(problem_source: str, precision: str) -> str:
-    """The problem as the prompts show it at `--precision` (`tools.problem_dtype`): as written
+    """The problem as the prompts show it at `--precision` (`tools.core.problem_dtype`): as written
     at fp32; at bf16/fp16 followed by `_precision.txt`, a comment that says the dtype the
     harness casts the model and its inputs to and what that asks of the kernel."""
-    from tools.problem_dtype import KERNELBENCH_TOLERANCE, torch_dtype
+    from tools.core.problem_dtype import KERNELBENCH_TOLERANCE, torch_dtype
 
     if precision == "fp32":
         return problem_source

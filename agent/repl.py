@@ -25,8 +25,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.syntax import Syntax
 
-from tools import pyast
-from tools.errors import TritonAgentError
+from tools.core import pyast
+from tools.core.errors import TritonAgentError
 
 BANNER = (
     "Paste a PyTorch module (KernelBench format: class Model, get_inputs(), get_init_inputs()),\n"

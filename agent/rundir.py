@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tools.errors import BadInputError
-from tools.results import strict_json
+from tools.core.errors import BadInputError
+from tools.core.results import strict_json
 
 
 def new_run_id(problem_path: str) -> str:

@@ -20,9 +20,9 @@ from agent.interrupt import sigint_held
 from agent.llm import backend_for
 from agent.report import result_object
 from agent.rundir import RunDir, new_run_id
-from tools.errors import BackendConfigError, BadInputError, TritonAgentError
-from tools.problem import Problem, read_kernel, read_problem
-from tools.verify import Verifier
+from tools.core.errors import BackendConfigError, BadInputError, TritonAgentError
+from tools.core.problem import Problem, read_kernel, read_problem
+from tools.orchestrate.verify import Verifier
 
 
 def new_rundir(problem_path: str, config: AgentConfig) -> RunDir:

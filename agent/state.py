@@ -36,7 +36,7 @@ class Attempt(TypedDict):
     speedups: dict[str, float]
     """Over each baseline that was timed: {"eager": x, "compile": y}."""
     verdict: dict[str, Any]
-    """`tools.results.Verdict.to_dict()`."""
+    """`tools.core.results.Verdict.to_dict()`."""
     profile: dict[str, Any] | None
     feedback: str
     """The evidence as the LLM will read it."""

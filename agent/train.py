@@ -39,7 +39,7 @@ from typing import Any
 
 from agent.llm.hf_backend import resolve_dtype
 from agent.rundir import write_atomic
-from tools.errors import BadInputError
+from tools.core.errors import BadInputError
 
 log = logging.getLogger(__name__)
 

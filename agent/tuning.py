@@ -1,9 +1,9 @@
 """The tuner node's work: try launch-parameter variants of the best correct kernel (GPU only),
 re-verify and time each, keep the fastest correct one. Spends no LLM budget.
 
-Search: for this project's GEMM template calls (tools.gemm_template), whole tile configs first,
-then split-K and the `tl.dot` input precision of the best (tools.tune.gemm_variants); for other
-launches one knob at a time (tools.tune.one_at_a_time). Every variant goes through the full
+Search: for this project's GEMM template calls (tools.kernels.gemm_template), whole tile configs first,
+then split-K and the `tl.dot` input precision of the best (tools.compile.tune.gemm_variants); for other
+launches one knob at a time (tools.compile.tune.one_at_a_time). Every variant goes through the full
 verification before it is timed, so a less precise variant (plain TF32) survives only where the
 problem's tolerance allows it; the notes name the precision the kept kernel uses.
 
@@ -21,8 +21,8 @@ from agent.context import RunContext
 from agent.evaluation import evaluate_candidate, improves
 from agent.report import write_best_kernel
 from agent.state import Attempt, Candidate
-from tools import tune as knobs
-from tools.problem import problem_from_source
+from tools.compile import tune as knobs
+from tools.core.problem import problem_from_source
 
 MAX_TRIALS = 16
 

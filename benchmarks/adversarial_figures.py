@@ -134,8 +134,8 @@ def run_corpus(
     workers: int | None = None,
 ) -> tuple[list[Outcome], str]:
     """Verify every case (in parallel, one job per sandbox slot). Returns outcomes and the device."""
-    from tools.problem import read_problem
-    from tools.verify import Verifier, VerifyOptions, resolve_device
+    from tools.core.problem import read_problem
+    from tools.orchestrate.verify import Verifier, VerifyOptions, resolve_device
 
     dev = resolve_device(device)
     runnable = [c for c in cases if dev == "cuda" or not c.requires_cuda]

@@ -1,4 +1,4 @@
-"""The fp64 rule's limits (issue 35, `tools/fp64_rule.py`) measured on honest and dishonest
+"""The fp64 rule's limits (issue 35, `tools/checks/fp64_rule.py`) measured on honest and dishonest
 outputs, in-process, on the CPU or a GPU:
 
     python benchmarks/allowance_calibration.py [--device cpu|cuda] [--seeds 2] [--out FILE]
@@ -9,7 +9,7 @@ Problems: row sums of 3,072 rows over 4,096 signed terms where every row cancels
 1,024 lanes; the GEMM in K-blocks of 32 and 512, and on a GPU a Triton tl.dot kernel with
 input_precision="ieee"), the exact value rounded to fp32, the honest output rounded to 15
 mantissa bits, and 3x PyTorch's own error at every element. Per output: the verdict of
-`tools.compare.compare_outputs` with the judge's draws, cap and claim; how many elements were
+`tools.checks.compare.compare_outputs` with the judge's draws, cap and claim; how many elements were
 excused (E) against what PyTorch's own draws miss (P, the cap is P + 8); the worst element's
 error over PyTorch's error there (the claim refuses above 8). On a GPU the reference is
 cuBLAS/cuda's sum in full fp32 (TF32 off), the judge's setting.
@@ -30,16 +30,16 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tools.compare import Tolerance, compare_outputs  # noqa: E402
-from tools.fp64_rule import (  # noqa: E402
+from tools.checks.compare import Tolerance, compare_outputs  # noqa: E402
+from tools.checks.fp64_rule import (  # noqa: E402
     ALLOWANCE_FACTOR,
     FP64_SLACK,
     ORDER_FACTOR,
     claim_ratio,
     excuse_cap,
 )
-from tools.freshness import fp32_error_allowance  # noqa: E402
-from tools.precision import lower_precision, precision_sample  # noqa: E402
+from tools.checks.freshness import fp32_error_allowance  # noqa: E402
+from tools.checks.precision import lower_precision, precision_sample  # noqa: E402
 
 TOL = Tolerance()
 
@@ -245,7 +245,7 @@ def outputs(model, inputs, ref32, ref64) -> dict:
 def _judged(model, inputs, ref32, ref64, seed, order_factor):
     """The allowance and the cap as the judge makes them, with `ORDER_FACTOR` set (0: the rule
     before session 17, PyTorch's draws alone and a cap counted against PyTorch's reference)."""
-    import tools.fp64_rule as rule
+    import tools.checks.fp64_rule as rule
 
     saved, rule.ORDER_FACTOR = rule.ORDER_FACTOR, order_factor
     try:

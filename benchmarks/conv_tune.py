@@ -1,4 +1,4 @@
-"""Time this project's Triton convolutions (tools/triton_conv.py) against cuDNN on KernelBench
+"""Time this project's Triton convolutions (tools/kernels/triton_conv.py) against cuDNN on KernelBench
 level-1 convolution problems, over a small sweep of tiles and tl.dot input precisions.
 
 One problem a process (benchmarks/gpu_conv_tune.sh runs them under `timeout`, so a crash or a
@@ -6,7 +6,7 @@ hang costs one problem, not the run). For each convolution module of the problem
 input captured by a forward hook at the published sizes):
 
 - cuDNN eager with PyTorch's default TF32 (what a user's eager runs) and with TF32 off;
-- `triton_convolution` at the default tile (tools.tune.CONV_TILES[0]) with each precision of
+- `triton_convolution` at the default tile (tools.compile.tune.CONV_TILES[0]) with each precision of
   `PRECISION_SWEEP` (tf32x3, bf16x3, tf32, tf32x3 with SPLIT_W, tf32x3 with PACK_W=False, ieee),
   then the tuner's other tiles (pruned by the group's output channels) at tf32x3, then the best
   tile at the fastest other precision that passed 1e-2;
@@ -132,7 +132,7 @@ def timer(device: str):
 
 def tiles_for(c_out_g: int, direct: bool) -> list[tuple]:
     """The tuner's tiles worth trying for this convolution, the default first."""
-    from tools.tune import CONV_TILES
+    from tools.compile.tune import CONV_TILES
 
     if direct:  # the direct kernel reads BLOCK_M (positions a program) and num_warps
         return [(1024, 0, 0, 4, 0), (512, 0, 0, 4, 0), (2048, 0, 0, 8, 0), (256, 0, 0, 4, 0)]
@@ -191,7 +191,7 @@ def tune_conv(conv_name, m, x, emit, bench, deadline: float) -> None:
     """cuDNN (TF32 on, off) and the Triton sweep for one convolution module, rows to `emit`."""
     import torch
 
-    from tools.triton_conv import DIRECT_MAX_COUT_G, triton_convolution
+    from tools.kernels.triton_conv import DIRECT_MAX_COUT_G, triton_convolution
 
     kw = conv_args(m)
     w, b = m.weight.detach(), None if m.bias is None else m.bias.detach()
@@ -311,7 +311,7 @@ def main(argv=None) -> int:
             f.write(HEADER)
         return 0
     if args.device == "cpu":
-        os.environ["TRITON_INTERPRET"] = "1"  # before tools.triton_conv defines its kernels
+        os.environ["TRITON_INTERPRET"] = "1"  # before tools.kernels.triton_conv defines its kernels
     return run(args)
 
 

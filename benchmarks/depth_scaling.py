@@ -7,8 +7,8 @@ blocks (and a residual variant), drafted with the compiler drafter and verified,
 For each (variant, N): the problem (batch 1, 8 channels, 8x8 images by default; `--channels`,
 `--size`, `--batch` for real sizes on a GPU) is drafted in this process under cProfile (the
 draft's own phase note: reference forward, Inductor, rewriting, picks) and then verified through
-`tools.verify.Verifier` with every job profiled (`TRITON_AGENT_JOB_PROFILE`: each job's cProfile
-stats, `tools.job_process`). Written to `--out`:
+`tools.orchestrate.verify.Verifier` with every job profiled (`TRITON_AGENT_JOB_PROFILE`: each job's cProfile
+stats, `tools.sandboxing.job_process`). Written to `--out`:
 
 - `rows.jsonl`: one row per (variant, N): the draft's phases, the candidate's size (lines,
   kernels, launches), the verdict, the candidate job's stage timings (setup, import, runs, aot),
@@ -230,10 +230,10 @@ def verify(
 ) -> dict:
     """Verify `source` with every job profiled into `job_dir`; the verdict and each job's
     phases (cProfile), the agent side profiled too."""
-    from tools.problem import read_problem
-    from tools.sandbox import JOB_PROFILE_DIR_ENV
-    from tools.verify import Verifier
-    from tools.verify_options import VerifyOptions
+    from tools.core.problem import read_problem
+    from tools.orchestrate.verify import Verifier
+    from tools.orchestrate.verify_options import VerifyOptions
+    from tools.sandboxing.sandbox import JOB_PROFILE_DIR_ENV
 
     job_dir.mkdir(parents=True, exist_ok=True)
     if profile_jobs:

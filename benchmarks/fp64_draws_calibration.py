@@ -1,6 +1,6 @@
 """How often the judge's fp64 rule lets an honest fp32 kernel through, and a wrong one, with one
 draw of PyTorch's fp32 error (the trial's own) against `1 + FP32_DRAWS` draws (the trial's and
-copies of its inputs an fp32 ulp away: `tools.freshness.fp32_error_allowance`). CPU only.
+copies of its inputs an fp32 ulp away: `tools.checks.freshness.fp32_error_allowance`). CPU only.
 
     python benchmarks/fp64_draws_calibration.py [--seeds 200] [--gemm-seeds 8] [--out FILE]
 
@@ -33,8 +33,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tools.compare import Tolerance, compare_outputs  # noqa: E402
-from tools.freshness import (  # noqa: E402
+from tools.checks.compare import Tolerance, compare_outputs  # noqa: E402
+from tools.checks.freshness import (  # noqa: E402
     ALLOWANCE_FACTOR,
     FP32_DRAWS,
     fp32_error_allowance,

@@ -3,7 +3,7 @@
 
 Per problem: draft with `tools.draft.draft_candidate` (CPU codegen, which needs no
 torch.compile on the GPU; the GEMM is this project's template either way), then time the draft
-and the tuner's variants (`tools.tune.gemm_variants`: tile configs, then split-K and input
+and the tuner's variants (`tools.compile.tune.gemm_variants`: tile configs, then split-K and input
 precision of the best) with `triton.testing.do_bench` (median, L2 flushed by do_bench), eager and
 torch.compile the same way. A variant counts only if its output matches eager's at the
 verifier's fp32 tolerance (atol = rtol = 1e-4, `torch.allclose`), so plain TF32 is timed but not
@@ -90,7 +90,7 @@ def draft_all(paths: list[str], work: Path) -> dict:
 def run_problem(path: Path, draft: dict, work: Path, budget_s: float) -> dict:
     import torch
 
-    from tools import tune
+    from tools.compile import tune
 
     start = time.monotonic()
     row: dict = {"problem": path.stem, "draft_s": draft["seconds"]}

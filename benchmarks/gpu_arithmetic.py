@@ -1,4 +1,4 @@
-"""Verdict.arithmetic on a GPU (issue 35): each candidate verified as `tools.profile` verifies
+"""Verdict.arithmetic on a GPU (issue 35): each candidate verified as `tools.orchestrate.profile` verifies
 it (the candidate job's Triton cache kept), then named three ways: the verdict's field (the
 compiled TTIR where the cache has it), the cache alone per kernel, and the source alone (what a
 verification without a kept cache says). Figures to $OUT/gpu_arithmetic.{json,md}.
@@ -24,11 +24,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tools.arithmetic import arithmetic_of, from_cache_dir  # noqa: E402
-from tools.problem import read_problem  # noqa: E402
-from tools.results import Verdict  # noqa: E402
-from tools.triton_conv import candidate_source  # noqa: E402
-from tools.verify import Verifier, VerifyOptions  # noqa: E402
+from tools.checks.arithmetic import arithmetic_of, from_cache_dir  # noqa: E402
+from tools.core.problem import read_problem  # noqa: E402
+from tools.core.results import Verdict  # noqa: E402
+from tools.kernels.triton_conv import candidate_source  # noqa: E402
+from tools.orchestrate.verify import Verifier, VerifyOptions  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 EX = ROOT / "examples"

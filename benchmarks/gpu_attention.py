@@ -1,4 +1,4 @@
-"""tools/attention_kernels.py on a GPU at transformer sizes: max abs error against an fp64
+"""tools/kernels/attention_kernels.py on a GPU at transformer sizes: max abs error against an fp64
 reference, and time against F.scaled_dot_product_attention (eager: PyTorch picks its fused
 kernel; fp32 takes the memory-efficient one, not flash) and torch.compile of the same call, for
 the default launch parameters and a few others (`--no-sweep`: the default only).
@@ -25,7 +25,7 @@ import triton.testing
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tools.attention_kernels import attention_config, triton_attention  # noqa: E402
+from tools.kernels.attention_kernels import attention_config, triton_attention  # noqa: E402
 
 SHAPES = {
     # name: (batch, heads, L, S, head dim, causal, mask)

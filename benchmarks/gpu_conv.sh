@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 15 item 1 on the GPU: a handful of KernelBench level-1 convolutions at their published
 # sizes, drafted by the compiler drafter on CUDA (Inductor's Triton + this project's Triton
-# convolutions, tools/triton_conv.py, where Inductor would call a library conv), then
+# convolutions, tools/kernels/triton_conv.py, where Inductor would call a library conv), then
 # `agent profile` under the strict policy: it verifies on CUDA first (the verdict is in its JSON;
 # incorrect kernels are never timed), then times the candidate against eager and torch.compile.
 #
@@ -15,7 +15,7 @@
 #                      2D, strided transposed 2D (stride 5: the phased kernel), 1D, depthwise,
 #                      pointwise, 3D; the later ones are skipped when time runs out
 #   TF32 [1]           1: PyTorch's defaults (the judge computes its reference with TF32 off
-#                      itself, tools.precision.full_fp32; the eager and compile baselines keep
+#                      itself, tools.checks.precision.full_fp32; the eager and compile baselines keep
 #                      cuDNN's TF32, as a user's eager would). 0: NVIDIA_TF32_OVERRIDE=0, so the
 #                      baselines' cuDNN convs run in full fp32 too (the fp32-to-fp32 comparison).
 #   KB_DIR [.kb]       KernelBench copy (`cp -r ../shared/kernelbench .kb`)

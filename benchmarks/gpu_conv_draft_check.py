@@ -21,7 +21,7 @@ import torch
 import triton
 
 from tools.draft import draft_candidate
-from tools.job_common import _copy_matching_weights, build_model, exec_module, make_inputs
+from tools.job.job_common import _copy_matching_weights, build_model, exec_module, make_inputs
 
 
 def module(name: str, source: str, directory: str) -> types.ModuleType:

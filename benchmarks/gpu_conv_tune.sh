@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Issue 15, convolutions: this project's Triton convolutions (tools/triton_conv.py) against cuDNN
+# Issue 15, convolutions: this project's Triton convolutions (tools/kernels/triton_conv.py) against cuDNN
 # on KernelBench level-1 convolution problems at their published sizes, over a small sweep of
-# tiles (tools.tune.CONV_TILES) and tl.dot input precisions (tf32x3, bf16x3, tf32, ieee), each
+# tiles (tools.compile.tune.CONV_TILES) and tl.dot input precisions (tf32x3, bf16x3, tf32, ieee), each
 # checked in-process against an fp64 convolution (max abs error; all-close at 1e-4 and 1e-2).
 # cuDNN is timed with PyTorch's default TF32 and with TF32 off. benchmarks/conv_tune.py does one
 # problem; each runs in its own process under `timeout`, so a crash or a hang costs one problem.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The fp32 contract's any-order rule (session 17, issues 34/35: tools/fp64_rule.py ORDER_FACTOR,
+# The fp32 contract's any-order rule (session 17, issues 34/35: tools/checks/fp64_rule.py ORDER_FACTOR,
 # docs/verification.md "Any order, not PyTorch's") on one H200, about 3-4 minutes:
 #   1. benchmarks/allowance_calibration.py --device cuda: every output's verdict now and before
 #      (PyTorch's draws alone), its worst error over F = max(D, 8 C), D and C; expected: the

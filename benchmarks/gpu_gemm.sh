@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # fp32 GEMM problems of KernelBench through the compiler drafter + the tuner's GEMM search
-# (tools/gemm_template.py, tools.tune.gemm_variants), timed against eager (cuBLAS SGEMM, TF32
+# (tools/kernels/gemm_template.py, tools.compile.tune.gemm_variants), timed against eager (cuBLAS SGEMM, TF32
 # off) and torch.compile on one GPU (issue 15 item 2). Runs in <= 150 s:
 #
 #   run(command="bash benchmarks/gpu_gemm.sh", carry=[".whl", ".kb"], kind="nvidia-h200",

@@ -3,7 +3,7 @@
 # --backend compiler` on a two-GPU machine (nvidia-h200-x2): one level per GPU, both at once,
 # JOBS_PER_GPU verification jobs at a time on each GPU (timing still has its GPU alone). Two
 # independent benches rather than one over both GPUs: in one bench a timing or drafting job
-# waiting for a GPU holds back every shared job, on both GPUs (tools.sandbox.SlotPool); the
+# waiting for a GPU holds back every shared job, on both GPUs (tools.sandboxing.sandbox.SlotPool); the
 # levels are about the same size (76 and 80 problems). Reasoned, not measured.
 #
 # The problems travel in .kb/ (git-ignored: `cp -r ../shared/kernelbench .kb`), the wheels in

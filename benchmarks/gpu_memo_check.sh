@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 34 on one H200 (about 2 to 2.5 minutes, at most 4): the GPU's rule for a memo decided
-# inside a launch (each recorded launch timed with CUDA events; tools/launch_times.py,
+# inside a launch (each recorded launch timed with CUDA events; tools/checks/launch_times.py,
 # docs/verification.md "Inside a launch"):
 #   1. benchmarks/memo_check.py: matmul__memo_device_flag and matmul__memo_device_loop_bound, their
 #      honest twins (the memo branch disabled) and the honest GEMM example, verified 4 at a time

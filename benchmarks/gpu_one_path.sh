@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 37 (agent/ side), checked on one GPU in about 3 minutes: verify and profile through the
-# one evaluation path (make_verifier; verify via tools.evaluate, profile via profile_candidate),
+# one evaluation path (make_verifier; verify via tools.orchestrate.evaluate, profile via profile_candidate),
 # the profile trace still written, and the switch pairs of the option table on a real run.
 #
 #   run(command="bash benchmarks/gpu_one_path.sh", carry=[".whl"], kind="nvidia-h200", timeout_s=400)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The low-mantissa-bit check (issue 35, tools/output_bits.py) on one H200 (about 2-3 minutes,
+# The low-mantissa-bit check (issue 35, tools/checks/output_bits.py) on one H200 (about 2-3 minutes,
 # at most 4): benchmarks/output_bits_corpus.py on CUDA, 4 jobs: every corpus kind expected `ok`
 # (the honest Triton kernels' outputs on the GPU, ex2.approx and tl.dot included: none may become
 # `mismatch` by its low bits), the cancelling sums (cancel_sum__outputs_rounded_15_bits must be

@@ -1,4 +1,4 @@
-"""tools/recurrent_kernels.py on a GPU at KernelBench level 3's published sizes (36/37/38 LSTM,
+"""tools/kernels/recurrent_kernels.py on a GPU at KernelBench level 3's published sizes (36/37/38 LSTM,
 40/41/42 GRU: batch 10, 512 steps, input 128, hidden 256, 6 layers): max abs error against an
 fp64 reference, and time against nn.LSTM/GRU (cuDNN) and torch.compile of the same module
 (which runs it eagerly: Dynamo cannot trace RNNs), for a few launch parameters.
@@ -22,7 +22,7 @@ import triton.testing
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tools.recurrent_kernels import RNN_CONFIG, triton_gru, triton_lstm  # noqa: E402
+from tools.kernels.recurrent_kernels import RNN_CONFIG, triton_gru, triton_lstm  # noqa: E402
 
 PROBLEMS = {
     "36_LSTMHn": ("lstm", False),

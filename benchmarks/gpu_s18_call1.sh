@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 18, device call 1 (one H200, about 8 minutes), from a snapshot of HEAD (.gpu_snap),
-# after the launch timing's device-side hold (tools/launch_record.DeviceHold) and the rule back
+# after the launch timing's device-side hold (tools/compile/launch_record.DeviceHold) and the rule back
 # at 0.7x / 2 us. Two lanes side by side (at most two: docs/gpu-runbook.md):
 #   lane V  benchmarks/gpu_verifier.sh (CAP_S=420, 6 jobs): the whole corpus on CUDA, Liger's
 #           ops, the sanitizer pair (issue 34: 0 false accepts and 0 false rejects at one commit?)

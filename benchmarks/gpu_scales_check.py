@@ -25,9 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tools.problem import read_problem  # noqa: E402
-from tools.triton_conv import candidate_source  # noqa: E402
-from tools.verify import Verifier, VerifyOptions  # noqa: E402
+from tools.core.problem import read_problem  # noqa: E402
+from tools.kernels.triton_conv import candidate_source  # noqa: E402
+from tools.orchestrate.verify import Verifier, VerifyOptions  # noqa: E402
 
 PROBLEM = """
 import torch

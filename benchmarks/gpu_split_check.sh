@@ -2,10 +2,10 @@
 # Issue 37 on a GPU (nvidia-h200, under 10 minutes, no wheels needed):
 #     run(command="bash benchmarks/gpu_split_check.sh", timeout_s=600)
 # The functions split into named steps in session 16 whose GPU paths the CPU cannot run: the
-# timing job (tools/profile_worker.py `profile_job`, tools/profile.py) through the profile tests
-# that time kernels; the candidate's job on a GPU (tools/worker.py `candidate_job`: CUDA warm-up,
+# timing job (tools/job/profile_worker.py `profile_job`, tools/orchestrate/profile.py) through the profile tests
+# that time kernels; the candidate's job on a GPU (tools/job/worker.py `candidate_job`: CUDA warm-up,
 # CUDA IPC hand-over, a CUDA fault as a crash) through the verification and isolation tests; the
-# convolution launchers (tools/triton_conv.py: autotuned GEMM, split GEMM, direct kernels) through
+# convolution launchers (tools/kernels/triton_conv.py: autotuned GEMM, split GEMM, direct kernels) through
 # the convolution tests against torch. Each group has its own time limit; every line of pytest's
 # summary goes to $OUT/split_check.txt, with each group's exit code (0: passed).
 set -u

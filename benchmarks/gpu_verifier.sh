@@ -34,7 +34,7 @@ echo "compute-sanitizer: $(command -v compute-sanitizer || ls /usr/local/cuda/bi
 # and whether a sandbox job really gets a network namespace of its own.
 { echo "uid $(id -u)"; grep -i seccomp /proc/self/status
   for ns in --net --mount --user; do unshare $ns true 2>/dev/null; echo "unshare $ns rc=$?"; done
-  python3 -c 'import os; from tools.sandbox import Sandbox; o = Sandbox(device="cpu", max_workers=1).run("os:readlink", "/proc/self/ns/net", timeout=60); print("net ns: parent", os.readlink("/proc/self/ns/net"), "job", o.value or o.error[-200:])'
+  python3 -c 'import os; from tools.sandboxing.sandbox import Sandbox; o = Sandbox(device="cpu", max_workers=1).run("os:readlink", "/proc/self/ns/net", timeout=60); print("net ns: parent", os.readlink("/proc/self/ns/net"), "job", o.value or o.error[-200:])'
 } >>"$LOG" 2>&1
 
 log "all at once (one GPU): the corpus (4 jobs), Liger ops (2 jobs), two verify --sanitize"

@@ -23,8 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tools.problem import read_problem  # noqa: E402
-from tools.verify import Verifier, VerifyOptions  # noqa: E402
+from tools.core.problem import read_problem  # noqa: E402
+from tools.orchestrate.verify import Verifier, VerifyOptions  # noqa: E402
 
 
 def main() -> int:

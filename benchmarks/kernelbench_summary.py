@@ -23,7 +23,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from agent.bench import compute_report, load_results  # noqa: E402
-from tools.errors import BadInputError  # noqa: E402
+from tools.core.errors import BadInputError  # noqa: E402
 
 # Outcomes in the order a reader looks for them; any other status follows, sorted.
 OUTCOME_ORDER = ("ok", "slower", "mismatch", "shape_mismatch", "compile_error", "runtime_error")

@@ -1,4 +1,4 @@
-"""The cost of timing every recorded launch (issue 34 on a GPU: `tools.launch_record.
+"""The cost of timing every recorded launch (issue 34 on a GPU: `tools.compile.launch_record.
 record_launches(device="cuda")`, `note_launch_times`): a small Triton kernel launched N times in a
 row, interleaved over R rounds, (a) bare, (b) under the launch recorder alone (what a GPU
 verification did before), (c) under the recorder with the two events a launch, and their reading
@@ -27,7 +27,7 @@ import torch  # noqa: E402 - after the path
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-from tools.launch_record import (  # noqa: E402
+from tools.compile.launch_record import (  # noqa: E402
     LaunchRecord,
     launch_trace,
     note_launch_times,

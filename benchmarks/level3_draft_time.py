@@ -78,7 +78,7 @@ CHILD = r"""
 import json, re, sys, time
 t0, c0 = time.monotonic(), time.process_time()
 from tools.draft import draft_candidate
-from tools.tune import conv_sites
+from tools.compile.tune import conv_sites
 source = open(sys.argv[1]).read()
 r = draft_candidate(source, device="cpu")
 wall, cpu = time.monotonic() - t0, time.process_time() - c0

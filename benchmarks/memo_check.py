@@ -4,7 +4,7 @@ benchmarks/gpu_s16_call2.sh does) and the honest GEMM example, each verified at 
 size (67x129x95) and at 1024^3, and the corpus's honest spin lock
 (`mse_loss__spin_lock_accumulate_honest`: its first runs slow, every later run fast), several at
 once on one GPU. Prints one line per verification: the verdict, and for the GEMM (or locked)
-launch the device times the rule saw (`tools.launch_times`: trials' first runs, the fresh runs
+launch the device times the rule saw (`tools.checks.launch_times`: trials' first runs, the fresh runs
 in a repeat's position or after another call (control and unchecked calls), repeated runs), and
 writes them all as JSON.
 
@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import tools.verdict_rules as verdict_rules  # noqa: E402 - after the path
+import tools.orchestrate.verdict_rules as verdict_rules  # noqa: E402 - after the path
 
 CORPUS = ROOT / "tests" / "adversarial"
 TWINS = {
@@ -105,8 +105,8 @@ def main() -> int:
     ap.add_argument("--dry-run", action="store_true", help="build the cases, verify nothing")
     ap.add_argument("--device", default="cuda", help="cpu: the small size only, a smoke test")
     args = ap.parse_args()
-    from tools.problem import read_problem
-    from tools.verify import Verifier, VerifyOptions
+    from tools.core.problem import read_problem
+    from tools.orchestrate.verify import Verifier, VerifyOptions
 
     tmp = Path(tempfile.mkdtemp(prefix="memo_check_"))
     sizes = problems(tmp)

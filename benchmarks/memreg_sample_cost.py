@@ -1,5 +1,5 @@
 """The precision sample's cost at KernelBench's output sizes (session 16's memory/time
-regression): `tools.precision.precision_sample` on outputs of level1/20_LeakyReLU (4096 x 393216),
+regression): `tools.checks.precision.precision_sample` on outputs of level1/20_LeakyReLU (4096 x 393216),
 level1/82 (16 x 64 x 510 x 510) and level1/35_GroupNorm_ (112 x 64 x 512 x 512), each a broadcast
 value (no memory of its own), so that the time and the peak host memory shown are the sample's
 alone; and, for scale, a permutation of 2^26 elements (what the sample drew before 92b77b2:
@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from tools.precision import precision_sample  # noqa: E402
+from tools.checks.precision import precision_sample  # noqa: E402
 
 SHAPES = {
     "level1/20_LeakyReLU": (4096, 393216),

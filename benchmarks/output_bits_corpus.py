@@ -1,4 +1,4 @@
-"""The corpus kinds the low-mantissa-bit check (issue 35, `tools/output_bits.py`) can move: every
+"""The corpus kinds the low-mantissa-bit check (issue 35, `tools/checks/output_bits.py`) can move: every
 kind expected `ok` (none may become `mismatch`), the cancelling sums (the 15-bit one must be
 `mismatch`) and the bf16/fp16/15-bit kinds. Prints one line a case and a summary.
 

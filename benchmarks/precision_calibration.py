@@ -1,4 +1,4 @@
-"""Calibration of the judge's per-element precision check (`tools.precision`): the largest
+"""Calibration of the judge's per-element precision check (`tools.checks.precision`): the largest
 ratio of a candidate's error against an fp64 reference to the element's scale of fp32 error
 (`PrecisionSample.scale`), over every element, for honest kernels (must stay under
 `PRECISION_FACTOR`) and lower-precision ones (must exceed it). CPU, the Triton interpreter with
@@ -28,9 +28,9 @@ if str(ROOT) not in sys.path:
 
 import torch  # noqa: E402
 
-from tools.freshness import fp64_outputs  # noqa: E402
-from tools.job_common import _copy_matching_weights, exec_module, make_inputs  # noqa: E402
-from tools.precision import PRECISION_FACTOR, element_ratios, precision_sample  # noqa: E402
+from tools.checks.freshness import fp64_outputs  # noqa: E402
+from tools.checks.precision import PRECISION_FACTOR, element_ratios, precision_sample  # noqa: E402
+from tools.job.job_common import _copy_matching_weights, exec_module, make_inputs  # noqa: E402
 
 
 def cases() -> list[tuple[str, str, str, str, bool]]:
@@ -125,7 +125,7 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/precision_per_element.md"))
     args = ap.parse_args()
-    from tools import interp_checks
+    from tools.job import interp_checks
 
     interp_checks.install()  # TF32 dots and libdevice, as in the candidate's job
     rows = []
@@ -151,7 +151,7 @@ def main() -> int:
         "",
         f"`python benchmarks/precision_calibration.py --seeds {args.seeds}` "
         f"({time.time() - t0:.0f} s). Ratio: an element's error against the fp64 reference "
-        "over its scale of fp32 error (`tools.precision.PrecisionSample.scale`), every element "
+        "over its scale of fp32 error (`tools.checks.precision.PrecisionSample.scale`), every element "
         f"of every output; flagged: runs whose worst ratio exceeds PRECISION_FACTOR = "
         f"{PRECISION_FACTOR:g}.",
         "",

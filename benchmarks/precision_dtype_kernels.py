@@ -17,8 +17,8 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from tools import gemm_template  # noqa: E402
-from tools.triton_conv import triton_convolution  # noqa: E402
+from tools.kernels import gemm_template  # noqa: E402
+from tools.kernels.triton_conv import triton_convolution  # noqa: E402
 
 
 def half_ulps(out: torch.Tensor, ref: torch.Tensor) -> float:

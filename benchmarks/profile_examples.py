@@ -26,10 +26,10 @@ sys.path.insert(0, str(ROOT))
 
 from _examples import EX, example_kernels, problem_for  # noqa: E402
 
-from tools.problem import read_kernel, read_problem  # noqa: E402
-from tools.profile import ProfileOptions, ProfileResult, profile  # noqa: E402
-from tools.roofline import format_ms  # noqa: E402
-from tools.verify import Verifier, VerifyOptions  # noqa: E402
+from tools.checks.roofline import format_ms  # noqa: E402
+from tools.core.problem import read_kernel, read_problem  # noqa: E402
+from tools.orchestrate.profile import ProfileOptions, ProfileResult, profile  # noqa: E402
+from tools.orchestrate.verify import Verifier, VerifyOptions  # noqa: E402
 
 LARGE = [
     ("relu", {"BATCH": 8192, "DIM": 8192}, "relu.py", 5),  # 256 MiB in, 256 MiB out

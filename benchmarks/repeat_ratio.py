@@ -1,9 +1,9 @@
 """How much faster is the reference itself (eager PyTorch) on repeated input values than on new
-ones, on this GPU? The timing job's repeat check (`tools.timing.time_repeats`) judges a
-candidate's repeated/fresh ratio against the reference's (`tools.timing.reference_repeats`),
+ones, on this GPU? The timing job's repeat check (`tools.checks.timing.time_repeats`) judges a
+candidate's repeated/fresh ratio against the reference's (`tools.checks.timing.reference_repeats`),
 since session 17 refused an honest fp16 Triton convolution (KernelBench level1/50) at 0.79x on
 the H200. This times eager on each problem at each precision the way the timing job does
-(`tools.timing.Timer`, L2 flush before every call, new values written before every fresh call),
+(`tools.checks.timing.Timer`, L2 flush before every call, new values written before every fresh call),
 `--rounds` times, and prints one JSON row per problem and precision: the ratios of each round,
 and `repeat_finding`'s verdict on eager's last round judged against its first round, and
 with no reference (the rule before).
@@ -39,9 +39,9 @@ def measure(path: Path, precision: str, rounds: int, device: str = "cuda") -> di
     """Eager on the problem at `precision`, timed both ways `rounds` times."""
     import torch
 
-    from tools.freshness import fresh_moments, refresher
-    from tools.job_common import build_model, load_problem, make_inputs
-    from tools.timing import Freshness, Timer, reference_repeats, repeat_finding
+    from tools.checks.freshness import fresh_moments, refresher
+    from tools.checks.timing import Freshness, Timer, reference_repeats, repeat_finding
+    from tools.job.job_common import build_model, load_problem, make_inputs
 
     mod = load_problem(path.read_text(), str(path), precision)
     model, _ = build_model(mod, 42, device)

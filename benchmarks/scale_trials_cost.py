@@ -24,9 +24,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _examples import problem_for  # noqa: E402
 
-from tools.problem import read_problem  # noqa: E402
-from tools.verify import Verifier, VerifyOptions  # noqa: E402
-from tools.verify_options import SCALE_TRIALS  # noqa: E402
+from tools.core.problem import read_problem  # noqa: E402
+from tools.orchestrate.verify import Verifier, VerifyOptions  # noqa: E402
+from tools.orchestrate.verify_options import SCALE_TRIALS  # noqa: E402
 
 
 def main() -> int:

@@ -1,4 +1,4 @@
-"""Calibrate the statistical verification of stochastic problems (`tools.stochastic`) on the CPU.
+"""Calibrate the statistical verification of stochastic problems (`tools.checks.stochastic`) on the CPU.
 
 For a handful of small stochastic models it runs the judge's per-trial tests in-process on
 emulated candidates (PyTorch code with a random stream of its own, like a Triton kernel's
@@ -25,7 +25,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tools.stochastic import STOCHASTIC_RUNS, StochasticTrial  # noqa: E402
+from tools.checks.stochastic import STOCHASTIC_RUNS, StochasticTrial  # noqa: E402
 
 Rand = Callable[[tuple[int, ...]], torch.Tensor]
 """Uniform [0, 1) draws of a shape: the reference's global RNG, or a candidate's own stream."""
@@ -201,7 +201,7 @@ TESTS = (
     ("NaN/Inf", "non-finite"),
     ("not a draw", "single-run distance"),
 )
-"""A fragment of each test's message (tools.stochastic) and the test's name in the tables."""
+"""A fragment of each test's message (tools.checks.stochastic) and the test's name in the tables."""
 
 
 def which_test(message: str) -> str:
@@ -228,7 +228,7 @@ def main() -> None:
         f"`python benchmarks/stochastic_calibration.py --trials {args.trials} --single "
         f"{args.single} --power-trials {args.power_trials}` on {platform.machine()}, torch "
         f"{torch.__version__}, {time.strftime('%Y-%m-%d')}. A trial: {STOCHASTIC_RUNS} reference "
-        "runs and as many candidate runs on one input set (tools.stochastic.StochasticTrial). "
+        "runs and as many candidate runs on one input set (tools.checks.stochastic.StochasticTrial). "
         "Honest candidates sample the reference's distribution from a stream of their own; the "
         "others are wrong or cheat. Tolerance fp32 (1e-4).",
         "",

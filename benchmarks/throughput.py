@@ -3,7 +3,7 @@
 - **runner**: `agent.bench.evaluate_sample` through one `Verifier` (warm forkserver sandbox with
   torch/triton preloaded, reference outputs cached per problem, one slot per GPU or CPU core,
   candidates submitted from a thread pool). On a GPU "fully evaluated" = verified + timed
-  (`tools.profile`, eager and torch.compile baselines, cached per problem).
+  (`tools.orchestrate.profile`, eager and torch.compile baselines, cached per problem).
 - **naive**: one `subprocess.run([python, this file, "--naive-eval", problem, kernel])` per
   candidate, as KernelBench's eval does it: a fresh interpreter imports torch and triton, loads
   the problem and the kernel, compares 5 trials (and on a GPU times 100 trials of the candidate
@@ -123,7 +123,7 @@ def run_naive(
     (interpreter start, imports, loading: the harness's overhead)."""
     import torch
 
-    from tools.slots import visible_device_id
+    from tools.sandboxing.slots import visible_device_id
 
     env = dict(os.environ)
     env.pop("TRITON_INTERPRET", None)
@@ -174,9 +174,9 @@ def run_runner(
 ) -> tuple[float, float, list[bool], dict]:
     sys.path.insert(0, str(ROOT))
     from agent.bench import Draft, evaluate_sample
-    from tools.problem import read_problem
-    from tools.profile import ProfileOptions
-    from tools.verify import Verifier, VerifyOptions
+    from tools.core.problem import read_problem
+    from tools.orchestrate.profile import ProfileOptions
+    from tools.orchestrate.verify import Verifier, VerifyOptions
 
     # The naive harness times the candidate and eager only; so does the runner unless asked
     # (a torch.compile baseline costs a compile per problem: tens of seconds on the H200).

@@ -19,8 +19,8 @@ sys.path.insert(0, str(ROOT))
 
 from _examples import example_kernels, expected_status, problem_for  # noqa: E402
 
-from tools.problem import read_problem  # noqa: E402
-from tools.verify import Verifier, VerifyOptions  # noqa: E402
+from tools.core.problem import read_problem  # noqa: E402
+from tools.orchestrate.verify import Verifier, VerifyOptions  # noqa: E402
 
 
 def main() -> int:

@@ -81,7 +81,7 @@ def cpu_verifier():
     only has to outlast a loaded machine (the suite must pass beside another suite on 2 cores):
     at 30 s, jobs were killed as `timeout` at a load average of 12 (session 15). A test that
     expects a timeout makes its own verifier with a short one."""
-    from tools.verify import Verifier, VerifyOptions
+    from tools.orchestrate.verify import Verifier, VerifyOptions
 
     return Verifier(VerifyOptions(trials=3, timeout_s=120, device="cpu"))
 

@@ -102,11 +102,11 @@ def run_python_script(args: list[str], workdir: Path, *, interpret: bool) -> Non
 
 
 def cpu_timer(monkeypatch, event: type):
-    """`tools.timing.Timer`'s real loop on the CPU: CUDA's events replaced by `event`, its
+    """`tools.checks.timing.Timer`'s real loop on the CPU: CUDA's events replaced by `event`, its
     synchronisation and spin kernel by no-ops, and a Timer built without its GPU buffers."""
     import torch
 
-    from tools.timing import Timer
+    from tools.checks.timing import Timer
 
     monkeypatch.setattr(torch.cuda, "Event", event)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)

@@ -12,7 +12,7 @@ from pathlib import Path
 SCRIPT = textwrap.dedent(
     """
     import mmap, sys
-    from tools.limits import Limits, apply_rlimits
+    from tools.sandboxing.limits import Limits, apply_rlimits
     # what a CUDA torch does at import: a large reservation, never touched
     reserved = mmap.mmap(-1, 3 * 1024 ** 3, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_NORESERVE", 0), prot=mmap.PROT_READ)
     apply_rlimits(Limits(memory_mb=512), "cpu")

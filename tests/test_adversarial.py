@@ -14,9 +14,9 @@ import tempfile
 import pytest
 
 from benchmarks.adversarial_figures import load_corpus, run_corpus
-from tools.job_process import load_reply
-from tools.results import STATUSES
-from tools.sandbox import Sandbox
+from tools.core.results import STATUSES
+from tools.sandboxing.job_process import load_reply
+from tools.sandboxing.sandbox import Sandbox
 
 CASES = load_corpus()
 CPU_CASES = [c for c in CASES if not c.requires_cuda]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from benchmarks.adversarial_figures import CORPUS, PENDING, load_corpus
-from tools.results import STATUSES
+from tools.core.results import STATUSES
 
 README = PENDING / "README.md"
 

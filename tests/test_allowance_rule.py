@@ -2,7 +2,7 @@
 
 Issue 35 measured, on a cancelling sum, an honest fp32 kernel with 1,702 of 3,072 elements
 excused, and a kernel whose outputs were rounded to 15 mantissa bits judged `ok`. The rule had
-no cancellation condition and no cap; it now has three limits (`tools.fp64_rule`, applied by `tools.compare`):
+no cancellation condition and no cap; it now has three limits (`tools.checks.fp64_rule`, applied by `tools.checks.compare`):
 - the cancellation condition: an element is excused only where PyTorch's own fp32 error there
   (its largest over the draws) is at least a quarter of the tolerance (`cancelling`);
 - the fp32 claim: an output in which the rule excused anything must keep every element within
@@ -30,10 +30,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tools.compare import Tolerance, compare_outputs, fp64_accepted
-from tools.fp64_rule import EXCUSE_CAP_FLOOR, cancelling, excuse_cap, no_farther_from_fp64
-from tools.freshness import fp32_error_allowance, fresh_finding, perturb_one_ulp
-from tools.precision import lower_precision, precision_sample
+from tools.checks.compare import Tolerance, compare_outputs, fp64_accepted
+from tools.checks.fp64_rule import EXCUSE_CAP_FLOOR, cancelling, excuse_cap, no_farther_from_fp64
+from tools.checks.freshness import fp32_error_allowance, fresh_finding, perturb_one_ulp
+from tools.checks.precision import lower_precision, precision_sample
 
 TOL = Tolerance()
 
@@ -127,7 +127,7 @@ def _sequential_fp32(x: torch.Tensor) -> torch.Tensor:
 def test_outputs_rounded_to_15_bits_where_rows_cancel_are_as_accurate_as_a_sequential_sum(graded):
     """Issue 35 refused 15-bit outputs here by holding every element to 8x PyTorch's own error
     over its draws (`ok` before that). Session 17 (the H200's honest Triton GEMMs refused by that
-    claim) made the claim's scale what fp32 in any order errs (`tools.fp64_rule.ORDER_FACTOR`):
+    claim) made the claim's scale what fp32 in any order errs (`tools.checks.fp64_rule.ORDER_FACTOR`):
     on these rows an honest fp32 sum with one lane a row errs as much as the rounded outputs do,
     so nothing in the outputs tells them apart, and both are accepted (docs/verification.md)."""
     x, ref32, ref64, allowance, caps = graded
@@ -150,7 +150,7 @@ def test_three_times_pytorchs_error_is_fp32_but_thirty_times_is_not(which, reque
     """3x PyTorch's error at every element was refused by the cap (issue 35: more elements
     outside the tolerance than PyTorch's own draws have). A sequential fp32 order errs ~20x
     PyTorch's on a long GEMM (session 17), so the cap now also counts the elements where fp32 in
-    some order can miss the tolerance (`tools.fp64_rule.reach`), and 3x is accepted; 30x errs
+    some order can miss the tolerance (`tools.checks.fp64_rule.reach`), and 3x is accepted; 30x errs
     beyond the allowance (3x the fp32 scale) and stays refused."""
     x, ref32, ref64, allowance, caps = request.getfixturevalue(which)
     three = (ref64 + 3 * (ref32.double() - ref64)).float()

@@ -1,4 +1,4 @@
-"""tools.aot: launch recording, AOT compilation for sm_90 without a GPU, error -> file line.
+"""tools.compile.aot: launch recording, AOT compilation for sm_90 without a GPU, error -> file line.
 
 Candidates are written to `tmp_path` and imported with importlib, so file/line mapping is real.
 Compiling needs no interpreter; recording and interpreter errors run with `TRITON_INTERPRET=1`
@@ -21,11 +21,11 @@ import torch
 import triton
 
 from tests.helpers import last_json_line
-from tools.aot import aot_compile, aot_compile_all
-from tools.cuda_targets import parse_target
-from tools.error_map import map_exception
-from tools.launch_record import LaunchRecord, record_launches
-from tools.results import KernelResources, SourceError
+from tools.compile.aot import aot_compile, aot_compile_all
+from tools.compile.cuda_targets import parse_target
+from tools.compile.error_map import map_exception
+from tools.compile.launch_record import LaunchRecord, record_launches
+from tools.core.results import KernelResources, SourceError
 
 _counter = itertools.count()
 
@@ -199,8 +199,8 @@ class ModelNew(nn.Module):
 WORKER = """
 import importlib.util, json, sys
 import torch
-from tools.aot import aot_compile_all
-from tools.launch_record import record_launches
+from tools.compile.aot import aot_compile_all
+from tools.compile.launch_record import record_launches
 spec = importlib.util.spec_from_file_location("candidate", sys.argv[1])
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)

@@ -17,7 +17,7 @@ import agent
 from agent.cli import main
 from agent.llm.replay import ReplayBackend
 from tests.helpers import EX, FAST, FAST_CLI, ROOT, fenced, last_json, write_replies
-from tools.errors import BadInputError
+from tools.core.errors import BadInputError
 
 RELU = str(EX / "problems" / "relu.py")
 GOOD = (EX / "kernels" / "relu.py").read_text()

@@ -1,4 +1,4 @@
-"""tools/arithmetic: the arithmetic a kernel computes in, read from its source (precision
+"""tools/checks/arithmetic: the arithmetic a kernel computes in, read from its source (precision
 choices hidden behind variables, constexprs, branches, helpers, casts, hand splits) and from its
 compiled TTIR (a real sm_90 compile, no GPU needed)."""
 
@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from tools.arithmetic import (
+from tools.checks.arithmetic import (
     FP32_CONTRACT,
     arithmetic_of,
     from_cache_dir,
@@ -16,7 +16,7 @@ from tools.arithmetic import (
     from_ttir,
     outside_fp32_contract,
 )
-from tools.results import Audit, Evidence, KernelResources, Verdict
+from tools.core.results import Audit, Evidence, KernelResources, Verdict
 
 HEAD = "import os\nimport torch\nimport triton\nimport triton.language as tl\n\n"
 
@@ -214,7 +214,7 @@ def test_a_tf32x3_split_by_mask():
 
 
 def test_the_project_convolutions():
-    from tools import triton_conv
+    from tools.kernels import triton_conv
 
     src = triton_conv.candidate_source()
     gemm = "_conv_gemm_kernel"

@@ -11,7 +11,7 @@ from agent.bench.config import BenchConfig
 from agent.bench.report import rebuild_report
 from agent.config import AgentConfig
 from agent.html_report import render_run
-from tools.arithmetic import cell, count_kernels, summary
+from tools.checks.arithmetic import cell, count_kernels, summary
 
 # problem -> [(record, verdict's arithmetic or None for a verdict without the field)]
 SAMPLES = {

@@ -1,14 +1,14 @@
-"""tools.arithmetic on a real verification (CPU interpreter): the kernel names the audit saw and
+"""tools.checks.arithmetic on a real verification (CPU interpreter): the kernel names the audit saw and
 the constexprs the job recorded at launch resolve a precision the source hides behind an
 environment variable; what the kernel's comments claim is not read."""
 
 from __future__ import annotations
 
 from tests.helpers import EX
-from tools.arithmetic import arithmetic_of
-from tools.problem import read_problem
-from tools.results import Verdict
-from tools.verify import Verifier, VerifyOptions
+from tools.checks.arithmetic import arithmetic_of
+from tools.core.problem import read_problem
+from tools.core.results import Verdict
+from tools.orchestrate.verify import Verifier, VerifyOptions
 
 HIDDEN = (
     "    BLOCK_K: tl.constexpr,\n    PRECISION: tl.constexpr,\n",

@@ -4,7 +4,7 @@ drafter (issue 33).
 Before this lowering, Inductor drafted SDPA on the CPU as its math form (two bmm through the GEMM
 template and a softmax kernel: the score matrix in memory) and on CUDA as a library call.
 Three parts, each in ONE subprocess:
-- the launcher of tools/attention_kernels.py, from the text `candidate_source()` returns (what
+- the launcher of tools/kernels/attention_kernels.py, from the text `candidate_source()` returns (what
   candidates get), against SDPA in fp64: causal or not, boolean and additive masks, 3-D inputs,
   grouped heads, queries and keys of different lengths and value dims, sequences of 9-40 (not
   multiples of the blocks); dropout's mask read through an identity V; and the kernel compiled for
@@ -51,7 +51,7 @@ INTERPRETED_SCRIPT = r"""
 import importlib.util, json, sys
 import torch
 import torch.nn.functional as F
-from tools.attention_kernels import candidate_source
+from tools.kernels.attention_kernels import candidate_source
 
 path, cases, results_path, pairs = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4:]
 open(path, "w").write(candidate_source())
@@ -210,11 +210,11 @@ def test_kernel_compiles_for_sm90_without_spills(
     """At level 3's head dims (64, 128; the compile depends on the constexprs, not the sequence),
     with the default launch parameters for that head dim. Compiled here, from a record written
     by hand, not from launches recorded in the interpreter's process: in this file's first
-    version, there (after the launcher cases), tools.aot failed on `tl.rand` ("Unsupported
+    version, there (after the launcher cases), tools.compile.aot failed on `tl.rand` ("Unsupported
     function referenced: _patch_lang_core.<locals>._new_static_assert"); standalone scripts
     recording the same launches after an interpreted dropout launch compiled: cause not found."""
-    from tools.aot import LaunchRecord, aot_compile
-    from tools.attention_kernels import _attention_kernel, attention_config
+    from tools.compile.aot import LaunchRecord, aot_compile
+    from tools.kernels.attention_kernels import _attention_kernel, attention_config
 
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
     names = list(_attention_kernel.arg_names)
@@ -401,7 +401,7 @@ def test_attention_kernels_are_in_the_draft_cache_key():
     import agent.drafters as drafters
 
     names = {p.replace("\\", "/").split("tools/", 1)[-1] for p in drafters.drafter_files()}
-    assert "attention_kernels.py" in names
+    assert "kernels/attention_kernels.py" in names
 
 
 @pytest.mark.parametrize(
@@ -419,7 +419,7 @@ def test_attention_kernels_are_in_the_draft_cache_key():
     ],
 )
 def test_draft_verifies_ok_under_strict_policy(drafts, name, target, tmp_path):
-    from tools.verify import verify
+    from tools.orchestrate.verify import verify
 
     candidate = tmp_path / f"candidate_{name}"
     candidate.write_text(drafts[name]["source"])

@@ -275,7 +275,7 @@ def test_kernelbench_protocol_settings():
     v = cfg.verify_options()
     assert v.trials == 5 and v.tolerance.preset == "kernelbench-v0" and v.tolerance.atol is None
     popts = profile_options("kernelbench")
-    assert popts is not None  # tools.profile is part of this repository
+    assert popts is not None  # tools.orchestrate.profile is part of this repository
     assert popts.baseline == "eager" and popts.kernelbench  # its own 100-trial timing beside ours
     assert BenchConfig(out="x", samples=5).ks == (1,)  # default ks capped at --samples
     assert BenchConfig(out="x", agent=AgentConfig(backend="compiler")).per_problem == 1
@@ -692,7 +692,7 @@ def _profile(candidate_ms, eager_ms, compile_ms, floor_ms, bound):
 
 
 def test_slowdown_reason_names_the_roof_and_who_reaches_it():
-    from tools.roofline import slowdown_reason
+    from tools.checks.roofline import slowdown_reason
 
     # a convolution: cuDNN's TF32 tensor cores are 3x above the fp32 roof
     conv = slowdown_reason(_profile(29.65, 4.0, 3.65, 12.12, "compute-bound"))
@@ -730,12 +730,12 @@ def test_report_says_what_limits_each_slower_problem():
 
 
 def test_eager_at_full_fp32_is_evidence_beside_the_bar():
-    """Where eager ran cuDNN in TF32, eager with TF32 off is timed too (tools.profile_worker):
+    """Where eager ran cuDNN in TF32, eager with TF32 off is timed too (tools.job.profile_worker):
     it shows in the limit text, the per-problem table and its own geomean, and never moves the
     bar (the better of eager and compile at PyTorch's defaults)."""
     from agent.bench.report import render_markdown
-    from tools.evaluate import speedups_of
-    from tools.roofline import slowdown_reason
+    from tools.checks.roofline import slowdown_reason
+    from tools.orchestrate.evaluate import speedups_of
 
     prof = _profile(29.65, 4.0, 3.65, 12.12, "compute-bound")
     prof["eager_fp32"] = {"median_ms": 14.0}
@@ -774,8 +774,8 @@ def test_eager_at_full_fp32_is_evidence_beside_the_bar():
 def test_tf32_in_eager_sees_convolutions_only_while_tf32_is_on():
     import torch
 
-    from tools.precision import full_fp32
-    from tools.profile_worker import tf32_in_eager
+    from tools.checks.precision import full_fp32
+    from tools.job.profile_worker import tf32_in_eager
 
     conv = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU())
     assert tf32_in_eager(conv) == torch.backends.cudnn.allow_tf32
@@ -790,7 +790,7 @@ def test_report_names_the_precision_of_each_problems_kernel():
     candidate's code by `code_precision`."""
     from agent.bench.records import code_precision
     from agent.bench.report import render_markdown
-    from tools.gemm_template import GEMM_SOURCE, call_for
+    from tools.kernels.gemm_template import GEMM_SOURCE, call_for
 
     conv_code = (
         "y = triton_convolution(x, w, b, [1], [0], [1], False, [0], 1, precision='bf16x3')\n"

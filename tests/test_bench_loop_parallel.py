@@ -18,8 +18,8 @@ import pytest
 
 from agent.cli import main
 from tests.helpers import EX, FAST_CLI, ROOT, fenced, last_json, sigint_as_default, write_replies
-from tools.sandbox import Sandbox
-from tools.verify import Verifier
+from tools.orchestrate.verify import Verifier
+from tools.sandboxing.sandbox import Sandbox
 
 GOOD_RELU = fenced((EX / "kernels" / "relu.py").read_text())
 SPINNING_RELU = fenced((EX / "broken" / "relu__timeout.py").read_text())
@@ -137,7 +137,7 @@ def test_loop_jobs_must_be_positive(tmp_path, capsys):
 def test_loop_jobs_in_sample_mode_is_refused():
     """A flag that would change nothing is bad input, not silently ignored."""
     from agent.bench import BenchConfig
-    from tools.errors import BadInputError
+    from tools.core.errors import BadInputError
 
     with pytest.raises(BadInputError, match="--loop-jobs applies to --mode loop only"):
         BenchConfig(out="o", mode="sample", loop_jobs=2)

@@ -13,7 +13,7 @@ import pytest
 import agent
 from agent.cli import main
 from tests.helpers import EX, FAST, FAST_CLI
-from tools.errors import BadInputError, SandboxError
+from tools.core.errors import BadInputError, SandboxError
 
 RELU = str(EX / "problems" / "relu.py")
 RELU_KERNEL = str(EX / "kernels" / "relu.py")
@@ -180,7 +180,7 @@ def test_one_dtype_resolver_for_the_trainer_and_the_hf_backend():
 def test_verify_accepts_every_verification_field_of_the_config():
     from agent.api import VERIFY_FIELDS, verify_options
     from agent.config import AgentConfig
-    from tools.verify import VerifyOptions
+    from tools.orchestrate.verify import VerifyOptions
 
     shared = {f.name for f in AgentConfig.__dataclass_fields__.values()} & set(
         VerifyOptions.__dataclass_fields__

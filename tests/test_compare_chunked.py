@@ -1,4 +1,4 @@
-"""The chunked comparison in tools/compare.py against the whole-tensor one it replaced.
+"""The chunked comparison in tools/checks/compare.py against the whole-tensor one it replaced.
 
 `_reference_report` and `_reference_hint` are the previous implementation, kept verbatim as the
 oracle: for every shape, dtype, layout and chunk size the chunked report must be the same.
@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from tests.helpers import ROOT
-from tools.compare import Tolerance, allclose, mismatch_report
-from tools.results import MismatchReport
+from tools.checks.compare import Tolerance, allclose, mismatch_report
+from tools.core.results import MismatchReport
 
 # --- the oracle: the previous implementation -------------------------------------------------
 
@@ -414,7 +414,7 @@ def test_on_the_tensors_device(device, scenario):
 _MEMORY_CHILD = """
 import json, resource, sys, torch
 sys.path.insert(0, sys.argv[1])
-from tools.compare import mismatch_report
+from tools.checks.compare import mismatch_report
 
 torch.set_num_threads(1)  # one heap arena; no OpenMP spinning on a busy 2-core runner (7x CPU)
 

@@ -1,4 +1,4 @@
-"""tools/compute_block in this process (no sandbox job): during the block a library GEMM is
+"""tools/job/compute_block in this process (no sandbox job): during the block a library GEMM is
 refused at every level of the dispatcher under the strict list, and runs under the lenient one;
 the refusal is recorded where the caller's code cannot reach it. CPU here; the CUDA key where a
 GPU is present (`gpu` marker)."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tools.compute_block import ComputeRefused, blocked_operators, compute_blocked, is_library
+from tools.job.compute_block import ComputeRefused, blocked_operators, compute_blocked, is_library
 
 DEVICES = [
     pytest.param(("CPU", "cpu"), id="cpu"),

@@ -20,7 +20,7 @@ import sys
 import pytest
 
 from tests.helpers import ROOT, run_json_script
-from tools.triton_conv import candidate_source
+from tools.kernels.triton_conv import candidate_source
 
 EPILOGUE = """
 @triton.jit
@@ -78,7 +78,7 @@ def draft(pre: str = "pass", epilogue: str = EPILOGUE) -> str:
 SCRIPT = r"""
 import json, sys, torch
 import tools.draft.conv_epilogue as ce
-from tools.tune import full_precision_variant
+from tools.compile.tune import full_precision_variant
 
 drafts = json.load(open(sys.argv[1]))
 out = {}
@@ -209,7 +209,7 @@ def test_a_fused_call_runs_only_on_the_split_path(result):
 DRAFT_SCRIPT = r"""
 import sys
 from tools.draft import draft_candidate
-from tools.tune import conv_sites, _conv_variant
+from tools.compile.tune import conv_sites, _conv_variant
 
 draft = draft_candidate(open(sys.argv[1]).read(), device="cpu").source
 site, call = next(iter(conv_sites(draft).items()))

@@ -14,8 +14,8 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers import run_json_script
-from tools import tune
-from tools.triton_conv import candidate_source
+from tools.compile import tune
+from tools.kernels.triton_conv import candidate_source
 
 DRAFT = (
     "import torch\nimport torch.nn as nn\n\n"

@@ -58,8 +58,8 @@ def test_conv_sites_alike_are_timed_once(tmp_path):
     still checked against each site's own operands, and a site that refuses it is timed on its
     own (before: every site timed every variant, ROUNDS rounds each)."""
     from tests.helpers import run_json_script
-    from tools import tune
-    from tools.triton_conv import candidate_source
+    from tools.compile import tune
+    from tools.kernels.triton_conv import candidate_source
 
     src = tmp_path / "draft.py"
     src.write_text("import torch\nimport torch.nn as nn\n\n" + candidate_source() + REPEATED_CONVS)
@@ -80,7 +80,8 @@ def test_picks_written_with_one_parse(monkeypatch):
     of sites (re-parsing it for each site was quadratic in a network's convolutions), and the
     text is what writing them one by one gives."""
     import tools.draft.conv_picks as cp
-    from tools import pyast, tune
+    from tools.compile import tune
+    from tools.core import pyast
 
     body = "\n".join(
         f"    y = triton_convolution(y, w{i}, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)"

@@ -22,8 +22,8 @@ from agent.dataset import (
     read_pairs,
 )
 from tests.helpers import EX, FAST_CLI, fenced, last_json, write_replies
-from tools.problem import problem_from_source
-from tools.verify_options import SCALE_TRIALS
+from tools.core.problem import problem_from_source
+from tools.orchestrate.verify_options import SCALE_TRIALS
 
 PROBLEMS = EX / "problems"
 GOOD = (EX / "kernels" / "relu.py").read_text()

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from tests.test_aot import ADD, _import
-from tools.limits import Limits
-from tools.sandbox import JOB_PROFILE_DIR_ENV, Sandbox
+from tools.sandboxing.limits import Limits
+from tools.sandboxing.sandbox import JOB_PROFILE_DIR_ENV, Sandbox
 
 
 @pytest.fixture
@@ -24,11 +24,11 @@ def test_aot_keys_each_kernel_once_however_many_launches(tmp_path, interpret, mo
     """aot_compile_all swaps triton.language for the compiler (`compilable_language`, ~8 ms)
     once per distinct kernel and specialisation, not once per launch: 20 launches of 2 kernels
     enter it 4 times (2 keys, 2 compiles); before, 22 times (a key per launch)."""
-    import tools.aot as aot
+    import tools.compile.aot as aot
 
     module, _ = _import(tmp_path, ADD)
     x = torch.randn(1000)
-    from tools.launch_record import record_launches
+    from tools.compile.launch_record import record_launches
 
     with record_launches() as records:
         for _ in range(10):
@@ -144,7 +144,7 @@ def test_one_fused_epilogue_kernel_per_pointwise_kernel():
     and autotuned on the GPU)."""
     from tests.test_conv_epilogue import EPILOGUE
     from tools.draft.conv_epilogue import fuse_conv_epilogues
-    from tools.triton_conv import candidate_source
+    from tools.kernels.triton_conv import candidate_source
 
     source = "import torch\nimport torch.nn as nn\n\n" + candidate_source() + EPILOGUE + TWO_LAYERS
     fused, notes = fuse_conv_epilogues(source)
@@ -161,7 +161,7 @@ def test_launch_config_variants_share_the_drafts_autotuning(tmp_path):
     source and configs), so timing a variant does not autotune every convolution shape again;
     a kernel whose source differs gets nothing."""
     from tools.draft.launch_configs import load_module, share_autotuning
-    from tools.triton_conv import candidate_source
+    from tools.kernels.triton_conv import candidate_source
 
     source = "import torch\n" + candidate_source()
     base = load_module(source, str(tmp_path), "share_base")

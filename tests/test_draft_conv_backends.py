@@ -28,7 +28,7 @@ def get_init_inputs():
 
 
 def test_no_conv_template_generated_for_a_library_conv(monkeypatch):
-    """Convolutions keep the library choice (replaced by tools.triton_conv), so Inductor is not
+    """Convolutions keep the library choice (replaced by tools.kernels.triton_conv), so Inductor is not
     asked to generate its Triton conv templates only to drop them (their codegen grew faster
     than the layers: issue 33); the `inductor_conv` settings still get them."""
     from torch._inductor.select_algorithm import TritonTemplate

@@ -21,7 +21,7 @@ import json, os, sys, tempfile
 os.environ.pop("TRITON_INTERPRET", None)  # real @triton.jit objects: what a GPU job loads
 import torch
 from tools.draft import launch_configs as lc
-from tools.triton_conv import candidate_source
+from tools.kernels.triton_conv import candidate_source
 from triton.runtime.autotuner import Autotuner
 from triton.runtime.jit import JITFunction
 
@@ -214,7 +214,7 @@ def test_the_static_draft_gets_the_convolution_picks_in_one_pass(monkeypatch):
     (`sized.copy_conv_keywords`); parsing the draft again for each call was quadratic in the
     convolutions (5.2 CPU s at 104 calls, 23 s at 208, benchmarks/results/cpu/
     level3_draft_time.md)."""
-    import tools.pyast as pyast
+    import tools.core.pyast as pyast
     from tools.draft import sized
 
     picked = _host_code(40, ", precision='bf16x3', X_SPLIT=True")

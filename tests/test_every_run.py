@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import torch
 
-from tools.interp_checks import RaceDetector, libdevice_as_tl
-from tools.precision import lower_precision, precision_sample
-from tools.problem import read_problem
+from tools.checks.precision import lower_precision, precision_sample
+from tools.core.problem import read_problem
+from tools.job.interp_checks import RaceDetector, libdevice_as_tl
 
 # ---------------------------------------------------------------------------------------------
 # Problems: small copies of the classes involved (a full reduction, a row softmax, tanh)
@@ -274,7 +274,7 @@ def problems(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def verifier():
-    from tools.verify import Verifier, VerifyOptions
+    from tools.orchestrate.verify import Verifier, VerifyOptions
 
     return Verifier(VerifyOptions(trials=2, timeout_s=60, device="cpu"))
 
@@ -401,7 +401,7 @@ def test_disarmed_records_nothing_and_a_launch_past_the_budget_is_thinned(monkey
     det.new_launch((2, 1, 1))
     det._record(det._loads, _H(np.array([500], np.uint64)), _H(np.ones(1, bool)))
     assert det._loads == []
-    import tools.interp_checks as ic
+    import tools.job.interp_checks as ic
 
     monkeypatch.setattr(ic, "MAX_RECORDED", 4096)
     # 64 programs each load and store 256 addresses of their own, and all of them accumulate
@@ -487,8 +487,8 @@ def test_a_large_output_is_sampled_and_still_caught():
 def test_outputs_the_fp64_rule_does_not_keep_are_sampled_within_a_time_budget(monkeypatch):
     import types
 
-    import tools.judge as judge
-    from tools.job_common import make_inputs
+    import tools.job.judge as judge
+    from tools.job.job_common import make_inputs
 
     monkeypatch.setattr(judge, "PRECISION_MAX_BYTES", 1024)  # every output counts as large
     mod = types.ModuleType("softmax_problem")

@@ -21,7 +21,7 @@ PROBLEMS = EX / "problems"
 KERNELS = EX / "kernels"
 BROKEN = EX / "broken"
 
-# Kept here rather than imported from tools.results so this check stands on its own.
+# Kept here rather than imported from tools.core.results so this check stands on its own.
 # "ok" and "slower" are not failures a broken example can demonstrate on a CPU.
 BROKEN_STATUSES = {
     "bad_input",

@@ -1,10 +1,10 @@
 """`Verdict.feedback()`: the evidence as the text a person reads and the refinement prompt
 shows the model. Pinned before issue 37 moved the renderer beside `Verdict` (a type-only import
-made `tools.results` and `tools.feedback` a cycle)."""
+made `tools.core.results` and `tools.orchestrate.feedback` a cycle)."""
 
 from __future__ import annotations
 
-from tools.results import (
+from tools.core.results import (
     Audit,
     Evidence,
     KernelResources,

@@ -7,7 +7,7 @@ an honest Triton GEMM (tl.dot input_precision="ieee", a sequential FMA chain ove
 15-23x D at K = 4,096 and was refused; an exact kernel (fp64 accumulation) on KernelBench's
 level2/14 was refused by the cap; the corpus's honest 32x32x32 GEMMs at inputs x100 were refused
 now and then (1 element of 6,365). The rule's scale is now max(D, 16 C), C the element's
-conditioning (how far an ulp on every input moves the exact result: `tools.fp64_rule.
+conditioning (how far an ulp on every input moves the exact result: `tools.checks.fp64_rule.
 ORDER_FACTOR`), and the cap counts against the fp64 truth too. Each GPU case is emulated here on
 the CPU, with the lower-precision kernels of the same problems beside it: those stay refused.
 """
@@ -17,10 +17,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tools.compare import Tolerance, compare_outputs
-from tools.fp64_rule import excuse_cap
-from tools.freshness import fp32_error_allowance
-from tools.precision import lower_precision, precision_sample
+from tools.checks.compare import Tolerance, compare_outputs
+from tools.checks.fp64_rule import excuse_cap
+from tools.checks.freshness import fp32_error_allowance
+from tools.checks.precision import lower_precision, precision_sample
 
 TOL = Tolerance()
 TF32_MASK, BF16_MASK = -(1 << 13), -(1 << 16)

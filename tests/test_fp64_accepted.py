@@ -1,5 +1,5 @@
 """An fp32 element outside the tolerance counts as correct when it is no farther from an fp64
-reference of the same inputs than PyTorch's own fp32 value is (`tools.compare.
+reference of the same inputs than PyTorch's own fp32 value is (`tools.checks.compare.
 no_farther_from_fp64`, applied in the judge on every trial where the fp32 comparison fails).
 
 The problem below is a matrix-vector product whose first 16 rows nearly cancel: terms of about
@@ -12,7 +12,7 @@ the mixed-scale kernel of `tests/test_mixed_scale_outputs.py`.
 
 PyTorch's error at an element is one draw. Where the one-draw rule still fails, the judge takes
 PyTorch's largest error over the trial's inputs and `FP32_DRAWS` copies of them moved an fp32
-ulp (`tools.freshness.fp32_error_allowance`): an honest fp32 kernel in another summation order
+ulp (`tools.checks.freshness.fp32_error_allowance`): an honest fp32 kernel in another summation order
 (`FP32` below) then gets through, and the kernels that are wrong still do not
 (`benchmarks/results/fp64_draws.md` has the rates).
 """
@@ -24,9 +24,9 @@ import torch
 
 from tests.test_mixed_scale_outputs import KERNEL as MIXED_KERNEL
 from tests.test_mixed_scale_outputs import PROBLEM as MIXED_PROBLEM
-from tools.compare import Tolerance, compare_outputs, mismatch_report, no_farther_from_fp64
-from tools.freshness import FP32_DRAWS, fp32_error_allowance, perturb_one_ulp
-from tools.problem import read_problem
+from tools.checks.compare import Tolerance, compare_outputs, mismatch_report, no_farther_from_fp64
+from tools.checks.freshness import FP32_DRAWS, fp32_error_allowance, perturb_one_ulp
+from tools.core.problem import read_problem
 
 PROBLEM = """
 import torch
@@ -298,9 +298,9 @@ def test_fp32_kernel_in_another_order_is_ok_through_the_draws(problem, monkeypat
     import itertools
     import secrets
 
-    from tools.verify import Verifier, VerifyOptions
+    from tools.orchestrate.verify import Verifier, VerifyOptions
 
-    seeds = itertools.count(1000)  # the parent draws the trials' seeds (tools.verify)
+    seeds = itertools.count(1000)  # the parent draws the trials' seeds (tools.orchestrate.verify)
     monkeypatch.setattr(secrets, "randbits", lambda bits: next(seeds))
     verifier = Verifier(VerifyOptions(trials=8, timeout_s=120, device="cpu"))  # a loaded machine
     verdict = verifier.verify(problem, _kernel(FP32), "k.py")

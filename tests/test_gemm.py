@@ -1,4 +1,4 @@
-"""This project's GEMM template (tools/gemm_template.py) and the tuner's GEMM search (tools.tune).
+"""This project's GEMM template (tools/kernels/gemm_template.py) and the tuner's GEMM search (tools.compile.tune).
 
 The template runs under the Triton interpreter in ONE subprocess (TRITON_INTERPRET must be set
 before the kernels are defined): mm/addmm/bmm, transposed and non-contiguous operands, split-K,
@@ -19,8 +19,8 @@ import sys
 import pytest
 
 from tests.helpers import ROOT
-from tools import tune
-from tools.gemm_template import DEFAULT_CONFIG, GEMM_SOURCE, call_for
+from tools.compile import tune
+from tools.kernels.gemm_template import DEFAULT_CONFIG, GEMM_SOURCE, call_for
 
 # A candidate the way the compiler drafter writes one for `addmm` (Linear): gemm at the call site.
 CANDIDATE = (
@@ -297,9 +297,9 @@ def get_init_inputs():
 
 def test_verification_keeps_tf32x3_and_refuses_plain_tf32(tmp_path):
     """The tuner's precision variants go through verification: under the interpreter's TF32
-    emulation (tools.interp_checks) plain TF32 misses fp32's 1e-4 at K=512, tf32x3 does not."""
-    from tools.problem import problem_from_source
-    from tools.verify import Verifier, VerifyOptions
+    emulation (tools.job.interp_checks) plain TF32 misses fp32's 1e-4 at K=512, tf32x3 does not."""
+    from tools.core.problem import problem_from_source
+    from tools.orchestrate.verify import Verifier, VerifyOptions
 
     path = tmp_path / "linear.py"
     path.write_text(LINEAR_PROBLEM)

@@ -12,8 +12,8 @@ import json
 import pytest
 
 from tests.helpers import run_json_script
-from tools import tune
-from tools.gemm_template import GEMM_SOURCE, call_for
+from tools.compile import tune
+from tools.kernels.gemm_template import GEMM_SOURCE, call_for
 
 TWO_GEMMS = (
     "import torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n\n"
@@ -40,7 +40,7 @@ class ModelNew(nn.Module):
 SCRIPT = r"""
 import json, sys, torch
 from tools.draft.gemm_tiles import pick_tiles
-from tools.tune import GEMM_TILES
+from tools.compile.tune import GEMM_TILES
 
 KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages")
 FAST_FIRST = dict(zip(KEYS, GEMM_TILES[5]))  # the fastest at site 0

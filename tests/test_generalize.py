@@ -1,7 +1,7 @@
 """--generalize on KernelBench's layout, and compiler drafts that hold at other sizes.
 
 KernelBench writes sizes as lower-case module constants (`batch_size = 16`, `N = 2048 * 2`) used
-by get_inputs/get_init_inputs. The plan (tools.generalize.generalization_plan) must find and vary
+by get_inputs/get_init_inputs. The plan (tools.orchestrate.generalize.generalization_plan) must find and vary
 them, keep constructor settings (kernel_size, a reduction dim), halve constructor floats (eps).
 End to end: a problem in that layout is drafted on the CPU, dynamic (sizes read at run time) and
 static (sizes baked in), in ONE subprocess; the dynamic draft passes the generalisation check
@@ -19,9 +19,9 @@ import textwrap
 import pytest
 
 from tests.helpers import ROOT
-from tools.generalize import generalization_plan, generalization_sizes
-from tools.problem import problem_from_source
-from tools.verify import Verifier, VerifyOptions
+from tools.core.problem import problem_from_source
+from tools.orchestrate.generalize import generalization_plan, generalization_sizes
+from tools.orchestrate.verify import Verifier, VerifyOptions
 
 KERNELBENCH_STYLE = textwrap.dedent(
     """

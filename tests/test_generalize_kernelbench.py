@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import textwrap
 
-from tools.errors import ProblemError
-from tools.generalize import generalization_plan, generalize
-from tools.problem import Problem, problem_from_source
-from tools.results import Verdict
+from tools.core.errors import ProblemError
+from tools.core.problem import Problem, problem_from_source
+from tools.core.results import Verdict
+from tools.orchestrate.generalize import generalization_plan, generalize
 
 SCAN = textwrap.dedent(
     """
@@ -213,7 +213,7 @@ def test_direct_conv_kernel_takes_a_plane_a_program_in_the_interpreter(monkeypat
     recorded, not run)."""
     import torch
 
-    from tools import triton_conv
+    from tools.kernels import triton_conv
 
     grids = []
 

@@ -1,4 +1,4 @@
-"""The loop's GPU evaluation path (verify through tools.profile, speedups, `slower`, tuner),
+"""The loop's GPU evaluation path (verify through tools.orchestrate.profile, speedups, `slower`, tuner),
 exercised on the CPU with the profiler replaced by a stub that returns real ProfileResult
 objects. The GPU itself is covered by the recorded device runs."""
 
@@ -13,9 +13,9 @@ from agent.config import AgentConfig
 from agent.llm.replay import ReplayBackend
 from agent.runner import run
 from tests.helpers import ROOT
-from tools.results import Verdict
-from tools.roofline import Speedup
-from tools.sandbox import Sandbox
+from tools.checks.roofline import Speedup
+from tools.core.results import Verdict
+from tools.sandboxing.sandbox import Sandbox
 
 RELU = str(ROOT / "examples/problems/relu.py")
 GOOD = (ROOT / "examples/kernels/relu.py").read_text()
@@ -24,8 +24,8 @@ GOOD = (ROOT / "examples/kernels/relu.py").read_text()
 @pytest.fixture
 def fake_gpu(monkeypatch):
     """Pretend the verifier runs on CUDA; time kernels by a scripted speedup per source text."""
-    import tools.profile as prof
-    from tools.verify import Verifier
+    import tools.orchestrate.profile as prof
+    from tools.orchestrate.verify import Verifier
 
     calls = []
     speed = {"value": 0.8, "compile_ratio": 1.25}
@@ -63,7 +63,7 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(prof, "profile", fake_profile)
     import sys
 
-    monkeypatch.setattr(sys.modules["tools.verify"], "resolve_device", lambda device: "cuda")
+    monkeypatch.setattr(sys.modules["tools.orchestrate.verify"], "resolve_device", lambda device: "cuda")
     monkeypatch.setattr(Verifier, "sandbox_factory", _CPUSandbox)
     return calls, speed
 

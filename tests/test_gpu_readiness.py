@@ -15,10 +15,10 @@ import textwrap
 import pytest
 
 from tests.helpers import ROOT
-from tools.errors import SandboxError
-from tools.limits import Limits
-from tools.sandbox import Sandbox
-from tools.slots import visible_device_id
+from tools.core.errors import SandboxError
+from tools.sandboxing.limits import Limits
+from tools.sandboxing.sandbox import Sandbox
+from tools.sandboxing.slots import visible_device_id
 
 
 def _run_source(sb: Sandbox, source: str, timeout: float = 120.0):
@@ -62,10 +62,10 @@ def test_cuda_sandbox_refuses_a_gpu_the_parent_cannot_see(monkeypatch):
 
 _POOL_JOB = """
 import torch._inductor.config as cfg
-from tools import guard
+from tools.job import guard
 cfg.compile_threads = 4  # what Inductor picks by itself on the 16-core GPU machine
 if FIX:
-    from tools.profile_worker import compile_in_this_process
+    from tools.job.profile_worker import compile_in_this_process
     compile_in_this_process()
 from torch._inductor.async_compile import AsyncCompile
 try:
@@ -91,12 +91,12 @@ def test_compile_baseline_starts_no_compile_worker_pool():
 _LAZY_IMPORT_JOB = """
 import sys
 import torch
-import tools.devshim
+import tools.job.devshim
 # A GPU job imports no Inductor runtime before the candidate (the CPU shim does, and with it
 # torch._dynamo, which hid the problem on the CPU). Make the CPU job as bare as a GPU job.
-tools.devshim.install_inductor_compat = lambda: None
+tools.job.devshim.install_inductor_compat = lambda: None
 assert "torch._dynamo" not in sys.modules, "precondition: dynamo not imported yet"
-from tools.worker import candidate_job
+from tools.job.worker import candidate_job
 
 
 class Channel:  # the parent's side of one trial, scripted
@@ -167,7 +167,7 @@ def _no_init(*a, **k):
     raise RuntimeError("CUDA initialised in the forkserver")
 torch.cuda._lazy_init = _no_init
 torch.cuda.init = _no_init
-import tools._preload  # noqa: F401
+import tools.sandboxing._preload  # noqa: F401
 import triton.runtime
 from triton.runtime.cache import triton_key as _triton_key
 drv = triton.runtime.driver

@@ -13,11 +13,11 @@ import uuid
 
 import pytest
 
-from tools.sandbox import Sandbox
+from tools.sandboxing.sandbox import Sandbox
 
 _PRELUDE = """
 import os, shutil, subprocess
-from tools import guard
+from tools.job import guard
 JOB = os.getcwd()
 with open(os.path.join(JOB, "victim.txt"), "w") as f:  # the same layout as the outside dir
     f.write("original")
@@ -117,7 +117,7 @@ def test_same_operation_inside_the_job_dir_works(sb, name):
 
 _SYMLINK_ESCAPE = """
 import os
-from tools import guard
+from tools.job import guard
 os.symlink(OUT, "to_outside")  # a symlink in the job dir may point anywhere ...
 os.symlink(os.path.join(OUT, "victim.txt"), "to_victim")
 refused = []
@@ -158,7 +158,7 @@ def test_writes_through_a_symlink_or_dir_fd_to_outside_are_refused(sb, outside):
 def test_no_shared_tmp_or_dev_shm(sb):
     name = f"triton_agent_cache_{uuid.uuid4().hex}"
     src = (
-        "import os\nfrom tools import guard\nrefused = 0\n"
+        "import os\nfrom tools.job import guard\nrefused = 0\n"
         f"for p in ('/dev/shm/{name}', '/dev/shm/torch_{name}', '/tmp/{name}'):\n"
         "    try:\n        open(p, 'w').write('cached result')\n"
         "    except PermissionError:\n        refused += 1\n"
@@ -177,7 +177,7 @@ def test_no_shared_tmp_or_dev_shm(sb):
 
 _FAKE_CC = """
 import os, subprocess
-from tools import guard
+from tools.job import guard
 with open("cc", "w") as f:
     f.write("#!/bin/sh\\ntouch " + MARKER + "\\nsleep 300 &\\n")
 os.chmod("cc", 0o755)
@@ -214,7 +214,7 @@ def test_a_cc_of_the_jobs_own_is_not_run_the_installed_one_is(sb, tmp_path):
 _LOCKED = r'''
 import os, shutil, ctypes, ctypes.util, _thread, threading
 import torch
-from tools import guard
+from tools.job import guard
 CAND = os.path.join(os.getcwd(), "candidate.py")
 guard.lock_down(CAND)
 

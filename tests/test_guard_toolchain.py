@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import os
 
-from tools.sandbox import Sandbox
+from tools.sandboxing.sandbox import Sandbox
 
 _RUN_MACHINE_GCC = """
 import os, subprocess
-from tools import guard
+from tools.job import guard
 subprocess.run([GCC], check=True)
 with open("gcc", "w") as f:
     f.write("#!/bin/sh\\ntouch " + OWN_MARKER + "\\n")
@@ -70,7 +70,7 @@ def test_torch_and_triton_bundled_toolchains_are_trusted_the_jobs_dir_is_not(tmp
     import torch
     import triton
 
-    from tools import guard
+    from tools.job import guard
 
     dirs = guard.toolchain_dirs()
     assert os.path.realpath(os.path.join(os.path.dirname(torch.__file__), "bin")) in dirs

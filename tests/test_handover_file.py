@@ -9,7 +9,7 @@ import os
 import pytest
 import torch
 
-from tools.handover import HandoverError, _import_file
+from tools.job.handover import HandoverError, _import_file
 
 
 def test_reads_the_bytes_written(tmp_path):

@@ -1,6 +1,6 @@
 """Eager also timed with `torch.backends.cudnn.benchmark = True` (issue 35): what a user tuning
-convolutions sets, timed in the timing job beside the bar (`tools.baselines.cudnn_benchmark`,
-`tools.profile_worker._time_baselines`), in a thread of its own. On the CPU the setting changes
+convolutions sets, timed in the timing job beside the bar (`tools.orchestrate.baselines.cudnn_benchmark`,
+`tools.job.profile_worker._time_baselines`), in a thread of its own. On the CPU the setting changes
 nothing, so these tests check where it is applied: on for that one eager timing, in its own
 thread, off again for torch.compile's and for everything after (the candidate is timed after
 the baselines, in the same process), also when the timing raises; cached, carried into the
@@ -13,9 +13,14 @@ import threading
 import pytest
 import torch
 
-from tools import profile_worker
-from tools.baselines import CUDNN_BENCHMARK, cache_covers, cudnn_benchmark, remember_baselines
-from tools.evaluate import speedups_of
+from tools.job import profile_worker
+from tools.orchestrate.baselines import (
+    CUDNN_BENCHMARK,
+    cache_covers,
+    cudnn_benchmark,
+    remember_baselines,
+)
+from tools.orchestrate.evaluate import speedups_of
 
 
 class _Timer:
@@ -119,8 +124,8 @@ def test_an_older_cache_entry_is_timed_again(job):
 
 
 def test_cached_and_carried_into_the_profile(job, monkeypatch, tmp_path):
-    from tools.profile import _opened, _timed
-    from tools.profile_result import ProfileOptions
+    from tools.orchestrate.profile import _opened, _timed
+    from tools.orchestrate.profile_result import ProfileOptions
 
     monkeypatch.setenv("TRITON_AGENT_CACHE", str(tmp_path))
     data = _time(job, _Timer())  # each sequence's samples: its position, in ms
@@ -133,7 +138,7 @@ def test_cached_and_carried_into_the_profile(job, monkeypatch, tmp_path):
         digest = "d"
 
     remember_baselines(data, _Prob(), ProfileOptions())
-    from tools.baselines import load_cache
+    from tools.orchestrate.baselines import load_cache
 
     (entry,) = load_cache()["baselines"].values()
     assert entry[CUDNN_BENCHMARK]["median_ms"] == pytest.approx(cb)

@@ -1,7 +1,7 @@
 """The timing job's freshness check holds the fp64 rule's cap (issue 35), as the judge does.
 
-The judge caps the elements its fp64 rule may excuse in an output (`tools.fp64_rule.excuse_cap`:
-PyTorch's own draws' misses plus 8). The timing job (`tools.profile_worker`) made the rule's
+The judge caps the elements its fp64 rule may excuse in an output (`tools.checks.fp64_rule.excuse_cap`:
+PyTorch's own draws' misses plus 8). The timing job (`tools.job.profile_worker`) made the rule's
 fp64 reference and allowance for its freshness check but no cap, so a kernel with 3x PyTorch's
 error everywhere on a cancelling sum, refused by the verifier, passed the freshness check
 (within the allowance at every element). The kernel here errs 0.95 times the allowance (2.85x
@@ -16,10 +16,10 @@ import pytest
 import torch
 
 from tests.test_allowance_rule import _blocked_fp32, _graded, _RowSum
-from tools.compare import fp64_accepted
-from tools.freshness import host_originals
-from tools.profile_worker import _fresh_probe, _fresh_references, _freshness_after_timing
-from tools.timing import Freshness
+from tools.checks.compare import fp64_accepted
+from tools.checks.freshness import host_originals
+from tools.checks.timing import Freshness
+from tools.job.profile_worker import _fresh_probe, _fresh_references, _freshness_after_timing
 
 TOL = (1e-4, 1e-4)
 

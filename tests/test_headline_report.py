@@ -131,7 +131,7 @@ def test_both_levels_together_and_per_level(recorded, capsys):
 
 
 def test_eager_with_cudnn_benchmark_is_a_column_beside_the_bar(recorded, tmp_path):
-    """A sample that carries the speedup over eager with cudnn.benchmark (`tools.evaluate.
+    """A sample that carries the speedup over eager with cudnn.benchmark (`tools.orchestrate.evaluate.
     speedups_of`) shows it in its row and in the headline; the bar stays the better of eager
     and torch.compile."""
     import shutil

@@ -401,8 +401,8 @@ def test_gemms_use_the_project_template_with_tf32x3(drafted):
 def test_unsupported_torch_version_is_a_clear_shim_error(monkeypatch):
     import torch
 
+    from tools.core.errors import ShimError
     from tools.draft import check_torch_support, draft_candidate
-    from tools.errors import ShimError
 
     monkeypatch.setattr(torch, "__version__", "2.4.1+cpu")
     with pytest.raises(ShimError, match=r"needs torch >= 2\.11.*this is torch 2\.4\.1"):
@@ -414,8 +414,8 @@ def test_unsupported_torch_version_is_a_clear_shim_error(monkeypatch):
 def test_missing_internal_is_a_clear_shim_error(monkeypatch):
     from torch._inductor.graph import GraphLowering
 
+    from tools.core.errors import ShimError
     from tools.draft import check_torch_support
-    from tools.errors import ShimError
 
     monkeypatch.delattr(GraphLowering, "save_output_code")
     with pytest.raises(ShimError, match="GraphLowering.save_output_code"):
@@ -423,8 +423,8 @@ def test_missing_internal_is_a_clear_shim_error(monkeypatch):
 
 
 def test_problem_without_model_is_a_problem_error():
+    from tools.core.errors import ProblemError
     from tools.draft import draft_candidate
-    from tools.errors import ProblemError
 
     with pytest.raises(ProblemError, match="Model"):
         draft_candidate(
@@ -456,8 +456,8 @@ if __name__ == "__main__":
 def test_smaller_block_sizes_keep_the_grid_covering_the_output(drafted, cpu_verifier):
     """The tuner changes XBLOCK at the launch; the grid must follow (it is `lambda meta: ...`).
     With a literal grid, 2 of 3 tuner variants of the ReLU draft were mismatches on the H200."""
-    from tools.problem import problem_from_source
-    from tools.tune import one_at_a_time
+    from tools.compile.tune import one_at_a_time
+    from tools.core.problem import problem_from_source
 
     if drafted["relu"]["device"] != "cpu":
         pytest.skip("the variants are verified under the interpreter")
@@ -477,7 +477,7 @@ def test_smaller_block_sizes_keep_the_grid_covering_the_output(drafted, cpu_veri
 
 
 def test_convolutions_use_the_project_template(drafted):
-    """Every convolution goes to tools.triton_conv, not Inductor's conv template: on the H200
+    """Every convolution goes to tools.kernels.triton_conv, not Inductor's conv template: on the H200
     Inductor's ran KernelBench's depthwise conv at 0.01x of cuDNN (level1/86, session 6)."""
     draft = drafted["conv2d_bias_relu"]["draft"]
     assert "triton_convolution(" in draft["source"], draft["kernels"]

@@ -10,7 +10,7 @@ import pytest
 
 from agent.cli import main
 from tests.helpers import EX, ROOT, last_json
-from tools.verify_options import SCALE_TRIALS
+from tools.orchestrate.verify_options import SCALE_TRIALS
 
 RELU = str(EX / "problems" / "relu.py")
 RELU6 = str(ROOT / "tests" / "adversarial" / "relu__clamps_at_six_default_protocol.py")

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from tools.problem import read_problem
-from tools.size_guard import (
+from tools.core.problem import read_problem
+from tools.job.size_guard import (
     FLOOR_S_PER_PROGRAM,
     LAUNCH_LIMIT_S,
     LaunchBudget,
@@ -134,7 +134,7 @@ def test_allow_large_on_the_command_line_lifts_the_launch_limit_in_the_jobs(monk
     import os
 
     from agent.cli import main
-    from tools.size_guard import ALLOW_LARGE_ENV, allow_large
+    from tools.job.size_guard import ALLOW_LARGE_ENV, allow_large
 
     monkeypatch.setenv(ALLOW_LARGE_ENV, "0")  # recorded, so the test leaves it as it was
     assert not allow_large()
@@ -147,7 +147,7 @@ def test_allow_large_on_the_command_line_lifts_the_launch_limit_in_the_jobs(monk
 def test_allow_large_through_the_python_api_reaches_the_candidates_job(tmp_path):
     """VerifyOptions(allow_large=True) alone lifts the per-launch limit (it used to reach only
     the CLI's environment): the 1M-program launch then runs until the job's timeout."""
-    from tools.verify import Verifier, VerifyOptions
+    from tools.orchestrate.verify import Verifier, VerifyOptions
 
     problem = tmp_path / "double.py"
     problem.write_text(PROBLEM.format(n=1 << 20))

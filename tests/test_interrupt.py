@@ -20,7 +20,7 @@ from agent.config import AgentConfig
 from agent.llm.replay import ReplayBackend
 from agent.runner import run
 from tests.helpers import EX, ROOT, fenced, last_json_line, sigint_as_default, write_replies
-from tools.evaluate import no_code_verdict
+from tools.orchestrate.evaluate import no_code_verdict
 
 RELU = str(EX / "problems" / "relu.py")
 GOOD = (EX / "kernels" / "relu.py").read_text()

@@ -16,7 +16,7 @@ from agent.config import AgentConfig
 from agent.llm.replay import ReplayBackend
 from agent.runner import run
 from tests.helpers import EX, fenced
-from tools.errors import BadInputError
+from tools.core.errors import BadInputError
 
 RELU = str(EX / "problems" / "relu.py")
 

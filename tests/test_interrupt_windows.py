@@ -29,7 +29,7 @@ from agent.config import AgentConfig
 from agent.llm.replay import ReplayBackend
 from agent.runner import run
 from tests.helpers import EX, fenced
-from tools.evaluate import no_code_verdict
+from tools.orchestrate.evaluate import no_code_verdict
 
 RELU = str(EX / "problems" / "relu.py")
 CODES = ["# kernel zero\n" + (EX / "kernels" / "relu.py").read_text(), "# kernel one\n"]

@@ -21,10 +21,10 @@ import textwrap
 import pytest
 
 from tests.helpers import ROOT
-from tools.isolation import is_dumpable
-from tools.job_process import drop_privileges
-from tools.limits import Limits
-from tools.sandbox import Sandbox
+from tools.sandboxing.isolation import is_dumpable
+from tools.sandboxing.job_process import drop_privileges
+from tools.sandboxing.limits import Limits
+from tools.sandboxing.sandbox import Sandbox
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")
 
@@ -214,7 +214,7 @@ def test_control_root_overrides_not_dumpable(sandbox):
 
 
 def give_own_directory() -> bool:
-    from tools.isolation import _give_to
+    from tools.sandboxing.isolation import _give_to
 
     return _give_to(os.getcwd(), os.geteuid())  # to its own owner: changes nothing
 
@@ -231,7 +231,7 @@ def test_bound_prctl_only_drops_rights():
     candidate could import makes only the calls that drop rights."""
     import signal
 
-    from tools import isolation
+    from tools.sandboxing import isolation
 
     for option, arg in (
         (isolation.PR_SET_DUMPABLE, 1),
@@ -248,7 +248,7 @@ def test_bound_prctl_only_drops_rights():
 def test_stderr_tail_follows_no_link(tmp_path):
     """The job's directory is the candidate's: a stderr log replaced by a link to a file only
     the agent may read is not read through the link."""
-    from tools.job_files import stderr_tail
+    from tools.sandboxing.job_files import stderr_tail
 
     private = tmp_path / "private"
     private.write_text("agent's secret\n")
@@ -270,7 +270,7 @@ def dropped_candidate_job(channel, *args, **kwargs) -> dict:
     """The product's candidate job with the drop before it, before the job's own set-up
     (stricter than where the worker is to call it). `TA_TEST_DROP=user-over-ipc`: change uid
     on a GPU too (the judge then cannot open the outputs' CUDA IPC handles: seen on the H200)."""
-    from tools.worker import candidate_job
+    from tools.job.worker import candidate_job
 
     how = os.environ.get("TA_TEST_DROP", "default")
     iso = drop_privileges(cuda_ipc=how != "user-over-ipc")
@@ -285,7 +285,7 @@ class DroppingSandbox(Sandbox):
     drop = "default"
 
     def start(self, slot, fn, *args, env=None, **kwargs):
-        if fn == "tools.worker:candidate_job":
+        if fn == "tools.job.worker:candidate_job":
             fn = "tests.test_isolation:dropped_candidate_job"
             env = {**(env or {}), "TA_TEST_DROP": self.drop}
         return super().start(slot, fn, *args, env=env, **kwargs)
@@ -301,12 +301,12 @@ class DroppingSandbox(Sandbox):
 def test_honest_kernel_still_verified_after_the_drop(device, drop):
     """An honest kernel is still `ok` with its job unprivileged: the job directory, Triton's
     cache, the output handover (and on a GPU the device and CUDA IPC) keep working."""
-    from tools.verify import Verifier, VerifyOptions
+    from tools.orchestrate.verify import Verifier, VerifyOptions
 
     sb = DroppingSandbox(device=device, max_workers=2, limits=Limits(timeout_s=120))
     sb.drop = drop
     v = Verifier(VerifyOptions(device=device, trials=2), sandbox=sb)
-    from tools.problem import read_problem
+    from tools.core.problem import read_problem
 
     problem = read_problem(str(ROOT / "examples" / "problems" / "relu.py"))
     kernel = (ROOT / "examples" / "kernels" / "relu.py").read_text()
@@ -318,8 +318,8 @@ def intruder_as_nobody(pid: int, address: int, size: int, private_file: str) -> 
     """`intruder` in `user` mode on a machine whose Python `nobody` cannot read (the drop
     would stay uid 0 there): the check of the installation is skipped, and nothing is imported
     after the drop."""
-    from tools import isolation
-    from tools.job_process import _JOB, _dump_reply
+    from tools.sandboxing import isolation
+    from tools.sandboxing.job_process import _JOB, _dump_reply
 
     _dump_reply(("ok", {"warm": [1]}))  # what the reply imports, imported while it can be
     isolation.unreadable_for_others = lambda device="cpu": ""

@@ -1,6 +1,6 @@
 """Issue 37: jobs are named by their function, which editors and import searches follow, not by
 a "module:function" string. The sandbox takes the function and sends the job process its
-reference (`tools.sandbox.job_ref`), resolved there as before."""
+reference (`tools.sandboxing.sandbox.job_ref`), resolved there as before."""
 
 from __future__ import annotations
 
@@ -10,16 +10,16 @@ import re
 import pytest
 
 from tests.helpers import ROOT
-from tools.errors import SandboxError
-from tools.job_process import _resolve
-from tools.profile_worker import profile_job
-from tools.sandbox import Sandbox, job_ref
+from tools.core.errors import SandboxError
+from tools.job.profile_worker import profile_job
+from tools.sandboxing.job_process import _resolve
+from tools.sandboxing.sandbox import Sandbox, job_ref
 
 JOB_STRINGS_LEFT = {
-    ("tools/verify.py", "tools.worker:problem_job"),
-    ("tools/verify.py", "tools.worker:candidate_job"),
-    ("tools/verify.py", "tools.judge:judge_job"),
-    ("tools/verify.py", "tools.stochastic_judge:judge_job"),
+    ("tools/orchestrate/verify.py", "tools.job.worker:problem_job"),
+    ("tools/orchestrate/verify.py", "tools.job.worker:candidate_job"),
+    ("tools/orchestrate/verify.py", "tools.job.judge:judge_job"),
+    ("tools/orchestrate/verify.py", "tools.job.stochastic_judge:judge_job"),
     ("agent/drafters.py", "tools.draft:draft_job"),
 }
 """Jobs still named by a string (their modules were edited by others in the session that made
@@ -42,8 +42,8 @@ def test_a_module_level_function_is_named_by_module_and_qualified_name():
     assert _resolve(job_ref(double)) is double
     assert job_ref(Holder.triple) == f"{__name__}:Holder.triple"
     assert _resolve(job_ref(Holder.triple)) is Holder.triple
-    assert job_ref(profile_job) == "tools.profile_worker:profile_job"
-    assert job_ref("tools.worker:candidate_job") == "tools.worker:candidate_job"
+    assert job_ref(profile_job) == "tools.job.profile_worker:profile_job"
+    assert job_ref("tools.job.worker:candidate_job") == "tools.job.worker:candidate_job"
 
 
 def test_a_function_the_job_cannot_import_by_name_is_refused():

@@ -27,7 +27,7 @@ from agent.kernelbench_accept import (
     load_static_checker,
 )
 from tests.helpers import EX, ROOT
-from tools.errors import BadInputError
+from tools.core.errors import BadInputError
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import kb_judge_agreement as agreement  # noqa: E402

@@ -13,7 +13,7 @@ import pytest
 from agent import kernelbench_io as kb
 from agent.cli import build_parser, main
 from tests.helpers import EX, FAST_CLI, fenced, last_json, write_replies
-from tools.errors import BadInputError
+from tools.core.errors import BadInputError
 
 # KernelBench's scripts/eval_from_generations.py: fetch_kernel_from_disk reads
 #   os.path.join(run_dir, f"level_{level}_problem_{problem_id}_sample_{sample_id}_kernel.py")
@@ -181,8 +181,8 @@ def test_failed_sample_metadata_names_kernelbench_keys():
 
 
 def test_kernelbench_timing_summary_and_trace_kept_out_of_json():
-    from tools.profile import kernelbench_summary
-    from tools.profile_result import ProfileResult
+    from tools.orchestrate.profile import kernelbench_summary
+    from tools.orchestrate.profile_result import ProfileResult
 
     s = kernelbench_summary(
         {"eager": {"mean": 2.0, "std": 0.1}, "candidate": {"mean": 0.5, "std": 0.05}}

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tools import attention_kernels, recurrent_kernels, triton_conv
-from tools.gemm_template import GEMM_SOURCE
+from tools.kernels import attention_kernels, recurrent_kernels, triton_conv
+from tools.kernels.gemm_template import GEMM_SOURCE
 
 CHECKER = (
     Path(__file__).resolve().parents[2]

@@ -39,7 +39,7 @@ def _run(code: str, timeout: float = 120) -> dict:
 _SAMPLE_OF_LARGE_OUTPUT = """
 import json, resource, time
 import torch
-from tools.precision import SAMPLE_ELEMS, precision_sample
+from tools.checks.precision import SAMPLE_ELEMS, precision_sample
 n = {n}
 # Outputs of n elements that take no memory (one value, broadcast): whatever the sample costs
 # shows alone in the peak.
@@ -83,7 +83,7 @@ def test_sample_index_is_uniform_and_distinct():
     over 16 draws of 65,536 of 2^22 elements, each eighth of the output holds its share."""
     import torch
 
-    from tools.precision import sample_index
+    from tools.checks.precision import sample_index
 
     g = torch.Generator().manual_seed(3)
     n, k = 1 << 22, 1 << 16
@@ -104,8 +104,8 @@ def test_sample_index_is_uniform_and_distinct():
 _JUDGE_ON_A_LARGE_OUTPUT = """
 import json, os, resource, sys, tempfile
 import torch
-from tools.job_common import load_problem
-from tools.judge import judge_job
+from tools.job.job_common import load_problem
+from tools.job.judge import judge_job
 
 path = sys.argv[1]
 source = open(path).read()
@@ -174,8 +174,8 @@ def test_judge_peak_on_a_large_output_is_the_inputs_and_two_outputs(tmp_path):
     sample made the trial's inputs again at the comparison, beside both outputs (3 copies)."""
     import torch
 
-    from tools.handover import export_outputs
-    from tools.job_common import load_problem, make_inputs
+    from tools.job.handover import export_outputs
+    from tools.job.job_common import load_problem, make_inputs
 
     problem = tmp_path / "leaky_256mib.py"
     problem.write_text(_LEAKY.format(dim=1 << 18))
@@ -209,9 +209,9 @@ def test_the_rows_sample_is_cut_from_the_trials_inputs(monkeypatch):
 
     import torch
 
-    import tools.judge as judge
-    from tools.job_common import make_inputs
-    from tools.precision import lower_precision
+    import tools.job.judge as judge
+    from tools.checks.precision import lower_precision
+    from tools.job.job_common import make_inputs
 
     monkeypatch.setattr(judge, "PRECISION_MAX_BYTES", 1024)  # every output counts as large
     monkeypatch.setattr(judge, "_room_for", lambda nbytes: nbytes < 16 << 10)  # rows only

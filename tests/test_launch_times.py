@@ -1,8 +1,8 @@
 """Issue 34 on a GPU: a memo decided inside a launch (a flag on the device, a loop bound read
 through a pointer) makes the same launches with the same arguments on a trial's repeated
 inputs, but the launch that skips the work takes far less device time. The candidate's job
-times each recorded launch with events (`tools.launch_record.record_launches(device="cuda")`,
-`note_launch_times`); the verdict's rule (`tools.launch_times`) compares launch i of a
+times each recorded launch with events (`tools.compile.launch_record.record_launches(device="cuda")`,
+`note_launch_times`); the verdict's rule (`tools.checks.launch_times`) compares launch i of a
 repeated run with the same launch's fastest fresh-input time and refuses a launch suspect in
 two trials.
 
@@ -19,18 +19,18 @@ import pytest
 import torch
 
 from tests.helpers import ROOT, import_source
-from tools.launch_record import (
+from tools.checks.launch_times import CONFIRMATIONS, FLOOR_MS, RATIO, faster_on_repeats
+from tools.compile.launch_record import (
     _AUTOTUNING,
     DeviceHold,
     launch_trace,
     note_launch_times,
     record_launches,
 )
-from tools.launch_times import CONFIRMATIONS, FLOOR_MS, RATIO, faster_on_repeats
-from tools.reference import Reference
-from tools.sandbox import JobOutcome, Sandbox
-from tools.verdict_rules import TrialRun, judge
-from tools.verify_options import VerifyOptions
+from tools.orchestrate.reference import Reference
+from tools.orchestrate.verdict_rules import TrialRun, judge
+from tools.orchestrate.verify_options import VerifyOptions
+from tools.sandboxing.sandbox import JobOutcome, Sandbox
 
 # ---------------------------------------------------------------------------------------------
 # The rule, on synthetic timed runs
@@ -416,7 +416,7 @@ def test_on_a_gpu_launches_are_timed_by_cuda_events_and_autotuning_benchmarks_ar
 
 _JOB = """
 import time
-import tools.launch_record as lr
+import tools.compile.launch_record as lr
 
 
 class WallClockEvent:  # the interpreter runs the launch's programs between the two records
@@ -429,7 +429,7 @@ class WallClockEvent:  # the interpreter runs the launch's programs between the 
 
 _record = lr.record_launches
 lr.record_launches = lambda device=None: _record(device, event=WallClockEvent)
-from tools.worker import candidate_job
+from tools.job.worker import candidate_job
 
 
 class Channel:  # the parent's side: trials 0 (exempt) to 3, two runs each, then stop

@@ -23,7 +23,7 @@ from agent.llm import (
 )
 from tests.fakes import openai_server as fake_server
 from tests.fakes import tiny_llama
-from tools.errors import BackendError, BadInputError
+from tools.core.errors import BackendError, BadInputError
 
 # Fixtures from tests/fakes (conftest.py belongs to the whole suite).
 openai_server = fake_server.openai_server
@@ -365,7 +365,7 @@ def test_a_broken_openai_install_stops_only_the_openai_backend():
         import sys
         sys.modules["openai"] = None  # "import openai" now raises ImportError
         from agent.llm import make_backend
-        from tools.errors import BackendError
+        from tools.core.errors import BackendError
         r = make_backend("replay", replies=["a"])
         assert r.generate.__self__ is r
         try:

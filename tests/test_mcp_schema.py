@@ -15,7 +15,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from tests.helpers import FAST, ROOT
-from tools.results import STATUSES
+from tools.core.results import STATUSES
 
 
 def run(scenario) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tools.problem import read_problem
+from tools.core.problem import read_problem
 
 PROBLEM = """
 import torch

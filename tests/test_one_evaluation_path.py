@@ -1,6 +1,6 @@
 """Issue 37: every command and the API verify through the one evaluation path. agent/ builds a
 `Verifier` in one place (`agent.evaluation.make_verifier`); `verify` (the command, the API and
-so the MCP tool) goes through `tools.evaluate.evaluate`, and `profile` through the one
+so the MCP tool) goes through `tools.orchestrate.evaluate.evaluate`, and `profile` through the one
 `agent.evaluation.profile_candidate`. No job runs here: the seams are replaced."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from types import SimpleNamespace
 import pytest
 
 import agent
-import tools.evaluate
+import tools.orchestrate.evaluate
 from agent.evaluation import make_verifier
 from tests.helpers import ROOT, last_json
-from tools.evaluate import Evaluation, no_code_verdict
-from tools.verify import Verifier, VerifyOptions
+from tools.orchestrate.evaluate import Evaluation, no_code_verdict
+from tools.orchestrate.verify import Verifier, VerifyOptions
 
 RELU = str(ROOT / "examples" / "problems" / "relu.py")
 KERNEL = str(ROOT / "examples" / "kernels" / "relu.py")
@@ -42,13 +42,13 @@ def test_agent_builds_a_verifier_in_one_place():
 
 def test_the_finder_sees_a_verifier_built_by_hand(tmp_path):
     path = tmp_path / "x.py"
-    path.write_text("from tools import verify\nv = verify.Verifier(o)\nw = Verifier()\n")
+    path.write_text("from tools.orchestrate import verify\nv = verify.Verifier(o)\nw = Verifier()\n")
     assert _verifier_calls(path) == [2, 3]
 
 
 @pytest.fixture
 def faked_evaluate(monkeypatch):
-    """`tools.evaluate.evaluate` replaced: it records each call and says `mismatch`."""
+    """`tools.orchestrate.evaluate.evaluate` replaced: it records each call and says `mismatch`."""
     seen: list[dict] = []
 
     def fake(problem, code, *, verifier, kernel_path="candidate.py", **kw):
@@ -59,7 +59,7 @@ def faked_evaluate(monkeypatch):
             status="mismatch", correct=False, compiled=True, verdict=verdict, baseline="best"
         )
 
-    monkeypatch.setattr(tools.evaluate, "evaluate", fake)
+    monkeypatch.setattr(tools.orchestrate.evaluate, "evaluate", fake)
     return seen
 
 
@@ -93,7 +93,7 @@ def test_the_mcp_verify_tool_is_the_api(faked_evaluate):
 def test_the_profile_command_and_the_api_profile_through_one_function(monkeypatch, capsys):
     import agent.evaluation
     from agent.cli.main import main
-    from tools.profile_result import ProfileResult
+    from tools.orchestrate.profile_result import ProfileResult
 
     seen = []
 

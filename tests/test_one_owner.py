@@ -12,7 +12,7 @@ from agent.bench import BenchConfig
 from agent.config import AgentConfig
 from agent.llm import resolve_kind
 from tests.helpers import ROOT
-from tools.errors import BackendConfigError
+from tools.core.errors import BackendConfigError
 
 
 def _kind(cfg: AgentConfig) -> str:
@@ -135,15 +135,15 @@ def test_tools_never_import_agent():
 
 
 def test_the_loop_bench_and_dataset_evaluate_through_one_seam(monkeypatch):
-    """`tools.evaluate.evaluate` is the one evaluation: replacing it there replaces it for the
+    """`tools.orchestrate.evaluate.evaluate` is the one evaluation: replacing it there replaces it for the
     loop, bench and dataset (no command has its own copy of the rules)."""
     from types import SimpleNamespace
 
-    import tools.evaluate
+    import tools.orchestrate.evaluate
     from agent.bench import Draft, evaluate_sample
     from agent.dataset.build import _check
     from agent.evaluation import evaluate_candidate
-    from tools.evaluate import Evaluation, no_code_verdict
+    from tools.orchestrate.evaluate import Evaluation, no_code_verdict
 
     seen: list[str] = []
 
@@ -155,7 +155,7 @@ def test_the_loop_bench_and_dataset_evaluate_through_one_seam(monkeypatch):
             summary="faked",
         )  # fmt: skip
 
-    monkeypatch.setattr(tools.evaluate, "evaluate", fake)
+    monkeypatch.setattr(tools.orchestrate.evaluate, "evaluate", fake)
     problem = SimpleNamespace(name="p", path="p.py", source="")
     verifier = SimpleNamespace(device="cpu")
     rec = evaluate_sample(verifier, problem, Draft(problem="p", sample=0, source="llm:x", code="c"))

@@ -13,7 +13,7 @@ import pytest
 
 from agent.options import BACKENDS, BY_NAME, DEFAULTS, OPTIONS
 from tests.helpers import ROOT
-from tools.errors import BadInputError
+from tools.core.errors import BadInputError
 
 
 def _command_parsers() -> dict[str, argparse.ArgumentParser]:

@@ -36,8 +36,8 @@ def spin(channel) -> None:
 AGENT = """
 import json, sys, time
 from multiprocessing import forkserver, resource_tracker
-import tools.sandbox as sandbox
-from tools.limits import Limits
+import tools.sandboxing.sandbox as sandbox
+from tools.sandboxing.limits import Limits
 
 sb = sandbox.Sandbox(device="cpu", max_workers=2)
 lim = Limits(timeout_s=120)
@@ -112,7 +112,7 @@ def test_jobs_die_with_their_agent_through_the_kernel_and_through_their_watch():
 
 
 # A job stand-in without the sandbox: `tools/__init__` imports torch (seconds); the watch and
-# the limits need none of it, so the stand-in loads `tools.job_process` alone. It runs `call`,
+# the limits need none of it, so the stand-in loads `tools.sandboxing.job_process` alone. It runs `call`,
 # says "ready", then loops for ever (no core file if a signal ends it).
 JOB = """
 import os, resource, sys, types
@@ -120,7 +120,7 @@ resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 pkg = types.ModuleType("tools")
 pkg.__path__ = [os.path.join(sys.argv[1], "tools")]
 sys.modules["tools"] = pkg
-import tools.job_process as jp
+import tools.sandboxing.job_process as jp
 
 exec(sys.argv[2], {"jp": jp, "os": os})
 print("ready", flush=True)
@@ -219,7 +219,7 @@ def test_cpu_time_is_capped_above_what_the_timeout_allows_on_every_core(tmp_path
 def test_a_forkserver_is_stopped_only_after_its_jobs_ended():
     """Switching the forkserver's interpreter mode stops the old one, whose jobs now die with it:
     the switch waits until it has no children."""
-    from tools.sandbox import _children, _wait_for_children
+    from tools.sandboxing.sandbox import _children, _wait_for_children
 
     parent = subprocess.Popen(["sh", "-c", "sleep 1 & wait"])
     try:

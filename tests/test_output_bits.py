@@ -1,4 +1,4 @@
-"""Outputs stored at lower precision, refused by cause (issue 35, `tools.output_bits`).
+"""Outputs stored at lower precision, refused by cause (issue 35, `tools.checks.output_bits`).
 
 Where rows cancel, fp32 outputs rounded to 15 mantissa bits err no more than an honest
 sequential fp32 sum (docs/verification.md, the fp64 rule), so the accuracy rules accept them;
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from tools.output_bits import MIN_ELEMS, SAMPLE_ELEMS, low_bits_finding
-from tools.problem import read_problem
+from tools.checks.output_bits import MIN_ELEMS, SAMPLE_ELEMS, low_bits_finding
+from tools.core.problem import read_problem
 
 CORPUS = Path(__file__).parent / "adversarial"
 
@@ -165,9 +165,9 @@ def test_the_corpus_kind_with_15_bit_outputs_is_refused_by_its_low_bits(cpu_veri
 
 def test_the_fp64_notes_scale_is_the_any_order_one():
     """An `ok` verdict's note on the elements the fp64 rule excused names the rule's scale:
-    `ALLOWANCE_FACTOR` x max(D, `ORDER_FACTOR` x C) (`tools.fp64_rule.fp32_scale`), not 3x D."""
-    from tools.fp64_rule import ALLOWANCE_FACTOR, ORDER_FACTOR
-    from tools.verdict_rules import _fp64_note
+    `ALLOWANCE_FACTOR` x max(D, `ORDER_FACTOR` x C) (`tools.checks.fp64_rule.fp32_scale`), not 3x D."""
+    from tools.checks.fp64_rule import ALLOWANCE_FACTOR, ORDER_FACTOR
+    from tools.orchestrate.verdict_rules import _fp64_note
 
     diff = {"fp64_accepted": 3, "fp64_accepted_max_ref_err": 1e-3, "fp64_draws": 9}
     note = _fp64_note([(0, "first", diff)])

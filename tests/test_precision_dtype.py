@@ -16,7 +16,7 @@ import textwrap
 import pytest
 import torch
 
-from tools.problem_dtype import (
+from tools.core.problem_dtype import (
     PRECISION_ENV,
     cache_suffix,
     cast_floating,
@@ -24,7 +24,7 @@ from tools.problem_dtype import (
     precision_env,
     torch_dtype,
 )
-from tools.verify import Verifier, VerifyOptions
+from tools.orchestrate.verify import Verifier, VerifyOptions
 
 CPU = dict(device="cpu", aot_target=None, trials=2, timeout_s=240.0)
 
@@ -142,7 +142,7 @@ IDENTITY_RESULT = "v"
 
 
 def _problem(tmp_path, source: str, name: str):
-    from tools.problem import read_problem
+    from tools.core.problem import read_problem
 
     path = tmp_path / f"{name}.py"
     path.write_text(source)
@@ -157,7 +157,7 @@ def verifiers():
     return made
 
 
-# -- the casts (in process: tools.problem_dtype) -------------------------------------------
+# -- the casts (in process: tools.core.problem_dtype) -------------------------------------------
 
 
 def test_only_floating_tensors_are_cast():
@@ -185,7 +185,7 @@ def test_fp32_runs_the_problem_as_written():
 
 
 def test_an_unknown_precision_is_bad_input():
-    from tools.errors import BadInputError
+    from tools.core.errors import BadInputError
 
     with pytest.raises(BadInputError, match="choose one of fp32, bf16, fp16"):
         VerifyOptions(precision="fp8")
@@ -200,9 +200,9 @@ def test_bf16_and_fp16_have_no_scale_trial():
 
 
 def test_the_loaded_problem_is_cast_in_a_job(monkeypatch, tmp_path):
-    """The jobs' own loading (`tools.job_common`), at the precision of their environment: bf16
+    """The jobs' own loading (`tools.job.job_common`), at the precision of their environment: bf16
     model and inputs, the integer buffer kept, the weights the fp32 draws rounded."""
-    from tools.job_common import build_model, load_problem, make_inputs
+    from tools.job.job_common import build_model, load_problem, make_inputs
 
     monkeypatch.setenv(PRECISION_ENV, "bf16")
     mod = load_problem(AFFINE, str(tmp_path / "affine.py"))
@@ -270,7 +270,7 @@ def test_the_candidates_model_is_cast_like_the_reference(monkeypatch):
     """KernelBench's `custom_model.to(dtype=precision)`: in every job that builds a candidate's
     model (`_copy_matching_weights`, after its move to the device), its floating parameters and
     buffers at the job's precision, the reference's weights copied in exactly."""
-    from tools.job_common import _copy_matching_weights
+    from tools.job.job_common import _copy_matching_weights
 
     monkeypatch.setenv(PRECISION_ENV, "fp16")
     reference = cast_model(torch.nn.Linear(5, 3), torch.float16)

@@ -11,8 +11,8 @@ from types import SimpleNamespace
 import pytest
 
 from tests.helpers import EX
-from tools.problem_dtype import PRECISION_ENV
-from tools.verify import Verifier, VerifyOptions
+from tools.core.problem_dtype import PRECISION_ENV
+from tools.orchestrate.verify import Verifier, VerifyOptions
 
 RELU = str(EX / "problems" / "relu.py")
 KERNEL = str(EX / "kernels" / "relu.py")
@@ -98,7 +98,7 @@ def test_the_mcp_verify_tool_passes_it_to_its_verifier(monkeypatch):
 
     def fake_verify(problem, kernel, *, verifier=None, **kw):
         seen.append(verifier.options.precision)
-        from tools.evaluate import no_code_verdict
+        from tools.orchestrate.evaluate import no_code_verdict
 
         return no_code_verdict("faked")
 
@@ -119,7 +119,7 @@ def test_the_verifier_runs_its_jobs_at_it(monkeypatch):
 
 
 def test_the_sandbox_gives_its_jobs_the_environment():
-    from tools.sandbox import Sandbox
+    from tools.sandboxing.sandbox import Sandbox
 
     sandbox = Sandbox(device="cpu", max_workers=1)
     sandbox.job_env = {PRECISION_ENV: "fp16"}
@@ -128,14 +128,14 @@ def test_the_sandbox_gives_its_jobs_the_environment():
 
 
 def _job_precision() -> str:
-    from tools.problem_dtype import job_precision
+    from tools.core.problem_dtype import job_precision
 
     return job_precision()
 
 
 def test_the_compiler_drafter_drafts_at_it():
     from agent.drafters import CompilerDrafter, draft_cache_key
-    from tools.sandbox import Sandbox
+    from tools.sandboxing.sandbox import Sandbox
 
     sandbox = Sandbox(device="cpu", max_workers=1)
     sandbox.job_env = {PRECISION_ENV: "bf16"}
@@ -161,7 +161,7 @@ def test_the_sanitizers_run_is_at_it(monkeypatch):
     the verification's precision: its environment carries it."""
     import subprocess
 
-    from tools import sanitize
+    from tools.orchestrate import sanitize
 
     envs = []
 
@@ -184,7 +184,7 @@ def test_a_bench_resumes_at_its_precision_and_from_before_it(tmp_path):
     from agent.bench.store import BenchDir
     from agent.cli.bench import bench_config
     from agent.cli.main import build_parser
-    from tools.errors import BadInputError
+    from tools.core.errors import BadInputError
 
     def config(*flags):
         return bench_config(build_parser().parse_args(["bench", "problems", *flags]))
@@ -219,7 +219,7 @@ def test_the_bench_report_applies_the_fp32_contract_at_fp32_only(precision):
 
 
 def test_a_report_cell_marks_half_precision_only_in_an_fp32_problem():
-    from tools.arithmetic import cell
+    from tools.checks.arithmetic import cell
 
     assert cell(["fp32", "bf16"]) == "fp32, bf16 (outside the fp32 contract)"
     assert cell(["fp32", "bf16"], None) == "fp32, bf16 (outside the fp32 contract)"  # older runs
@@ -232,8 +232,8 @@ def test_the_drafter_traces_the_problem_at_it(monkeypatch, precision):
     inputs at the precision, given or from the draft job's environment."""
     import torch
 
+    from tools.core.problem_dtype import torch_dtype
     from tools.draft.loading import load_problem
-    from tools.problem_dtype import torch_dtype
 
     source = (EX / "problems" / "scale_add_bias.py").read_text()
     given = load_problem(source, "cpu", precision)

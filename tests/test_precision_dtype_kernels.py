@@ -1,6 +1,6 @@
 """The kernels compiler drafts copy into candidates take bf16/fp16 operands with fp32
-accumulation (issue 36): this project's GEMM template (`tools.gemm_template`: GEMM and GEMV)
-and its convolutions (`tools.triton_conv`). fp16 runs in the interpreter and is compared with an
+accumulation (issue 36): this project's GEMM template (`tools.kernels.gemm_template`: GEMM and GEMV)
+and its convolutions (`tools.kernels.triton_conv`). fp16 runs in the interpreter and is compared with an
 fp64 reference of the same fp16 values; bf16 cannot run there, so the GEMM template is compiled
 ahead of time for sm_90 (no GPU needed) and its dot read from the compiled kernel: a tensor-core
 `warp_group_dot` of bf16 operands into an fp32 accumulator."""
@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from tests.helpers import ROOT
-from tools import gemm_template
+from tools.kernels import gemm_template
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,7 @@ import torch.nn.functional as F
 spec = importlib.util.spec_from_file_location("gemm_mod_precision", sys.argv[1])
 gemm_mod = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(gemm_mod)
-from tools.triton_conv import triton_convolution
+from tools.kernels.triton_conv import triton_convolution
 
 def half_ulps(out, ref):
     # the largest error in halves of an fp16 ulp of the reference element

@@ -1,5 +1,5 @@
 """The precision check's per-element scale has a floor at an ulp of the output's typical
-magnitude (`tools.precision.precision_sample`): on the H200 (session 16) an honest fused
+magnitude (`tools.checks.precision.precision_sample`): on the H200 (session 16) an honest fused
 linear + GELU was refused at inputs x100, one element of 2,475 erring 99x PyTorch's error there
 (3.96e-07 on an element near zero, in an output whose values reach the hundreds: the textbook
 0.5*h*(1+erf(h/sqrt2)) loses an ulp of the bracket in the GELU's tail). Lower precision stays
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from tools.precision import PRECISION_FACTOR, lower_precision, precision_sample
+from tools.checks.precision import PRECISION_FACTOR, lower_precision, precision_sample
 
 
 def _gelu_textbook(h: torch.Tensor) -> torch.Tensor:

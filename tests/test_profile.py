@@ -11,12 +11,7 @@ import pytest
 import torch
 
 from tests.helpers import EX, last_json, last_json_line
-from tools.baselines import baseline_key, load_cache, save_cache
-from tools.problem import read_kernel, read_problem
-from tools.profile import assemble, profile, rescaled_problem
-from tools.profile_result import PROFILE_STATUSES, ProfileOptions, ProfileResult
-from tools.results import Verdict
-from tools.roofline import (
+from tools.checks.roofline import (
     DevicePeaks,
     KernelTime,
     agree,
@@ -29,6 +24,11 @@ from tools.roofline import (
     speedup,
     summarize,
 )
+from tools.core.problem import read_kernel, read_problem
+from tools.core.results import Verdict
+from tools.orchestrate.baselines import baseline_key, load_cache, save_cache
+from tools.orchestrate.profile import assemble, profile, rescaled_problem
+from tools.orchestrate.profile_result import PROFILE_STATUSES, ProfileOptions, ProfileResult
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profile"
 RELU = EX / "problems" / "relu.py"
@@ -242,7 +242,7 @@ def test_assemble_rejects_stale_results_and_sandbox_violations():
 
 
 def test_freshness_check_catches_a_result_cached_by_address():
-    from tools.freshness import check_freshness
+    from tools.checks.freshness import check_freshness
 
     cache: dict = {}
 
@@ -370,7 +370,7 @@ def test_cli_profile_bad_input_exits_2(tmp_path, capsys):
 
 
 def _gpu_profile(kernel: Path, **kw) -> ProfileResult:
-    from tools.verify import Verifier, VerifyOptions
+    from tools.orchestrate.verify import Verifier, VerifyOptions
 
     v = Verifier(VerifyOptions(device="cuda", trials=3))
     return profile(
@@ -428,7 +428,7 @@ def _k(*us: float) -> list[dict]:
     ],
 )
 def test_honest_timings_agree_with_the_profiler(runs_ms, kernels_us):
-    from tools.timing import uncounted_work
+    from tools.checks.timing import uncounted_work
 
     assert uncounted_work(runs_ms, _k(*kernels_us)) is None
 
@@ -441,14 +441,14 @@ def test_honest_timings_agree_with_the_profiler(runs_ms, kernels_us):
     ],
 )
 def test_work_the_caller_stream_did_not_wait_for_is_caught(runs_ms, kernels_us):
-    from tools.timing import uncounted_work
+    from tools.checks.timing import uncounted_work
 
     why = uncounted_work(runs_ms, _k(*kernels_us))
     assert why is not None and "side stream" in why
 
 
 def test_no_profiler_kernels_means_the_timing_is_not_trusted():
-    from tools.timing import uncounted_work
+    from tools.checks.timing import uncounted_work
 
     assert "no GPU kernels" in uncounted_work([[0.01] * 3], [])
 
@@ -457,7 +457,7 @@ def test_no_profiler_kernels_means_the_timing_is_not_trusted():
 
 
 def test_host_bound_candidate_gets_a_note_and_its_host_times():
-    from tools.profile import host_bound_note
+    from tools.orchestrate.profile import host_bound_note
 
     data = _job_data([0.005, 0.005], candidate_host_ms=0.200)
     data["baselines"]["eager_host_ms"] = 0.012
@@ -471,7 +471,7 @@ def test_host_bound_candidate_gets_a_note_and_its_host_times():
 
 
 def test_cached_baselines_from_another_timing_method_are_ignored():
-    from tools.baselines import TIMING_METHOD, cached_baselines_for
+    from tools.orchestrate.baselines import TIMING_METHOD, cached_baselines_for
 
     cache = {
         "baselines": {
@@ -484,8 +484,8 @@ def test_cached_baselines_from_another_timing_method_are_ignored():
 
 
 def test_remembered_baselines_carry_the_method_and_host_times(tmp_path):
-    from tools.baselines import TIMING_METHOD, remember_baselines
-    from tools.problem import problem_from_source
+    from tools.core.problem import problem_from_source
+    from tools.orchestrate.baselines import TIMING_METHOD, remember_baselines
 
     prob = problem_from_source(RELU.read_text(), str(RELU))
     data = _job_data([0.01, 0.01])

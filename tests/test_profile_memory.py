@@ -11,16 +11,21 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from tools import baselines
-from tools.baselines import TIMING_METHOD, baseline_key, cached_baselines_for, load_cache
-from tools.freshness import check_freshness, fill_fresh, host_originals, reference_on_fresh
-from tools.profile import TIMING_MEMORY_FLOOR_MB, assemble, timing_memory_mb
-from tools.profile_result import ProfileOptions
-from tools.profile_worker import _work
-from tools.results import Verdict
-from tools.roofline import input_sets_for
-from tools.sandbox import JobOutcome
-from tools.timing import input_sets, timing_sets
+from tools.checks.freshness import check_freshness, fill_fresh, host_originals, reference_on_fresh
+from tools.checks.roofline import input_sets_for
+from tools.checks.timing import input_sets, timing_sets
+from tools.core.results import Verdict
+from tools.job.profile_worker import _work
+from tools.orchestrate import baselines
+from tools.orchestrate.baselines import (
+    TIMING_METHOD,
+    baseline_key,
+    cached_baselines_for,
+    load_cache,
+)
+from tools.orchestrate.profile import TIMING_MEMORY_FLOOR_MB, assemble, timing_memory_mb
+from tools.orchestrate.profile_result import ProfileOptions
+from tools.sandboxing.sandbox import JobOutcome
 
 ROOT = Path(__file__).resolve().parent.parent
 H200_L2 = 60 << 20
@@ -234,8 +239,8 @@ def test_cached_baselines_miss_another_triton_and_old_keys():
 
 
 def test_remembered_baselines_are_found_under_this_triton_only(monkeypatch):
-    from tools.baselines import remember_baselines
-    from tools.problem import problem_from_source
+    from tools.core.problem import problem_from_source
+    from tools.orchestrate.baselines import remember_baselines
 
     relu = ROOT / "examples" / "problems" / "relu.py"
     prob = problem_from_source(relu.read_text(), str(relu))
@@ -282,7 +287,7 @@ def test_memory_cap_is_derived_from_the_footprint():
 
 
 def test_the_timing_job_runs_under_the_derived_cap():
-    from tools.profile import profile
+    from tools.orchestrate.profile import profile
 
     relu = ROOT / "examples" / "problems" / "relu.py"
     huge = {"input_bytes": GB_1_6, "output_bytes": RELU_4096x393216_FP32}
@@ -334,7 +339,7 @@ def test_freshness_applies_the_judges_fp64_rule_when_asked():
     """A kernel the judge accepted by its fp64 rule (more accurate than PyTorch's fp32) must not
     be refuted as stale by the timing job's freshness check, which compares at the same
     tolerance; a cached result still is."""
-    from tools.freshness import fp64_outputs
+    from tools.checks.freshness import fp64_outputs
 
     def accurate(args):  # correctly rounded: never farther from fp64 than PyTorch's fp32
         return ((args[0].double() + 1e4) - 1e4).float()
@@ -403,7 +408,7 @@ def test_freshness_uses_the_judges_allowance_over_draws():
 
 def fp32_error_allowance_for(values, r64):
     from tests.test_fp64_accepted import _MatVec
-    from tools.freshness import fp32_error_allowance
+    from tools.checks.freshness import fp32_error_allowance
 
     x, w = values
     return fp32_error_allowance(
@@ -413,8 +418,8 @@ def fp32_error_allowance_for(values, r64):
 
 def test_fp64_rule_reaches_the_timing_job_through_the_verdict():
     """The judge's count of fp64-accepted elements is in the verdict's evidence (and JSON)."""
-    from tools.results import Evidence, Verdict
-    from tools.verdict_rules import _fp64_count
+    from tools.core.results import Evidence, Verdict
+    from tools.orchestrate.verdict_rules import _fp64_count
 
     assert _fp64_count([(0, "first", {"kind": "ok", "fp64_accepted": 3}), (0, "second", {})]) == 3
     v = Verdict(status="ok", compiled=True, correct=True, message="m", evidence=Evidence())

@@ -7,10 +7,10 @@ import os
 
 import pytest
 
-from tools.profile import profile
-from tools.profile_result import ProfileOptions
-from tools.results import Verdict
-from tools.sandbox import JobOutcome
+from tools.core.results import Verdict
+from tools.orchestrate.profile import profile
+from tools.orchestrate.profile_result import ProfileOptions
+from tools.sandboxing.sandbox import JobOutcome
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RELU = os.path.join(ROOT, "examples", "problems", "relu.py")
@@ -44,7 +44,7 @@ class _GpuVerifier:
 
         class _Opts:
             seed = 0
-            precision = "fp32"  # the baselines cache's key (tools.profile)
+            precision = "fp32"  # the baselines cache's key (tools.orchestrate.profile)
 
         self.sandbox, self.options = _Sandbox(), _Opts()
 
@@ -104,8 +104,8 @@ def test_a_clean_timing_keeps_the_verdict():
 
 
 def test_a_failed_re_verification_becomes_the_verdict():
-    from tools.profile import refuted
-    from tools.profile_result import ProfileResult
+    from tools.orchestrate.profile import refuted
+    from tools.orchestrate.profile_result import ProfileResult
 
     failed = Verdict(status="mismatch", compiled=True, correct=False, message="scaled x100: wrong")
     r = ProfileResult(

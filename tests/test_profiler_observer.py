@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from tools.op_profiler import ProfilerObserver
+from tools.checks.op_profiler import ProfilerObserver
 
 
 def test_stopping_the_observer_twice_keeps_its_record():

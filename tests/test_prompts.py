@@ -19,7 +19,7 @@ from agent.prompts import (
     render_refinement,
     trim_middle,
 )
-from tools.errors import BadInputError
+from tools.core.errors import BadInputError
 
 PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
 

@@ -1,4 +1,4 @@
-"""tools/pyast.py: every parse of the project runs one thread at a time (CPython 3.11's AST
+"""tools/core/pyast.py: every parse of the project runs one thread at a time (CPython 3.11's AST
 constructor is not thread-safe: "AST constructor recursion depth mismatch", seen in
 tests/test_bench.py on CI), and gives what ast.parse gives."""
 
@@ -8,7 +8,7 @@ import ast
 import threading
 import time
 
-from tools import pyast
+from tools.core import pyast
 
 
 def test_parses_like_ast_parse():
@@ -42,7 +42,7 @@ def test_threads_parse_one_at_a_time(monkeypatch):
 
 
 def test_every_parse_of_the_project_goes_through_it():
-    """No module of agent/ or tools/ calls ast.parse itself (tools/worker.py excepted: the
+    """No module of agent/ or tools/ calls ast.parse itself (tools/job/worker.py excepted: the
     candidate's own single-threaded process, which imports as little of the project as it can)."""
     from tests.helpers import ROOT
 

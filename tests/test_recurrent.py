@@ -2,7 +2,7 @@
 
 torch.compile cannot trace them, so before this lowering every problem here drafted nothing
 ("Attempted to wrap RNN, GRU, or LSTM"). Three parts, each in ONE subprocess:
-- the launchers of tools/recurrent_kernels.py, from the text `candidate_source()` returns (what
+- the launchers of tools/kernels/recurrent_kernels.py, from the text `candidate_source()` returns (what
   candidates get), against nn.LSTM/GRU/RNN in fp64, sizes that are not powers of two and span
   several batch, hidden and reduction blocks (interpreter; natively on a GPU);
 - every problem in tests/fixtures/recurrent/ (small copies of KernelBench level3/36, 37, 38, 40,
@@ -52,7 +52,7 @@ INTERPRETED_SCRIPT = r"""
 import importlib.util, json, sys
 import torch
 import torch.nn as nn
-from tools.recurrent_kernels import candidate_source
+from tools.kernels.recurrent_kernels import candidate_source
 
 path, cases, results_path, pairs = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4:]
 open(path, "w").write(candidate_source())
@@ -225,7 +225,7 @@ def test_what_the_lowering_cannot_match_is_refused(drafts, name, why):
     ],
 )
 def test_draft_verifies_ok_under_strict_policy(drafts, name, target, pipeline, tmp_path):
-    from tools.verify import verify
+    from tools.orchestrate.verify import verify
 
     source = drafts[name]["source"]
     if pipeline:

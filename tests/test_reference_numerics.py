@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from tests.helpers import FAST_CLI, last_json
-from tools.reference import PYTORCH_DEFAULT_TF32, allclose_ratio, reference_numerics
-from tools.verify import Verifier, VerifyOptions
+from tools.orchestrate.reference import PYTORCH_DEFAULT_TF32, allclose_ratio, reference_numerics
+from tools.orchestrate.verify import Verifier, VerifyOptions
 
 PROBLEM = """
 import torch
@@ -73,7 +73,7 @@ def _verify(problem_path, factor: float, numerics: str):
         trials=2, timeout_s=120, device="cpu", aot_target=None, reference_numerics=numerics
     )
     kernel = KERNEL.replace("FACTOR_VALUE", repr(factor))
-    from tools.problem import read_problem
+    from tools.core.problem import read_problem
 
     return Verifier(options).verify(read_problem(problem_path), kernel, "scale.py")
 
@@ -167,8 +167,8 @@ class _SwitchModel(torch.nn.Module):
 def test_the_timing_jobs_freshness_reference_follows_the_verdicts_setting(numerics, factor):
     """The timing job's freshness reference (made before the candidate loads) computes in what
     the judge's did: the verdict's setting reaches it in the job's settings."""
-    from tools.freshness import host_originals
-    from tools.profile_worker import _fresh_references
+    from tools.checks.freshness import host_originals
+    from tools.job.profile_worker import _fresh_references
 
     values = torch.randn(5, 33)
     bufs = [torch.zeros_like(values)]
@@ -185,7 +185,7 @@ def test_the_timing_jobs_freshness_reference_follows_the_verdicts_setting(numeri
 
 
 def test_allclose_ratio_leaves_the_outputs_alone_and_skips_large_cpu_outputs(monkeypatch):
-    import tools.reference as reference
+    import tools.orchestrate.reference as reference
 
     ref = torch.randn(1000)
     out = -ref  # negative values: an in-place abs() would change them
@@ -205,7 +205,7 @@ def test_a_bench_resumes_only_under_its_setting(tmp_path):
     from agent.bench.store import BenchDir
     from agent.cli.bench import bench_config
     from agent.cli.main import build_parser
-    from tools.errors import BadInputError
+    from tools.core.errors import BadInputError
 
     def config(*flags):
         return bench_config(build_parser().parse_args(["bench", "problems", *flags]))

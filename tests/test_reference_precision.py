@@ -1,4 +1,4 @@
-"""References are computed in full fp32 (tools.precision): PyTorch's default lets cuDNN
+"""References are computed in full fp32 (tools.checks.precision): PyTorch's default lets cuDNN
 convolutions use TF32 on a GPU, ~1e-3 off at KernelBench's sizes, ten times the default
 tolerance, so an exact fp32 candidate read as a mismatch against it."""
 
@@ -8,8 +8,8 @@ import pathlib
 
 import torch
 
-from tools.precision import full_fp32
-from tools.problem import read_problem
+from tools.checks.precision import full_fp32
+from tools.core.problem import read_problem
 
 EX = pathlib.Path(__file__).resolve().parent.parent / "examples"
 

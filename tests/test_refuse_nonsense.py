@@ -91,7 +91,7 @@ def test_repair_without_a_model_says_what_repair_needs(tmp_path, capsys):
 
 def test_the_repl_takes_a_plain_module_with_get_inputs(tmp_path):
     from agent.repl import as_problem
-    from tools.problem import read_problem
+    from tools.core.problem import read_problem
 
     text = (
         "import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n"
@@ -167,7 +167,7 @@ def test_bench_does_not_promise_a_rerun_fixes_a_problem_that_cannot_run():
 
 
 def test_the_size_guard_does_not_say_zero_flops_for_a_reduction():
-    from tools.size_guard import too_large_message
+    from tools.job.size_guard import too_large_message
 
     text = too_large_message(300_000_000, 0)
     assert "0 FLOPs" not in text and "not counted" in text

@@ -22,7 +22,7 @@ from agent.bench.report import add_arithmetic, compute_report, read_arithmetic, 
 from agent.bench.store import BenchDir, load_results
 from agent.html_report import render_bench, render_run
 from tests.helpers import ROOT, recorded_bench
-from tools.results import strict_json
+from tools.core.results import strict_json
 
 GPU_BENCH = recorded_bench()  # benchmarks/results/gpu/2026-11-29-s3/run5_bench.tgz
 GOLDEN = ROOT / "tests/fixtures/report_golden"

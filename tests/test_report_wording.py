@@ -12,11 +12,11 @@ import torch
 
 from agent.html_report import Chart, nice_ticks, render_bench
 from tests.test_html_report import GPU_BENCH
-from tools.compare import mismatch_report
-from tools.evaluate import summarize
-from tools.generalize import generalize
-from tools.problem import problem_from_source
-from tools.results import Evidence, SourceError, Verdict
+from tools.checks.compare import mismatch_report
+from tools.core.problem import problem_from_source
+from tools.core.results import Evidence, SourceError, Verdict
+from tools.orchestrate.evaluate import summarize
+from tools.orchestrate.generalize import generalize
 
 
 def test_bench_html_says_how_many_candidates_were_drawn():
@@ -95,7 +95,7 @@ def test_generalize_summary_names_what_failed_not_a_closing_url():
     problem = problem_from_source(PROBLEM, "relu.py")
     ok = Verdict(status="ok", compiled=True, correct=True, message="correct on 5 trials")
     err = SourceError(kind="RuntimeError", message=TORCH_ERROR, line=12)
-    # what tools.verdict_rules makes of it: the error message's last line as the headline
+    # what tools.orchestrate.verdict_rules makes of it: the error message's last line as the headline
     failing = Verdict(
         status="runtime_error", compiled=True, correct=False,
         message="the candidate raised at line 12: " + TORCH_ERROR.splitlines()[-1],

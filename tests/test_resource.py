@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 from agent.cli import main
-from tools.reference import Reference
-from tools.sandbox import JobOutcome
-from tools.verdict_rules import TrialRun, judge
-from tools.verify_options import VerifyOptions
+from tools.orchestrate.reference import Reference
+from tools.orchestrate.verdict_rules import TrialRun, judge
+from tools.orchestrate.verify_options import VerifyOptions
+from tools.sandboxing.sandbox import JobOutcome
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL = ROOT / "examples" / "kernels" / "relu.py"

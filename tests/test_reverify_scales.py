@@ -1,4 +1,4 @@
-"""An implausible speedup's re-verification (`tools.profile._maybe_reverify`): the plain
+"""An implausible speedup's re-verification (`tools.orchestrate.profile._maybe_reverify`): the plain
 problem keeps the contract's scale trial (x100); the rescaled problems (x100, +3) do not get it
 again on top (x100 of x100 is x10,000, an overflow no user's inputs reach)."""
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 import dataclasses
 
 from tests.helpers import EX
-from tools import profile
-from tools.problem import read_problem
-from tools.profile_result import ProfileOptions, ProfileResult
-from tools.roofline import Speedup
-from tools.verify_options import SCALE_TRIALS, VerifyOptions
+from tools.checks.roofline import Speedup
+from tools.core.problem import read_problem
+from tools.orchestrate import profile
+from tools.orchestrate.profile_result import ProfileOptions, ProfileResult
+from tools.orchestrate.verify_options import SCALE_TRIALS, VerifyOptions
 
 
 class _Verdict:

@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from tools.job_files import copy_regular_files
-from tools.results import Verdict
-from tools.sandbox import Sandbox
+from tools.core.results import Verdict
+from tools.sandboxing.job_files import copy_regular_files
+from tools.sandboxing.sandbox import Sandbox
 
 WRITE = """
 import os
@@ -95,7 +95,7 @@ class _GpuVerifierThatKeepsCaches:
 
         class _Opts:
             seed = 0
-            precision = "fp32"  # the baselines cache's key (tools.profile)
+            precision = "fp32"  # the baselines cache's key (tools.orchestrate.profile)
 
         self.options = _Opts()
 
@@ -105,8 +105,8 @@ class _GpuVerifierThatKeepsCaches:
 
 
 def test_the_timing_job_starts_from_its_own_verification_cache():
-    from tools.profile import profile
-    from tools.profile_result import ProfileOptions
+    from tools.orchestrate.profile import profile
+    from tools.orchestrate.profile_result import ProfileOptions
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     v = _GpuVerifierThatKeepsCaches()

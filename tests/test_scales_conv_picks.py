@@ -39,7 +39,7 @@ def _accurate_below(limit: float, *, centred: bool = False):
 
 def test_the_gate_covers_the_verifiers_scales_and_an_offset():
     from tools.draft.conv_picks import GATE_INPUTS
-    from tools.verify_options import SCALE_TRIALS
+    from tools.orchestrate.verify_options import SCALE_TRIALS
 
     assert GATE_INPUTS[0] == (1.0, 0.0)  # the input as it came, first
     assert {(s, 0.0) for s in SCALE_TRIALS} <= set(GATE_INPUTS)

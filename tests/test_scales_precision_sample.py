@@ -1,7 +1,7 @@
 """Issue 35: the judge's precision check runs on a sampled subset of outputs of any size. An
 output too large for an fp64 run of the whole batch (no room for it, or the check's time
 budget spent) used to go unchecked; its sample now comes from a few random rows of the batch
-run in fp32 and fp64 (`tools.judge._rows_sample`), where the model computes each row from its
+run in fp32 and fp64 (`tools.job.judge._rows_sample`), where the model computes each row from its
 own inputs alone. In-process: the judge's `_Fp64Reference` with the limits lowered."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import types
 
 import torch
 
-import tools.judge as judge
-from tools.job_common import make_inputs
-from tools.precision import gather_flat, lower_precision
+import tools.job.judge as judge
+from tools.checks.precision import gather_flat, lower_precision
+from tools.job.job_common import make_inputs
 
 LINEAR = """
 import torch

@@ -8,13 +8,13 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers import EX
-from tools.compare import Tolerance
-from tools.errors import BadInputError
-from tools.problem import read_problem
-from tools.reference import Reference
-from tools.sandbox import JobOutcome
-from tools.verdict_rules import TrialRun, judge
-from tools.verify_options import VerifyOptions
+from tools.checks.compare import Tolerance
+from tools.core.errors import BadInputError
+from tools.core.problem import read_problem
+from tools.orchestrate.reference import Reference
+from tools.orchestrate.verdict_rules import TrialRun, judge
+from tools.orchestrate.verify_options import VerifyOptions
+from tools.sandboxing.sandbox import JobOutcome
 
 OK = {"kind": "ok", "message": ""}
 BAD = {"kind": "value", "message": "output 0 (trial 3, first run): 12 of 100 elements outside"}
@@ -56,7 +56,7 @@ def _run(scales: list[float], failing: int | None = None) -> TrialRun:
 
 
 def test_scale_trials_are_on_by_default_under_the_fp32_contract():
-    from tools.verify_options import SCALE_TRIALS
+    from tools.orchestrate.verify_options import SCALE_TRIALS
 
     assert SCALE_TRIALS and all(s > 0 and s != 1.0 for s in SCALE_TRIALS)
     assert VerifyOptions().scale_trials() == SCALE_TRIALS
@@ -124,7 +124,7 @@ def test_a_kernel_right_only_at_randns_scale_is_refused():
     trials (the default before issue 35) it is ok; with the default now it is a mismatch at
     x100. (Honest kernels with the scale trial: tests/test_verify.py's examples, the corpus's
     honest kinds.)"""
-    from tools.verify import Verifier
+    from tools.orchestrate.verify import Verifier
 
     problem = read_problem(str(EX / "problems" / "relu.py"))
     base = {"trials": 1, "timeout_s": 120, "device": "cpu", "aot_target": None}
@@ -141,9 +141,9 @@ def test_outputs_too_large_for_the_fp64_rule_get_no_scale_trial_and_say_so(monke
     longer covers them): past its size limit the scale trial is left out, in a note."""
     import importlib
 
-    from tools.verify import Verifier
+    from tools.orchestrate.verify import Verifier
 
-    verify_module = importlib.import_module("tools.verify")  # (tools.verify is also a function)
+    verify_module = importlib.import_module("tools.orchestrate.verify")  # (tools.orchestrate.verify is also a function)
     monkeypatch.setattr(verify_module, "SCALE_TRIALS_MAX_OUTPUT_BYTES", 1024)
     problem = read_problem(str(EX / "problems" / "relu.py"))
     verifier = Verifier(VerifyOptions(trials=1, timeout_s=120, device="cpu", aot_target=None))

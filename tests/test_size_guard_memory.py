@@ -103,7 +103,7 @@ def test_estimate_allocates_nothing_even_for_an_explicit_cpu_device(tmp_path: Pa
     script = textwrap.dedent(
         f"""
         import importlib.util, json
-        from tools.size_guard import estimate_work
+        from tools.job.size_guard import estimate_work
         spec = importlib.util.spec_from_file_location("p", {str(problem)!r})
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)

@@ -106,13 +106,13 @@ sys.path.insert(0, sys.argv[4])
 import conv2d_clamp as problem
 from tools.draft import sized
 from tools.draft.launch_configs import load_module
-from tools.tune import conv_sites
+from tools.compile.tune import conv_sites
 
 dynamic = open(sys.argv[2]).read()
 static = open(sys.argv[3]).read()
 # the dynamic draft's draft-time pick, as conv_picks writes it
 (site, call), = conv_sites(dynamic).items()
-from tools.tune import _conv_variant
+from tools.compile.tune import _conv_variant
 _, dynamic = _conv_variant(dynamic, site, call, {"precision": "ieee", "X_SPLIT": True})
 static = sized.copy_conv_keywords(dynamic, static)
 out = {"static_keywords": {k.arg: getattr(k.value, "value", None)
@@ -148,13 +148,13 @@ json.dump(out, open(sys.argv[1], "w"))
 """
 
 
-CONV_SOURCE_MARK = "# @@ tools.triton_conv.candidate_source() @@\n"
+CONV_SOURCE_MARK = "# @@ tools.kernels.triton_conv.candidate_source() @@\n"
 """Where the conv fixtures' drafts held the convolution library (the drafter copies
 `candidate_source()` there): put back at test time, so the fixtures follow the library."""
 
 
 def _conv_draft(name: str, tmp_path: Path) -> Path:
-    from tools.triton_conv import candidate_source
+    from tools.kernels.triton_conv import candidate_source
 
     text = (FIXTURES / name).read_text()
     assert text.count(CONV_SOURCE_MARK) == 1
@@ -185,9 +185,9 @@ def test_a_convolution_draft_gets_the_sized_path_unless_an_epilogue_is_fused(tmp
     convolution library inside every convolution draft declares `EPILOGUE=None`: on session 11's
     code a text search for "EPILOGUE=" found it and no convolution draft got the sized path
     (session 12's level-2 drafts had no "sized path" note). Only a call's keyword counts."""
+    from tools.compile.tune import _conv_variant, conv_sites
     from tools.draft.job import _wants_sized_path
     from tools.draft.result import DraftResult
-    from tools.tune import _conv_variant, conv_sites
 
     source = _conv_draft("conv2d_clamp_dynamic.py", tmp_path).read_text()
     assert "EPILOGUE=None" in source  # the library's own signature

@@ -1,11 +1,11 @@
-"""tools.slots.SlotPool: shared jobs share a GPU; an exclusive (timing) job has it alone."""
+"""tools.sandboxing.slots.SlotPool: shared jobs share a GPU; an exclusive (timing) job has it alone."""
 
 from __future__ import annotations
 
 import threading
 import time
 
-from tools.slots import SlotPool
+from tools.sandboxing.slots import SlotPool
 
 
 def test_shared_jobs_fill_every_slot_and_exclusive_takes_a_whole_device():
@@ -85,7 +85,7 @@ def test_nothing_overlaps_an_exclusive_job_under_load():
 
 
 def test_an_exclusive_job_runs_in_a_real_sandbox():
-    from tools.sandbox import Sandbox
+    from tools.sandboxing.sandbox import Sandbox
 
     sb = Sandbox(device="cpu", max_workers=2)
     out = sb.run("builtins:eval", "6 * 7", timeout=60, exclusive=True)
@@ -95,8 +95,8 @@ def test_an_exclusive_job_runs_in_a_real_sandbox():
 def test_jobs_per_gpu_must_be_positive():
     import pytest
 
-    from tools.errors import BadInputError
-    from tools.verify import VerifyOptions
+    from tools.core.errors import BadInputError
+    from tools.orchestrate.verify import VerifyOptions
 
     with pytest.raises(BadInputError, match="jobs-per-gpu"):
         VerifyOptions(jobs_per_gpu=0)
@@ -194,7 +194,7 @@ def test_pausable_stops_and_continues_a_real_process_group():
     import subprocess
     import sys
 
-    from tools.slots import Pausable
+    from tools.sandboxing.slots import Pausable
 
     code = "import subprocess, time; subprocess.Popen(['sleep', '30']); time.sleep(30)"
     proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
@@ -220,9 +220,9 @@ def test_pausable_stops_and_continues_a_real_process_group():
 
 
 def test_a_stopped_jobs_deadline_moves_by_the_time_it_was_stopped():
-    from tools.limits import Limits
-    from tools.sandbox import Sandbox
-    from tools.slots import Pausable
+    from tools.sandboxing.limits import Limits
+    from tools.sandboxing.sandbox import Sandbox
+    from tools.sandboxing.slots import Pausable
 
     sb = Sandbox(device="cpu", max_workers=1)
 

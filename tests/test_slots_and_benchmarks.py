@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-import tools.sandbox
-from tools.errors import SandboxError
-from tools.sandbox import Sandbox
+import tools.sandboxing.sandbox
+from tools.core.errors import SandboxError
+from tools.sandboxing.sandbox import Sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture
 def two_fake_gpus(monkeypatch):
     """This process "sees" two GPUs, listed by UUID as a scheduler may list them."""
-    monkeypatch.setattr(tools.sandbox, "count_gpus", lambda: 2)
+    monkeypatch.setattr(tools.sandboxing.sandbox, "count_gpus", lambda: 2)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-aaaa,GPU-bbbb")
 
 
@@ -51,10 +51,10 @@ def test_invalid_slots_per_gpu_is_refused(bad):
 
 
 def test_verifier_jobs_per_gpu_sets_the_slots(two_fake_gpus, monkeypatch):
-    from tools.verify import Verifier, VerifyOptions
+    from tools.orchestrate.verify import Verifier, VerifyOptions
 
     monkeypatch.setattr(
-        importlib.import_module("tools.verify_options"), "cuda_available", lambda: True
+        importlib.import_module("tools.orchestrate.verify_options"), "cuda_available", lambda: True
     )
     v = Verifier(VerifyOptions(device="cuda", jobs_per_gpu=4))
     assert v.sandbox._pool.devices == ["cuda:0"] * 4 + ["cuda:1"] * 4
@@ -63,9 +63,9 @@ def test_verifier_jobs_per_gpu_sets_the_slots(two_fake_gpus, monkeypatch):
 def test_ray_task_body_honours_jobs_per_gpu_with_uuids(two_fake_gpus, monkeypatch):
     """CUDA_VISIBLE_DEVICES holding UUIDs once made evaluate_problem drop --jobs-per-gpu."""
     import agent.bench
-    from tools.verify import Verifier, VerifyOptions
+    from tools.orchestrate.verify import Verifier, VerifyOptions
 
-    monkeypatch.setattr(importlib.import_module("tools.verify"), "resolve_device", lambda d: "cuda")
+    monkeypatch.setattr(importlib.import_module("tools.orchestrate.verify"), "resolve_device", lambda d: "cuda")
     seen = {}
 
     class Stop(Exception):

@@ -1,4 +1,4 @@
-"""The statistics of a stochastic problem's verification (`tools.stochastic`), in-process on
+"""The statistics of a stochastic problem's verification (`tools.checks.stochastic`), in-process on
 PyTorch stand-ins for kernels, and the timing job's statistical freshness check. The end-to-end
 path (jobs, Triton kernels) is `tests/test_stochastic_verify.py`; false-reject rates and power
 are measured by `benchmarks/stochastic_calibration.py`, not here."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from tools.freshness import fill_fresh, host_originals
-from tools.stochastic import (
+from tools.checks.freshness import fill_fresh, host_originals
+from tools.checks.stochastic import (
     FRESH_RUNS,
     STOCHASTIC_RUNS,
     StochasticTrial,

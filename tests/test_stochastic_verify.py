@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tools.problem import read_problem
-from tools.verify import Verifier, VerifyOptions
-from tools.verify_options import SCALE_TRIALS
+from tools.core.problem import read_problem
+from tools.orchestrate.verify import Verifier, VerifyOptions
+from tools.orchestrate.verify_options import SCALE_TRIALS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "stochastic"
 

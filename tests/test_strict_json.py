@@ -12,8 +12,8 @@ from pathlib import Path
 import torch
 
 from tests.helpers import EX
-from tools.handover import export_outputs
-from tools.results import Evidence, MismatchReport, Verdict, strict_json
+from tools.core.results import Evidence, MismatchReport, Verdict, strict_json
+from tools.job.handover import export_outputs
 
 ROOT = Path(__file__).resolve().parent.parent
 

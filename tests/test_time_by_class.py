@@ -1,5 +1,5 @@
 """Where a whole network's time goes (issue 33): each GPU kernel's time per class of layer, the
-candidate's beside eager's and torch.compile's (`tools.time_by_class`), in the profile's text
+candidate's beside eager's and torch.compile's (`tools.checks.time_by_class`), in the profile's text
 and JSON. Kernel names are the ones the H200 runs show (cuDNN, cuBLAS, ATen, Inductor's and this
 project's Triton kernels). Pure: no GPU."""
 
@@ -10,7 +10,7 @@ import json
 import pytest
 
 from tests.test_profile import _assemble, _job_data
-from tools.time_by_class import class_lines, kernel_class, slowest_class, time_by_class
+from tools.checks.time_by_class import class_lines, kernel_class, slowest_class, time_by_class
 
 NAMES = {
     # this project's and Inductor's Triton kernels
@@ -122,9 +122,9 @@ def test_the_profile_says_where_a_slower_networks_time_goes():
 
 
 def test_the_bench_reports_limit_names_the_losing_layers():
-    """`tools.roofline.slowdown_reason` is what the bench's report gives per problem below
+    """`tools.checks.roofline.slowdown_reason` is what the bench's report gives per problem below
     0.97x of the better baseline ("what limits it")."""
-    from tools.roofline import slowdown_reason
+    from tools.checks.roofline import slowdown_reason
 
     data = _job_data([0.030, 0.030], eager=0.020, compiled=0.015)
     data["kernels"] = [

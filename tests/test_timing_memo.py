@@ -2,7 +2,7 @@
 
 A kernel that fingerprints its inputs and returns a cached output on a repeat (a token launch
 keeps "a Triton launch ran" true) looked fast when every timed call saw the same inputs. The
-timer now writes new values into the inputs before every timed call (`tools.timing.Freshness`)
+timer now writes new values into the inputs before every timed call (`tools.checks.timing.Freshness`)
 and runs the freshness check as one of the timed calls, at a repetition drawn at random.
 
 Timing is GPU-only: on the CPU the real `Timer` loop runs with CUDA's events, synchronisation
@@ -26,8 +26,8 @@ import triton
 import triton.language as tl
 
 from tests.helpers import cpu_timer
-from tools.freshness import fill_fresh, fresh_finding, fresh_moments, refresher
-from tools.timing import Freshness, Timer
+from tools.checks.freshness import fill_fresh, fresh_finding, fresh_moments, refresher
+from tools.checks.timing import Freshness, Timer
 
 BLOCK = 1024
 

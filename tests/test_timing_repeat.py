@@ -1,4 +1,4 @@
-"""The timing job's repeat check (`tools.timing.time_repeats`): a candidate faster on input
+"""The timing job's repeat check (`tools.checks.timing.time_repeats`): a candidate faster on input
 values it has already seen is refused. On the H200 (session 16) the corpus's two memos decided
 on the device (`matmul__memo_device_flag`, `matmul__memo_device_loop_bound`) verify `ok`: their
 outputs are right on every input, and a GPU has no count of the work inside a launch. They only
@@ -9,7 +9,7 @@ host clock, so a candidate that sleeps when it computes is timed as a slow kerne
 
 The hardware itself can be faster on repeated values (session 17, H200: an honest fp16
 convolution 0.79x on repeats, refused before): the candidate's ratio is judged against the
-reference's, timed the same two ways (`tools.timing.reference_repeats`)."""
+reference's, timed the same two ways (`tools.checks.timing.reference_repeats`)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ import pytest
 import torch
 
 from tests.helpers import cpu_timer
-from tools.freshness import fresh_moments, refresher
-from tools.timing import REPEAT_RATIO, reference_repeats, repeat_finding, time_repeats
+from tools.checks.freshness import fresh_moments, refresher
+from tools.checks.timing import REPEAT_RATIO, reference_repeats, repeat_finding, time_repeats
 
 
 class _ClockEvent:

@@ -1,4 +1,4 @@
-"""tools/triton_conv.py: this project's Triton convolutions against torch.convolution.
+"""tools/kernels/triton_conv.py: this project's Triton convolutions against torch.convolution.
 
 The cases run in ONE subprocess (Triton reads TRITON_INTERPRET when `@triton.jit` runs, so it
 is set before the kernels are defined), from the text `candidate_source()` returns, the text the
@@ -56,7 +56,7 @@ CASES = {
     "2d_pointwise_strided_ow32": (1, 16, 20, (4, 64), (1, 1), 2, 0, 1, 1, False, 0, True, False),
     "2d_pointwise_ow32": (1, 16, 20, (3, 32), (1, 1), 1, 0, 1, 1, False, 0, True, False),
     "3d_depthwise_strided": (1, 4, 4, (4, 5, 6), (3, 3, 3), 2, 1, 1, 4, False, 0, True, False),
-    # the tuner's keywords (tools.tune.conv_variants): a fixed tile and each input precision
+    # the tuner's keywords (tools.compile.tune.conv_variants): a fixed tile and each input precision
     # (the interpreter's tl.dot is exact whatever the precision: this checks the plumbing)
     "2d_tile_16x16x16_bf16x3": (
         1, 16, 20, (5, 6), (3, 3), 1, 1, 1, 1, False, 0, True, False,
@@ -194,7 +194,7 @@ import json, sys
 import torch
 
 cases, device, out = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
-from tools.triton_conv import candidate_source
+from tools.kernels.triton_conv import candidate_source
 scope = {"__name__": "conv_candidate"}
 exec(compile(candidate_source(), "<candidate conv>", "exec"), scope)
 conv = scope["triton_convolution"]
@@ -309,7 +309,7 @@ def test_matches_torch_convolution(results, name):
 
 def test_candidate_source_is_standalone():
     """What the drafter copies into a candidate imports nothing of this project."""
-    from tools.triton_conv import candidate_source
+    from tools.kernels.triton_conv import candidate_source
 
     tree = ast.parse(candidate_source())
     imported = {

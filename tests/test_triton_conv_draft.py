@@ -2,7 +2,7 @@
 
 Inductor leaves these convolutions (transposed, 1D) to `extern_kernels.convolution`, which the
 strict policy refuses; the drafter's hook (`tools/draft/rewrite.py`, issue 15) points them at
-`triton_convolution`, copied into the candidate from tools/triton_conv.py. The small problems
+`triton_convolution`, copied into the candidate from tools/kernels/triton_conv.py. The small problems
 in tests/fixtures/conv/ are drafted in ONE subprocess (`draft_candidate`, the compiler backend's
 drafter), then two are verified with `python -m agent verify` under the strict policy (~20 s
 each on 2 idle cores, one trial; one of them also compiles every kernel for sm_90).

@@ -1,4 +1,4 @@
-"""The tuner's convolution knobs (tools.tune.conv_variants) and the precisions they name.
+"""The tuner's convolution knobs (tools.compile.tune.conv_variants) and the precisions they name.
 
 A draft calls `triton_convolution(...)` without keywords; the tuner adds a whole tile
 (`CONV_TILES`), then tries the other tl.dot input precisions on the best tile. Correctness of
@@ -16,8 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tools import tune
-from tools.triton_conv import CONV_PRECISIONS
+from tools.compile import tune
+from tools.kernels.triton_conv import CONV_PRECISIONS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -89,9 +89,9 @@ def test_no_conv_call_no_conv_variants():
 AOT_SCRIPT = r"""
 import dataclasses, json, sys
 import torch
-from tools.aot import aot_compile
-from tools.launch_record import record_launches
-from tools.triton_conv import triton_convolution
+from tools.compile.aot import aot_compile
+from tools.compile.launch_record import record_launches
+from tools.kernels.triton_conv import triton_convolution
 
 x, w = torch.randn(1, 32, 6, 7), torch.randn(48, 32, 3, 3)
 with record_launches() as records:

@@ -1,11 +1,11 @@
-"""Launch-parameter variants (tools.tune): pure source rewriting, checked on real kernels."""
+"""Launch-parameter variants (tools.compile.tune): pure source rewriting, checked on real kernels."""
 
 from __future__ import annotations
 
 import ast
 
 from tests.helpers import EX
-from tools import tune
+from tools.compile import tune
 
 
 def test_finds_launch_kwargs_and_block_assignments():
@@ -47,7 +47,7 @@ def test_jit_function_bodies_are_not_rewritten():
 
 def test_gemm_calls_are_tuned_in_stages_other_launches_by_knob():
     from agent.tuning import _stages
-    from tools.gemm_template import call_for
+    from tools.kernels.gemm_template import call_for
 
     gemm = "def f(a, b):\n    return " + call_for("mm", ["a", "b"], {}) + "\n"
     assert _stages(gemm, 16) == [("tiles", 10), ("split_precision", 6)]

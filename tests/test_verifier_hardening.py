@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 import torch
 
-from tools.interp_checks import RaceDetector, _round_tf32
-from tools.judge import precision_finding
-from tools.problem import check_candidate_source
-from tools.reference import Reference
-from tools.results import STATUSES
-from tools.sandbox import JobOutcome
-from tools.verdict_rules import TrialRun, judge
-from tools.verify_options import VerifyOptions, with_unannounced_trials
+from tools.core.problem import check_candidate_source
+from tools.core.results import STATUSES
+from tools.job.interp_checks import RaceDetector, _round_tf32
+from tools.job.judge import precision_finding
+from tools.orchestrate.reference import Reference
+from tools.orchestrate.verdict_rules import TrialRun, judge
+from tools.orchestrate.verify_options import VerifyOptions, with_unannounced_trials
+from tools.sandboxing.sandbox import JobOutcome
 
 # ---------------------------------------------------------------------------------------------
 # Interpreter numerics
@@ -218,8 +218,8 @@ def test_odd_comparison_findings_are_verdicts():
 
 
 def test_sanitizer_findings_turn_an_ok_verdict_into_a_runtime_error():
-    from tools import sanitize
-    from tools.results import Evidence, Verdict
+    from tools.core.results import Evidence, Verdict
+    from tools.orchestrate import sanitize
 
     memcheck = (
         "========= COMPUTE-SANITIZER\n"
@@ -245,8 +245,8 @@ def test_sanitizer_findings_turn_an_ok_verdict_into_a_runtime_error():
 
 
 def test_sanitize_without_the_binary_is_a_clear_bad_input(monkeypatch):
-    from tools import sanitize
-    from tools.errors import BadInputError
+    from tools.core.errors import BadInputError
+    from tools.orchestrate import sanitize
 
     monkeypatch.setattr(sanitize, "sanitizer_path", lambda: None)
     with pytest.raises(BadInputError, match="compute-sanitizer was not found"):

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import EX
-from tools.problem import read_problem
-from tools.results import STATUSES
-from tools.verify import Verifier, VerifyOptions
-from tools.verify_options import SCALE_TRIALS
+from tools.core.problem import read_problem
+from tools.core.results import STATUSES
+from tools.orchestrate.verify import Verifier, VerifyOptions
+from tools.orchestrate.verify_options import SCALE_TRIALS
 
 GOOD = sorted((EX / "kernels").glob("*.py"))
 BROKEN = sorted((EX / "broken").glob("*.py"))
@@ -121,7 +121,7 @@ def test_library_calls_accepted_as_mixed_under_allow_library(tmp_path):
 
 
 def test_generalisation_check_catches_hard_coded_shapes():
-    from tools.generalize import generalization_sizes
+    from tools.orchestrate.generalize import generalization_sizes
 
     relu = read_problem(EX / "problems" / "relu.py")
     assert generalization_sizes(relu) == {"BATCH": 7, "DIM": 501}
@@ -177,12 +177,12 @@ def test_a_cuda_fault_is_a_crash_that_says_what_faulted(cpu_verifier):
 
 
 def test_chunks_equal_bit_for_bit_skip_the_float64_rule_and_nothing_else():
-    """`tools.compare` passes a CPU chunk equal element for element without its float64 copies
+    """`tools.checks.compare` passes a CPU chunk equal element for element without its float64 copies
     (the 1 GiB verification's comparisons: 10 s each before). A chunk with any difference, a
     NaN or an infinity of the other sign still gets the full rule, and counts the same."""
     import torch
 
-    from tools.compare import allclose, mismatch_report
+    from tools.checks.compare import allclose, mismatch_report
 
     e = torch.randn(4096)
     e[100] = float("inf")

@@ -12,18 +12,18 @@ import pytest
 import torch
 
 from tests.helpers import import_source
-from tools.launch_record import (
+from tools.compile.launch_record import (
     LaunchRecord,
     launch_trace,
     record_launches,
     trace_difference,
     with_counts,
 )
-from tools.reference import Reference
-from tools.sandbox import JobOutcome
-from tools.verdict_rules import TrialRun, judge
-from tools.verify_options import UNCHECKED_MAX, VerifyOptions, unchecked_calls
-from tools.worker import _note_refused, _work_difference
+from tools.job.worker import _note_refused, _work_difference
+from tools.orchestrate.reference import Reference
+from tools.orchestrate.verdict_rules import TrialRun, judge
+from tools.orchestrate.verify_options import UNCHECKED_MAX, VerifyOptions, unchecked_calls
+from tools.sandboxing.sandbox import JobOutcome
 
 # ---------------------------------------------------------------------------------------------
 # The launch trace
@@ -191,7 +191,7 @@ def test_refused_operators_are_sorted_into_library_and_compute():
     audit = {"library_ops": [], "torch_compute_ops": []}
     tamper: list[str] = []
     library: list[str] = []
-    from tools.compute_block import is_library
+    from tools.job.compute_block import is_library
 
     _note_refused(["aten.mm.out", "aten.addmm_", "aten.relu"], audit, tamper, library, is_library)
     assert library == ["aten.mm", "aten.addmm_"] and audit["library_ops"] == library
@@ -199,16 +199,16 @@ def test_refused_operators_are_sorted_into_library_and_compute():
 
 
 def test_the_parent_draws_the_unchecked_calls_and_the_job_makes_them(monkeypatch):
-    """The number of unchecked calls is drawn in the agent's process (`tools.verify`), out of
+    """The number of unchecked calls is drawn in the agent's process (`tools.orchestrate.verify`), out of
     the candidate's, and sent with the first unannounced trial: each one is a forward call (one
     ReLU launch) the job makes before that trial's run."""
     import sys
     from pathlib import Path
 
-    from tools.problem import read_problem
-    from tools.verify import Verifier
+    from tools.core.problem import read_problem
+    from tools.orchestrate.verify import Verifier
 
-    verify_module = sys.modules["tools.verify"]  # `tools.verify` is also a function's name
+    verify_module = sys.modules["tools.orchestrate.verify"]  # `tools.orchestrate.verify` is also a function's name
 
     root = Path(__file__).resolve().parent.parent
     problem = read_problem(root / "examples/problems/relu.py")
@@ -229,7 +229,7 @@ def test_the_parent_draws_the_unchecked_calls_and_the_job_makes_them(monkeypatch
 
 
 # ---------------------------------------------------------------------------------------------
-# The work inside a launch (CPU: the interpreter's loads and stores, tools.interp_checks)
+# The work inside a launch (CPU: the interpreter's loads and stores, tools.job.interp_checks)
 
 LOOP_KERNEL = """
 import triton
@@ -272,7 +272,7 @@ def interpreted(tmp_path, monkeypatch):
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
     from triton.runtime.interpreter import interpreter_builder as builder
 
-    from tools.interp_checks import install
+    from tools.job.interp_checks import install
 
     module = import_source(tmp_path / "loop.py", LOOP_KERNEL, "issue34_loop")
     _skip_unless_interpreter_runs(module.bounded_kernel)

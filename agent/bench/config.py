@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.config import AgentConfig
-from tools.errors import BadInputError
-from tools.evaluate import DEFAULT_BASELINE
-from tools.verify import VerifyOptions
+from tools.core.errors import BadInputError
+from tools.orchestrate.evaluate import DEFAULT_BASELINE
+from tools.orchestrate.verify import VerifyOptions
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ class BenchConfig:
     ks: tuple[int, ...] | None = None
     """pass@k values; default 1, 10, 20 (those not above the candidates per problem)."""
     protocol: str = "ours"
-    """`ours` (tools.verify defaults) or `kernelbench` (5 trials, atol=rtol=1e-2, 100 timing
+    """`ours` (tools.orchestrate.verify defaults) or `kernelbench` (5 trials, atol=rtol=1e-2, 100 timing
     trials against eager)."""
     executor: str = "thread"
     ray_address: str | None = None
@@ -168,9 +168,9 @@ such a bench still resumes."""
 
 def profile_options(protocol: str, baseline: str = DEFAULT_BASELINE) -> Any:
     """ProfileOptions for the protocol (KernelBench's bar is eager) and bar; None when
-    tools.profile is not available."""
+    tools.orchestrate.profile is not available."""
     try:
-        from tools.profile import ProfileOptions
+        from tools.orchestrate.profile import ProfileOptions
     except ImportError:
         return None
     if protocol == "kernelbench":

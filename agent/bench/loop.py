@@ -23,10 +23,10 @@ from agent.bench.shared import _evaluated, _make_backend, _ray_init, _ray_resour
 from agent.bench.store import BenchDir
 from agent.config import AgentConfig
 from agent.evaluation import kill_jobs, make_verifier
-from tools.errors import BadInputError, TritonAgentError
-from tools.problem import Problem
-from tools.roofline import slowdown_reason
-from tools.verify import Verifier
+from tools.checks.roofline import slowdown_reason
+from tools.core.errors import BadInputError, TritonAgentError
+from tools.core.problem import Problem
+from tools.orchestrate.verify import Verifier
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from agent.bench.headline import markdown as headline_markdown
 from agent.bench.metrics import BASE_NAMES, REPORTED, SPEEDUP_BASES
-from tools.arithmetic import cell
+from tools.checks.arithmetic import cell
 
 SLOWER_THAN = 0.97
 """Below this speedup over the better baseline, a problem's report line says what limits it."""

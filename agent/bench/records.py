@@ -1,6 +1,6 @@
 """A candidate waiting for evaluation (`Draft`), its evaluated record (`SampleRecord`), and
 `evaluate_sample`: the one code path from a draft to a record for every executor, through
-`tools.evaluate`."""
+`tools.orchestrate.evaluate`."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import tools.evaluate
+import tools.orchestrate.evaluate
 from agent.bench.config import profile_options
-from tools.evaluate import DEFAULT_BASELINE
-from tools.problem import Problem
-from tools.roofline import slowdown_reason
-from tools.verify import Verifier
+from tools.checks.roofline import slowdown_reason
+from tools.core.problem import Problem
+from tools.orchestrate.evaluate import DEFAULT_BASELINE
+from tools.orchestrate.verify import Verifier
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ class SampleRecord:
     ended_at: float | None = None
     """Epoch seconds when its evaluation ended."""
     limit: str = ""
-    """What limits a correct, timed candidate (`tools.roofline.slowdown_reason`): how close it and
+    """What limits a correct, timed candidate (`tools.checks.roofline.slowdown_reason`): how close it and
     each baseline get to the roof that bounds the problem."""
     memory: dict[str, float] = field(default_factory=dict)
     """Peak memory seen (`host_peak_mb`, `gpu_peak_mb`, ...): the largest value of each key in
@@ -112,7 +112,7 @@ def evaluate_sample(
     baseline: str = DEFAULT_BASELINE,
     profile_opts: Any = None,
 ) -> Evaluated:
-    """Evaluate a candidate (`tools.evaluate`, the one evaluation path). A compiler draft still
+    """Evaluate a candidate (`tools.orchestrate.evaluate`, the one evaluation path). A compiler draft still
     pending is drafted first, here, in the same sandbox. Never raises for a bad candidate;
     raises TritonAgentError when the problem itself cannot run. `profile_opts` (ProfileOptions)
     replaces the protocol's timing options; `baseline` is the bar for `slower`."""
@@ -123,7 +123,7 @@ def evaluate_sample(
         draft = _draft_compiler(verifier, problem, draft)
         draft_s = time.monotonic() - start
     opts = profile_opts if profile_opts is not None else profile_options(protocol, baseline)
-    ev = tools.evaluate.evaluate(
+    ev = tools.orchestrate.evaluate.evaluate(
         problem,
         draft.code,
         verifier=verifier,
@@ -162,11 +162,11 @@ def evaluate_sample(
 
 def code_precision(code: str | None) -> str:
     """The tl.dot input precisions a candidate's `gemm(...)` and `triton_convolution(...)` calls
-    use (`tools.tune.precisions`), each once, in call order; "" for code without such calls or
+    use (`tools.compile.tune.precisions`), each once, in call order; "" for code without such calls or
     code that does not parse."""
     if not code:
         return ""
-    from tools.tune import precisions
+    from tools.compile.tune import precisions
 
     try:
         return ", ".join(dict.fromkeys(precisions(code)))

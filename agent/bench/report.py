@@ -26,7 +26,7 @@ from agent.bench.metrics import (
 from agent.bench.records import SampleRecord
 from agent.bench.store import BenchDir, ProblemRows, load_results
 from agent.rundir import write_atomic
-from tools.arithmetic import count_kernels, summary
+from tools.checks.arithmetic import count_kernels, summary
 
 log = logging.getLogger(__name__)
 
@@ -311,7 +311,7 @@ def _reported(recs: Sequence[SampleRecord]) -> SampleRecord | None:
 
 
 def read_arithmetic(bdir: BenchDir, problems: ProblemRows) -> dict[tuple[str, int], list[str]]:
-    """Each evaluated candidate's `Verdict.arithmetic` (tools/arithmetic.py) by (problem,
+    """Each evaluated candidate's `Verdict.arithmetic` (tools/checks/arithmetic.py) by (problem,
     sample), from its verdict.json; a verdict made before the field has none."""
     out: dict[tuple[str, int], list[str]] = {}
     for name, recs, _, _ in problems:

@@ -22,10 +22,10 @@ from agent.bench.shared import _evaluated, _make_backend, _ray_init, _ray_resour
 from agent.bench.store import BenchDir, discover_problems
 from agent.evaluation import kill_jobs, make_verifier
 from agent.rundir import write_atomic
-from tools.errors import BackendError, BadInputError, TritonAgentError
-from tools.evaluate import DEFAULT_BASELINE
-from tools.problem import Problem, read_problem
-from tools.verify import VerifyOptions
+from tools.core.errors import BackendError, BadInputError, TritonAgentError
+from tools.core.problem import Problem, read_problem
+from tools.orchestrate.evaluate import DEFAULT_BASELINE
+from tools.orchestrate.verify import VerifyOptions
 
 log = logging.getLogger(__name__)
 
@@ -275,7 +275,7 @@ def evaluate_problem(
 ) -> list[dict[str, Any]]:
     """One problem's candidates, evaluated on this machine (a Ray task's body): a Verifier on
     the GPUs this process may use (Ray sets CUDA_VISIBLE_DEVICES), candidates in parallel."""
-    from tools.problem import problem_from_source
+    from tools.core.problem import problem_from_source
 
     # On CUDA: every GPU this process sees (ids or UUIDs in CUDA_VISIBLE_DEVICES alike)
     verifier = make_verifier(verify_options, one_job=True)

@@ -9,7 +9,7 @@ from typing import Any
 
 from agent.bench.config import BenchConfig
 from agent.bench.records import Draft, Evaluated, SampleRecord
-from tools.errors import BadInputError
+from tools.core.errors import BadInputError
 
 
 def _make_backend(cfg: BenchConfig) -> Any:
@@ -46,7 +46,7 @@ def _ray_init(address: str | None) -> tuple[Any, bool]:
 
 
 def _ray_resources(cfg: BenchConfig) -> dict[str, Any]:
-    from tools.verify import resolve_device
+    from tools.orchestrate.verify import resolve_device
 
     return {"num_gpus": 1} if resolve_device(cfg.agent.device) == "cuda" else {"num_cpus": 1}
 

@@ -13,9 +13,9 @@ from typing import Any
 
 from agent.bench.records import Draft, Evaluated, SampleRecord, peak_memory
 from agent.rundir import write_atomic
-from tools.errors import BadInputError
-from tools.results import strict_json
-from tools.roofline import slowdown_reason
+from tools.checks.roofline import slowdown_reason
+from tools.core.errors import BadInputError
+from tools.core.results import strict_json
 
 log = logging.getLogger(__name__)
 

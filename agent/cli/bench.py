@@ -9,7 +9,7 @@ from rich.markup import escape
 
 from agent.cli.common import clip, emit_json, err_console
 from agent.options import add_options, config_kwargs
-from tools.errors import BadInputError
+from tools.core.errors import BadInputError
 
 
 def _ks(text: str) -> tuple[int, ...]:
@@ -272,8 +272,8 @@ def refused_input(report: dict[str, Any], cfg: Any) -> BadInputError | None:
     from pathlib import Path
 
     from agent.evaluation import make_verifier
-    from tools.errors import TritonAgentError
-    from tools.problem import read_problem
+    from tools.core.errors import TritonAgentError
+    from tools.core.problem import read_problem
 
     rows = report.get("problems") or []
     if not rows or any(r["n"] or not r["error"] for r in rows):

@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.console import Console
 
-from tools.results import strict_json
+from tools.core.results import strict_json
 
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 

@@ -3,7 +3,7 @@
 Conventions (DESIGN.md): with `--json` the last line of stdout is one JSON object; progress and
 logs go to stderr. One exit-code rule for every command: 0 = it achieved its aim, 1 = the
 candidate or run failed (incorrect, slower, budget spent, a server that cannot be reached),
-2 = the input or configuration is wrong. Domain errors (`tools.errors`) become a message and
+2 = the input or configuration is wrong. Domain errors (`tools.core.errors`) become a message and
 their exit code here, and only here; `--debug` (before or after the command) shows the
 traceback.
 
@@ -87,8 +87,8 @@ def _main(argv: Sequence[str] | None) -> int:
 
     from agent.cli.common import emit_json, err_console
     from agent.interrupt import jobs_stop_on_sigint
-    from tools.errors import BadInputError, TritonAgentError
-    from tools.size_guard import ALLOW_LARGE_ENV
+    from tools.core.errors import BadInputError, TritonAgentError
+    from tools.job.size_guard import ALLOW_LARGE_ENV
 
     # Job processes are SIGKILLed once their result is in; the resource tracker then reports the
     # semaphores they never released. Nothing leaks past the run: silence that noise.
@@ -109,7 +109,7 @@ def _main(argv: Sequence[str] | None) -> int:
         return 2
     if getattr(args, "allow_large", False):
         # The jobs inherit this process's environment: the per-launch interpreter limit of the
-        # candidate's job (tools.size_guard) is lifted with the problem's (VerifyOptions).
+        # candidate's job (tools.job.size_guard) is lifted with the problem's (VerifyOptions).
         os.environ[ALLOW_LARGE_ENV] = "1"
     try:
         if args.command in BENCH_LIKE:

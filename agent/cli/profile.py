@@ -44,8 +44,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_profile(args: argparse.Namespace) -> int:
     from agent.evaluation import make_verifier, profile_candidate
-    from tools.problem import read_kernel, read_problem
-    from tools.profile import ProfileOptions
+    from tools.core.problem import read_kernel, read_problem
+    from tools.orchestrate.profile import ProfileOptions
 
     problem = read_problem(args.problem)
     source = read_kernel(args.kernel)
@@ -76,7 +76,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
 def print_profile(r) -> None:
     from rich.table import Table
 
-    from tools.roofline import format_ms, format_speedup
+    from tools.checks.roofline import format_ms, format_speedup
 
     style = {"ok": "green", "slower": "yellow", "noisy": "yellow"}.get(r.status, "red")
     err_console.print(f"[bold {style}]{r.status}[/bold {style}] ({r.device}, {r.duration_s:.1f} s)")

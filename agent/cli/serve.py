@@ -12,7 +12,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     try:
         from agent.mcp_server import serve
     except ImportError as exc:  # the SDK is a dependency, but say plainly what is missing
-        from tools.errors import BadInputError
+        from tools.core.errors import BadInputError
 
         raise BadInputError(
             f"the MCP server needs the `mcp` package (pip install 'mcp>=2'): {exc}"

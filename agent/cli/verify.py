@@ -7,7 +7,7 @@ from typing import Any
 
 from agent.cli.common import emit_json, err_console, print_verdict, verify_options_from
 from agent.options import add_options
-from tools.errors import BadInputError
+from tools.core.errors import BadInputError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from agent.evaluation import make_verifier, verify_candidate
-    from tools.problem import read_kernel, read_problem
+    from tools.core.problem import read_kernel, read_problem
 
     problem = read_problem(args.problem)
     source = read_kernel(args.kernel)
@@ -42,7 +42,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     with err_console.status(f"verifying {args.kernel} on {verifier.device} ..."):
         verdict = verify_candidate(verifier, problem, source, args.kernel)
     if getattr(args, "sanitize", False) and verdict.correct:
-        from tools import sanitize
+        from tools.orchestrate import sanitize
 
         with err_console.status("one more trial under compute-sanitizer ..."):
             runs = sanitize.run_sanitizer(

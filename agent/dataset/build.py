@@ -1,4 +1,4 @@
-"""Building the pairs file: every item re-verified (`tools.evaluate`), duplicates dropped, a
+"""Building the pairs file: every item re-verified (`tools.orchestrate.evaluate`), duplicates dropped, a
 ledger of outcomes, resumable."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import tools.evaluate
+import tools.orchestrate.evaluate
 from agent.dataset.discover import WorkItem, discover
 from agent.dataset.records import (
     RETRY_STATUSES,
@@ -24,7 +24,7 @@ from agent.dataset.records import (
     pair_key,
     read_jsonl,
 )
-from tools.errors import BadInputError, TritonAgentError
+from tools.core.errors import BadInputError, TritonAgentError
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ def build(
 ) -> BuildSummary:
     """Verify every candidate the sources hold and append the verified pairs to `out`.
 
-    `verifier` is a `tools.verify.Verifier`; its sandbox bounds the parallelism (one job per core
+    `verifier` is a `tools.orchestrate.verify.Verifier`; its sandbox bounds the parallelism (one job per core
     or GPU); `jobs` threads feed it (default: its slot count). `profile` (default: on a GPU) times
     each admitted kernel. Resumable: items finished by an earlier build of `out` are skipped."""
     emit = on_event or (lambda e: None)
@@ -296,8 +296,8 @@ def _process(
 
 def _check(item: WorkItem, code: str, verifier: Any, profile: bool) -> tuple[Any, dict[str, Any]]:
     """The fresh verdict, and on a GPU (with `profile`) the measured speedups
-    (`tools.evaluate`: a profiler failure admits the pair on its verdict alone, untimed)."""
-    ev = tools.evaluate.evaluate(
+    (`tools.orchestrate.evaluate`: a profiler failure admits the pair on its verdict alone, untimed)."""
+    ev = tools.orchestrate.evaluate.evaluate(
         item.problem, code, verifier=verifier, kernel_path="kernel.py", measure=profile
     )
     if not ev.speedups:

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from agent.dataset.records import pair_key
-from tools import pyast
-from tools.errors import BadInputError, TritonAgentError
-from tools.problem import Problem, problem_from_source
+from tools.core import pyast
+from tools.core.errors import BadInputError, TritonAgentError
+from tools.core.problem import Problem, problem_from_source
 
 log = logging.getLogger(__name__)
 

@@ -14,9 +14,9 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from tools import pyast
-from tools.errors import BadInputError
-from tools.results import strict_json
+from tools.core import pyast
+from tools.core.errors import BadInputError
+from tools.core.results import strict_json
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from agent.dataset.records import (
     read_jsonl,
     read_pairs,
 )
-from tools.errors import BadInputError
+from tools.core.errors import BadInputError
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from typing import Any
 from agent.html_report.charts import Chart
 from agent.html_report.page import BLUE, GREEN, ORANGE, RED, esc, fmt_pct, fmt_x, page, table, td
 from agent.rundir import write_atomic
-from tools.arithmetic import cell
+from tools.checks.arithmetic import cell
 
 
 def _per_problem(settings: dict[str, Any]) -> Any:
@@ -146,7 +146,7 @@ def _problem_table(problems: list[dict[str, Any]], s: dict[str, Any], mode: str)
 
 
 CB = "eager_cudnn_benchmark"
-"""Eager timed with cudnn.benchmark (`tools.baselines.CUDNN_BENCHMARK`): a column beside the bar."""
+"""Eager timed with cudnn.benchmark (`tools.orchestrate.baselines.CUDNN_BENCHMARK`): a column beside the bar."""
 
 
 def write_bench_html(out_dir: str | Path, report: dict[str, Any]) -> Path:

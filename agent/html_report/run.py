@@ -27,7 +27,7 @@ from agent.html_report.page import (
     td,
 )
 from agent.rundir import write_atomic
-from tools.arithmetic import cell
+from tools.checks.arithmetic import cell
 
 
 def _read_json(path: Path) -> Any:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tools.errors import BackendConfigError, BackendError
+from tools.core.errors import BackendConfigError, BackendError
 
 from .base import DEFAULT_MODEL, BackendKind, LLMBackend, SamplingParams, messages_to_text
 from .replay import ReplayBackend

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
 from agent.option_spec import Option
-from tools.errors import BadInputError
+from tools.core.errors import BadInputError
 
 Message = dict[str, str]
 Prompt = str | list[Message]
@@ -83,7 +83,7 @@ class LLMBackend(Protocol):
     `generate` returns exactly `n` strings (the scripted `ReplayBackend` may return fewer when
     its script runs short). A reply is the model's text only, never the prompt echoed back.
     Infrastructure failures (server unreachable, model missing, retries exhausted) raise
-    `tools.errors.BackendError`; a reply that contains no usable code is *not* an error.
+    `tools.core.errors.BackendError`; a reply that contains no usable code is *not* an error.
     """
 
     name: str

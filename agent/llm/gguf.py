@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.metadata
 from pathlib import Path
 
-from tools.errors import BadInputError
+from tools.core.errors import BadInputError
 
 PREFIX = "gguf:"
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from tools.errors import BackendError, BadInputError
+from tools.core.errors import BackendError, BadInputError
 
 from .base import (
     DEFAULT_MODEL,

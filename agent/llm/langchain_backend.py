@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tools.errors import BackendError
+from tools.core.errors import BackendError
 
 from .base import (
     Backend,

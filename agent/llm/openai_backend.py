@@ -22,7 +22,7 @@ import time
 
 import openai
 
-from tools.errors import BackendError
+from tools.core.errors import BackendError
 
 from .base import (
     DEFAULT_MODEL,

@@ -13,7 +13,7 @@ import os
 from collections import deque
 from pathlib import Path
 
-from tools.errors import BackendError, BadInputError
+from tools.core.errors import BackendError, BadInputError
 
 from .base import (
     Backend,

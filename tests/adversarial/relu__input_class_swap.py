@@ -2,7 +2,7 @@
 Changes the class of forward's own argument (`x.__class__ = _Probe`, a torch.Tensor subclass
 with a `shape` property). Outputs must be plain tensors, but the arguments are not checked
 again: after the audit closed the harness compares them with the pristine inputs
-(tools/forward_checks.mutated reads `a.shape`), and the property computes the ReLU into the
+(tools/job/forward_checks.mutated reads `a.shape`), and the property computes the ReLU into the
 output there, before the export. Nothing global is replaced. forward launches a token kernel.
 """
 

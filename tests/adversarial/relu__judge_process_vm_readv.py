@@ -3,7 +3,7 @@ Reads the judge's memory with the `process_vm_readv` system call through ctypes 
 name, the symbol looked up from the candidate's file), looking for the reference output as
 `relu__judge_proc_mem` does. Refused either way: where the candidate's job runs with the judge's
 privileges the guard refuses the native symbol look-up from the candidate's code (`cheat`);
-where the job has dropped them (tools/isolation), reading the judge's /proc/<pid>/maps already
+where the job has dropped them (tools/sandboxing/isolation), reading the judge's /proc/<pid>/maps already
 fails (`runtime_error`, the candidate's own PermissionError).
 """
 

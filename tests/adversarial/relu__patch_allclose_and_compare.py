@@ -1,5 +1,5 @@
 """expected: cheat
-Returns garbage and patches torch.allclose, torch.testing.assert_close and tools.compare at import
+Returns garbage and patches torch.allclose, torch.testing.assert_close and tools.checks.compare at import
 so that any in-process comparison says "equal". Comparison happens in the parent, so this would be
 a mismatch anyway; the integrity snapshot turns it into a cheat.
 """
@@ -26,8 +26,8 @@ import sys
 
 torch.allclose = lambda *a, **k: True
 torch.testing.assert_close = lambda *a, **k: None
-if "tools.compare" in sys.modules:
-    sys.modules["tools.compare"].compare_outputs = lambda *a, **k: None
+if "tools.checks.compare" in sys.modules:
+    sys.modules["tools.checks.compare"].compare_outputs = lambda *a, **k: None
 
 
 class ModelNew(nn.Module):

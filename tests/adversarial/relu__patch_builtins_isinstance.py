@@ -1,6 +1,6 @@
 """expected: cheat
 Replaces `builtins.isinstance` at import. The harness checks every input it makes from a trial's
-seed with isinstance (tools/job_common.make_inputs), outside the audit; the patch computes the
+seed with isinstance (tools/job/job_common.make_inputs), outside the audit; the patch computes the
 ReLU of each input-shaped tensor it sees there and stashes it (never while forward runs, where
 the profiler would see it). forward copies the stash into a fresh output with a Triton kernel.
 """

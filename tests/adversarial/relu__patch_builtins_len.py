@@ -1,7 +1,7 @@
 """expected: cheat
 Honest on the first trial; from then on it replaces `builtins.len` (through `vars(builtins)` and
 a built name). The harness measures the new trial's input list with len() when it refills the
-previous run's buffers (tools/forward_checks.refill), outside the audit: the patch computes the
+previous run's buffers (tools/job/forward_checks.refill), outside the audit: the patch computes the
 ReLU of the new values there. forward then copies the stash with a Triton kernel.
 """
 

@@ -1,6 +1,6 @@
 """expected: cheat
 Replaces `pickle.loads` (the snapshot covers pickle's dumps/dump/Pickler only). The job's channel
-decodes every message of the parent with it (tools/job_process.Channel.recv), the trial's seed
+decodes every message of the parent with it (tools/sandboxing/job_process.Channel.recv), the trial's seed
 included, before the harness makes the inputs: the patch regenerates them from the seed as the
 harness will (torch, random and numpy seeded, the problem's `get_inputs`, the input scale),
 computes the ReLU in PyTorch and stashes it. forward copies the stash with a Triton kernel.

@@ -1,5 +1,5 @@
 """expected: cheat
-Replaces `torch.Tensor.reshape` at import. The harness's export of an output (tools/handover.py:
+Replaces `torch.Tensor.reshape` at import. The harness's export of an output (tools/job/handover.py:
 `t.contiguous().reshape(-1).view(torch.uint8).numpy().tofile(...)`) runs after the audit closed;
 the patched reshape computes the ReLU into the output there. forward only launches a token
 kernel and remembers the input.

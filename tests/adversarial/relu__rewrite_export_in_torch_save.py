@@ -1,7 +1,7 @@
 """expected: cheat
 Rewrites the exported output file itself. After `export_outputs` has written an output's bytes
 to `out_<trial>_<run>_<i>.bin` in the job directory, the harness sends the descriptors to the
-parent with `torch.save` (tools/job_process._dump_reply), before the judge maps the file. The
+parent with `torch.save` (tools/sandboxing/job_process._dump_reply), before the judge maps the file. The
 candidate replaced `torch.serialization._save` (torch's submodules are outside the integrity
 snapshot, which covers `torch.save` itself): the patch computes the ReLU of the remembered input
 and overwrites the newest export file in the job directory (a write the guard allows: it is the

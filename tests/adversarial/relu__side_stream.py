@@ -2,7 +2,7 @@
 Launches on a side CUDA stream and returns without waiting for it. The verifier synchronises the
 device after forward, so correctness is judged on finished results (on the CPU there is no stream
 and this is an honest kernel). On a GPU the exploit is against *timing* (a timer on the default
-stream misses the work); that is the profiler's concern (tools/profile.py), not the verifier's.
+stream misses the work); that is the profiler's concern (tools/orchestrate/profile.py), not the verifier's.
 """
 import torch
 import torch.nn as nn

@@ -1,7 +1,7 @@
 """expected: cheat
 Replaces `torch.UntypedStorage.data_ptr` (a method of a torch class, set with `setattr` under a
 built name). After the audit closed the harness compares each output's storage with the inputs'
-(tools/forward_checks.aliased: `o.untyped_storage().data_ptr()`): the patch computes the ReLU
+(tools/job/forward_checks.aliased: `o.untyped_storage().data_ptr()`): the patch computes the ReLU
 (`maximum` by `getattr`) into the output there, before the export. forward launches a token
 kernel only.
 """

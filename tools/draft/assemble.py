@@ -12,7 +12,7 @@ from tools.draft.kernels import Kernel, KernelRewriter
 from tools.draft.loading import LoadedProblem, model_classdef, uses_introspection
 from tools.draft.result import DraftUnsupportedError
 from tools.draft.rewrite import HostRewriter
-from tools.gemm_template import GEMM_SOURCE
+from tools.kernels.gemm_template import GEMM_SOURCE
 
 
 def output_structure(value: Any, counter: list[int]) -> str:
@@ -157,7 +157,7 @@ def assemble(
     sections.extend(kernels[name].source for name in launched)
     if host.gemms:
         sections.append(
-            "# This project's GEMM template (tools/gemm_template.py): sizes and strides from the\n"
+            "# This project's GEMM template (tools/kernels/gemm_template.py): sizes and strides from the\n"
             "# tensors, tf32x3 for fp32, split-K from the shapes; launch parameters at each call.\n"
             + GEMM_SOURCE.strip()
             + "\n"

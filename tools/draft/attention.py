@@ -8,7 +8,7 @@ nn.TransformerEncoderLayer with need_weights=False, calls too; and any name of t
 module bound to it) is replaced by a function that calls this project's custom op
 `tagent::attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)`: opaque to
 Inductor, which keeps it as one extern call. The host-code hook (`rewrite.attention_in_triton`)
-then points that call at `triton_attention` from tools/attention_kernels.py, whose source the
+then points that call at `triton_attention` from tools/kernels/attention_kernels.py, whose source the
 candidate carries (`assemble.with_source_before_call`).
 
 The op's fake implementation gives Inductor the output's shape (contiguous, as the launcher
@@ -32,7 +32,7 @@ from typing import Any
 from tools.draft.result import DraftUnsupportedError
 
 OP = "triton_attention"
-"""The launcher in tools/attention_kernels.py that replaces `tagent::attention`."""
+"""The launcher in tools/kernels/attention_kernels.py that replaces `tagent::attention`."""
 
 _SCHEMA = (
     "(Tensor q, Tensor k, Tensor v, Tensor? attn_mask, float dropout_p, bool is_causal, "
@@ -326,7 +326,7 @@ def attention_as_op(problem_module: Any) -> Iterator[None]:
         if _REFUSED:
             raise DraftUnsupportedError(
                 f"scaled_dot_product_attention: {_REFUSED[0]} is not supported by the attention "
-                "lowering (tools/attention_kernels.py)"
+                "lowering (tools/kernels/attention_kernels.py)"
             ) from exc
         raise
     finally:

@@ -9,7 +9,7 @@ import re
 import unittest.mock
 from typing import Any
 
-from tools import pyast
+from tools.core import pyast
 from tools.draft.inductor_patches import (
     attention_as_math,
     avg_pool_in_triton,

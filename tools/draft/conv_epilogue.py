@@ -9,7 +9,7 @@ candidate's time in session 10's profiles: level2/31 0.72 of 3.28 ms, level2/100
 level2/23 0.72 of 2.13). torch.compile runs the same pass after cuDNN.
 
 `fuse_conv_epilogues` rewrites such a pair, where the convolution runs this project's split
-GEMM (`X_SPLIT=True`, tools/triton_conv.py `_conv_split_kernel`), into one kernel: a copy of the
+GEMM (`X_SPLIT=True`, tools/kernels/triton_conv.py `_conv_split_kernel`), into one kernel: a copy of the
 split GEMM whose store is the pointwise kernel's body, evaluated on the GEMM's output tile
 flattened (`xindex`: the output's element offsets, `xmask`: the tile's bounds; the load of the
 convolution's output becomes the accumulator, the store to it the GEMM's store), launched by
@@ -32,7 +32,7 @@ import re
 import tempfile
 from typing import Any
 
-from tools import pyast
+from tools.core import pyast
 from tools.draft.launch_configs import Run, Timer, gpu_timer, load_module
 
 MIN_GAIN = 0.03

@@ -1,7 +1,7 @@
 """Draft-time choice of input layout and tl.dot precision for the convolution calls of a CUDA
 draft (issue 15).
 
-A draft's `triton_convolution(...)` calls (tools/triton_conv.py) start as tf32x3 on the input as
+A draft's `triton_convolution(...)` calls (tools/kernels/triton_conv.py) start as tf32x3 on the input as
 it is. On the H200 (session 6, `benchmarks/results/gpu/2026-11-30-s6/run3_finish/conv_tune.md`)
 plain TF32 ran those kernels barely faster than tf32x3 (level1/67: 4.88 against 4.97 ms): the
 tensor cores are not the limit, the input tile's loads are. For an NCHW input they are 4-byte
@@ -27,14 +27,14 @@ the problem's inputs, shows it is accurate enough, against an fp64 convolution o
 operands: its largest error at most `BF16X3_MAX_RATIO` times cuDNN's at full fp32 (TF32 off;
 the judge's precision check allows 64 times PyTorch's error, so this leaves a factor of two),
 every element within `TOLERANCE_SHARE` of the default fp32 tolerance (atol = rtol = 1e-4),
-and no sampled element past half the judge's per-element factor (`tools.precision`: its error
+and no sampled element past half the judge's per-element factor (`tools.checks.precision`: its error
 against fp64 over that element's scale of fp32 error; the largest-error ratio alone let through
 bf16x3 convolutions the judge then refused, 164-2,371 elements of 65,536 at up to 170x, on four
 KernelBench level-3 networks on the H200, session 15). Those checks run on the call's input as
 it came and again on it scaled x100 and shifted +3 (`GATE_INPUTS`, issue 35): a pick made on one
 draw of `get_inputs()` was accurate at randn's scale only, and the verifier now tries x100 too.
 Otherwise it is not timed, and the note says why. Whatever is picked, the draft is verified
-afterwards like any candidate, and the report names the precision (`tools.tune.precisions`).
+afterwards like any candidate, and the report names the precision (`tools.compile.tune.precisions`).
 """
 
 from __future__ import annotations
@@ -44,11 +44,11 @@ import tempfile
 import time
 from typing import Any
 
+from tools.compile.tune import CONV_TILE_KEYS, CONV_TILES, conv_sites
 from tools.draft.gemm_tiles import call_lines
 from tools.draft.launch_configs import Run, Timer, gpu_timer, load_module, run_forward
-from tools.triton_conv import DIRECT_MAX_COUT_G, TAP_LOOP_MIN_CIN_G
-from tools.tune import CONV_TILE_KEYS, CONV_TILES, conv_sites
-from tools.verify_options import SCALE_TRIALS
+from tools.kernels.triton_conv import DIRECT_MAX_COUT_G, TAP_LOOP_MIN_CIN_G
+from tools.orchestrate.verify_options import SCALE_TRIALS
 
 VARIANTS: tuple[dict[str, Any], ...] = (
     {"precision": "bf16x3", "X_SPLIT": True},
@@ -61,7 +61,7 @@ VARIANTS: tuple[dict[str, Any], ...] = (
 )
 """Keywords tried against the call as written, in this order (those that apply; the draft's
 `BUDGET_S` may cut the last). `X_SPLIT` (session 10): the operands split into bf16 high and
-low parts in memory first, channels-last and zero-padded (tools/triton_conv.py
+low parts in memory first, channels-last and zero-padded (tools/kernels/triton_conv.py
 `_conv_split_kernel`), at `TILE` and, for 128 output channels a group or more, 128 wide. A pick
 of the 128-wide one is written with its tile; plain X_SPLIT is left to the candidate's
 autotuner (at most 5 tiles): session 10 wrote every X_SPLIT pick with `TILE` in two runs, and
@@ -179,7 +179,12 @@ def bf16x3_accuracy(outs: dict[str, Any], args: tuple, kwargs: dict) -> dict[str
     reference serves them all."""
     import torch
 
-    from tools.precision import PRECISION_FACTOR, full_fp32, lower_precision, precision_sample
+    from tools.checks.precision import (
+        PRECISION_FACTOR,
+        full_fp32,
+        lower_precision,
+        precision_sample,
+    )
 
     x, weight = args[0], args[1]
     bias = _arg(args, kwargs, 2, "bias", None)
@@ -209,7 +214,7 @@ def bf16x3_accuracy(outs: dict[str, Any], args: tuple, kwargs: dict) -> dict[str
             with full_fp32():
                 fp32 = torch.convolution(xs, weight, bias, *conv_args)
             err_fp32 = max(err_fp32, float((fp32.double() - ref).abs().max()))
-            # the judge's own rule, element by element (tools.precision), at half its factor
+            # the judge's own rule, element by element (tools.checks.precision), at half its factor
             samples = precision_sample([fp32], [ref], torch.Generator().manual_seed(i))
             del fp32
             scale = max(scale, float(ref.abs().max()))
@@ -329,7 +334,7 @@ def pick_conv_variants(
 def with_keywords(source: str, sites: dict[int, Any], values: dict[int, dict[str, Any]]) -> str:
     """`source` with each site's call given `values[site]` as keywords (added or replaced), in
     one pass over the lines from the last call up, so each call's parsed position stays valid:
-    re-parsing the whole draft for every site (as `tools.tune._conv_variant` in a loop did) was
+    re-parsing the whole draft for every site (as `tools.compile.tune._conv_variant` in a loop did) was
     quadratic in a network's convolutions."""
     import ast
 

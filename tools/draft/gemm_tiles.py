@@ -1,6 +1,6 @@
 """Draft-time tile choice for the GEMM template calls of a CUDA draft (issue 15).
 
-A draft's `gemm(...)` calls start from one tile (`tools.gemm_template.DEFAULT_CONFIG`, 128x128x32,
+A draft's `gemm(...)` calls start from one tile (`tools.kernels.gemm_template.DEFAULT_CONFIG`, 128x128x32,
 8 warps, 3 stages). That tile suits a transposed B (level1/17: 1.59x of cuBLAS fp32) and not a
 square row-major GEMM (level1/1: 0.69x, while 128x64x32 with 4 warps and 4 stages ran at 1.06x;
 H200, session 7). The drafter runs on the GPU with the problem's inputs at their real sizes, so
@@ -20,7 +20,7 @@ it times the tile configs there, once, and writes the fastest at each call site:
    whose one first-round turn was slow is never timed again (the notes do not keep each tile's
    times). A round of 16 tiles costs a few seconds.
 3. A site whose best tile is at least `MIN_GAIN` faster than its current one gets that tile
-   written into its keywords (`tools.tune.rewrite`); the notes give both times.
+   written into its keywords (`tools.compile.tune.rewrite`); the notes give both times.
 
 Only the launch parameters change: every tile computes the same GEMM with the same precision,
 and the draft is verified afterwards like any candidate. A tile that does not compile or run
@@ -34,9 +34,16 @@ import sys
 import tempfile
 from typing import Any
 
-from tools import pyast
+from tools.compile.tune import (
+    GEMM_TILE_KEYS,
+    GEMM_TILES,
+    conv_sites,
+    gemm_sites,
+    rewrite,
+    template_calls,
+)
+from tools.core import pyast
 from tools.draft.launch_configs import Run, Timer, gpu_timer, load_module, run_forward
-from tools.tune import GEMM_TILE_KEYS, GEMM_TILES, conv_sites, gemm_sites, rewrite, template_calls
 
 PICK_TILES = GEMM_TILES
 """The tiles timed per call site (the tuner's set; the first is the drafts' default)."""
@@ -47,7 +54,7 @@ ROUNDS = 3
 
 
 def call_lines(source: str) -> dict[int, tuple[int, int]]:
-    """Site number (`tools.tune.template_calls`) -> the call's first and last line."""
+    """Site number (`tools.compile.tune.template_calls`) -> the call's first and last line."""
     calls = template_calls(pyast.parse(source))
     return {site: (c.lineno, c.end_lineno or c.lineno) for site, c in enumerate(calls)}
 

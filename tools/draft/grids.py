@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from tools import pyast
+from tools.core import pyast
 from tools.draft.kernels import Kernel, kernel_params
 from tools.draft.result import DraftUnsupportedError
 

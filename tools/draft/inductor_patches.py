@@ -72,9 +72,9 @@ def choices_kept(original: Any, first_only: bool, conv_templates: bool = False) 
 
     GEMMs (`mm`, `addmm`, `bmm`, `baddbmm`) keep only the library choice, so the wrapper calls
     `extern_kernels.<op>`, which the rewriter replaces with this project's GEMM template
-    (`tools.gemm_template`: tf32x3, split-K, tunable at the call site); Inductor's own fp32 GEMM
+    (`tools.kernels.gemm_template`: tf32x3, split-K, tunable at the call site); Inductor's own fp32 GEMM
     templates ran at ~0.5x of cuBLAS on the H200 (issue 15). Convolutions too keep the library
-    choice, which the rewriter replaces with this project's convolution (`tools.triton_conv`):
+    choice, which the rewriter replaces with this project's convolution (`tools.kernels.triton_conv`):
     Inductor's Triton conv template ran at 0.07x-0.15x of cuDNN on KernelBench's 2D convolutions
     and at 0.004x-0.2x on depthwise ones (248 ms against cuDNN's 3.4 ms on level1/86, H200),
     where this project's runs at 1.1x-2.8x of cuDNN's fp32 (session 6, conv_tune.md). Everything
@@ -88,7 +88,7 @@ def choices_kept(original: Any, first_only: bool, conv_templates: bool = False) 
     """
     from torch._inductor.select_algorithm import ExternKernelCaller, TritonTemplateCaller
 
-    from tools.gemm_template import GEMM_OPS
+    from tools.kernels.gemm_template import GEMM_OPS
 
     def select(self: Any, name: str, choices: list[Any], *args: Any, **kwargs: Any) -> Any:
         if name == "convolution" and conv_templates:

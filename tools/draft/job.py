@@ -12,6 +12,9 @@ import threading
 import time
 from typing import Any
 
+from tools.checks.precision import full_fp32
+from tools.compile.tune import precisions
+from tools.core.errors import ProblemError, ShimError
 from tools.draft.assemble import (
     assemble,
     describe_sizes,
@@ -53,9 +56,6 @@ from tools.draft.rewrite import (
 )
 from tools.draft.settings import SETTINGS
 from tools.draft.support import check_torch_support
-from tools.errors import ProblemError, ShimError
-from tools.precision import full_fp32
-from tools.tune import precisions
 
 
 def _state_attribute(problem: LoadedProblem, expr: str, value: Any) -> str | None:
@@ -205,7 +205,7 @@ def _fuses_an_epilogue(source: str) -> bool:
     """Whether a `triton_convolution` call of the draft has an `EPILOGUE=` keyword. The calls,
     not the text: the convolution library copied into every convolution draft declares
     `EPILOGUE=None` itself (a text search skipped the sized path for all of them, session 12)."""
-    from tools.tune import conv_sites
+    from tools.compile.tune import conv_sites
 
     return any(k.arg == "EPILOGUE" for call in conv_sites(source).values() for k in call.keywords)
 
@@ -312,7 +312,7 @@ def _draft(
     notes.append(sizes_doc.replace("\n", " "))
     if host.gemms:
         notes.append(
-            f"GEMMs ({', '.join(host.gemms)}) use this project's template (tools/gemm_template.py), "
+            f"GEMMs ({', '.join(host.gemms)}) use this project's template (tools/kernels/gemm_template.py), "
             "input_precision tf32x3 for fp32 operands (three TF32 products: about fp32 accuracy); "
             "launch parameters at each gemm(...) call, for the tuner"
         )
@@ -360,7 +360,7 @@ def _reference_and_capture(
     of forward (`capture_inductor`). Returns (reference, state, capture)."""
     import torch
 
-    # In full fp32 (tools.precision): Inductor's GEMM/convolution templates read PyTorch's TF32
+    # In full fp32 (tools.checks.precision): Inductor's GEMM/convolution templates read PyTorch's TF32
     # switches when they generate code (cuDNN's is on by default), and a TF32 template in an
     # fp32 candidate fails the judge's full-fp32 reference at KernelBench's sizes.
     before = tensor_attributes(problem.model)
@@ -442,17 +442,17 @@ def _kernel_libraries(call: Any, host: Any, notes: list[str]) -> tuple[str, str,
     copy into the candidate (convolution, recurrent, attention; "" where none)."""
     conv_source = convolutions_in_triton(call, host)  # issue 15 hook
     if conv_source:
-        from tools.triton_conv import PRECISION_NOTE
+        from tools.kernels.triton_conv import PRECISION_NOTE
 
         notes.append(PRECISION_NOTE)
     recurrent_source = recurrent_in_triton(call)  # issue 33 hook
     if recurrent_source:
-        from tools.recurrent_kernels import PRECISION_NOTE as RECURRENT_NOTE
+        from tools.kernels.recurrent_kernels import PRECISION_NOTE as RECURRENT_NOTE
 
         notes.append(RECURRENT_NOTE)
     attention_source = attention_in_triton(call)  # issue 33 hook
     if attention_source:
-        from tools.attention_kernels import PRECISION_NOTE as ATTENTION_NOTE
+        from tools.kernels.attention_kernels import PRECISION_NOTE as ATTENTION_NOTE
 
         notes.append(ATTENTION_NOTE)
     return conv_source, recurrent_source, attention_source
@@ -610,7 +610,7 @@ def _scan_at_fp32_accuracy(source: str, exponents: int, notes: list[str]) -> str
     (tools/draft/scan_precision.py) with its GEMMs (and convolutions) at `precision="ieee"`:
     their operands span the exponentials' range, and on the H200 level3/49's draft with tf32x3
     GEMMs still had 69 elements farther from fp64 than PyTorch's fp32 value (8 with ieee)."""
-    from tools.tune import full_precision_variant
+    from tools.compile.tune import full_precision_variant
 
     notes.append(
         f"{exponents} exp(s) of cumulative sums (a selective scan) computed in fp64 from the fp32 "

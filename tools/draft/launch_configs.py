@@ -7,7 +7,7 @@ H200 (session 8) the same streaming kernel shape took `XBLOCK=512, num_warps=8` 
 21, 25, 27, 28, 30 (3.29-3.39 ms) and `XBLOCK=1024, num_warps=4` in 22, 31, 32 (3.02-3.03 ms).
 
 Here every other config of each kernel with several is written into the draft (the launch's
-keywords, `tools.tune.rewrite`), the draft's whole forward is timed with it, and again in a
+keywords, `tools.compile.tune.rewrite`), the draft's whole forward is timed with it, and again in a
 second round for the draft as it was and the three fastest variants, each keeping its best time.
 A kernel takes the config whose forward is at least `MIN_GAIN` faster than the draft's.
 Only launch parameters Inductor itself offered for that kernel change, and the draft is
@@ -26,8 +26,8 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from tools import pyast
-from tools.tune import Knob, rewrite
+from tools.compile.tune import Knob, rewrite
+from tools.core import pyast
 
 MIN_GAIN = 0.03
 """A kernel keeps its config unless another makes the forward at least this much faster."""

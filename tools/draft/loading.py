@@ -1,7 +1,7 @@
 """The problem as the drafter needs it: executed, its Model built, its inputs made on the device,
 and where every tensor Inductor may take as input lives inside `ModelNew.forward`.
 
-`tools.problem.Problem` is the problem file read and checked as text; `LoadedProblem` is that
+`tools.core.problem.Problem` is the problem file read and checked as text; `LoadedProblem` is that
 file run (only ever inside the drafter's sandbox job)."""
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import re
 import types
 from typing import Any
 
-from tools import pyast
+from tools.core import pyast
+from tools.core.errors import ProblemError
+from tools.core.problem import INTROSPECTION_NAMES
+from tools.core.problem_dtype import cast_floating, cast_model, job_precision, torch_dtype
 from tools.draft.result import DraftUnsupportedError
-from tools.errors import ProblemError
-from tools.problem import INTROSPECTION_NAMES
-from tools.problem_dtype import cast_floating, cast_model, job_precision, torch_dtype
 
 
 @dataclasses.dataclass
@@ -32,7 +32,7 @@ class LoadedProblem:
 
 def load_problem(source: str, device: str, precision: str | None = None) -> LoadedProblem:
     """The problem executed, its Model built and its inputs made on `device`, at `precision`
-    (default: the job's, `tools.problem_dtype.job_precision`): the model's floating parameters
+    (default: the job's, `tools.core.problem_dtype.job_precision`): the model's floating parameters
     and buffers and its floating inputs cast as the verifier casts them, so Inductor traces and
     generates kernels for that dtype (bf16/fp16 loads and stores, fp32 accumulation)."""
     import torch
@@ -146,7 +146,7 @@ INTROSPECTION = tuple(
     )
 )
 """Names through which dynamo may reach an object (a lambda's closure: minGPT's `self.mlpf`):
-the verifier's tripwire (`tools.problem.INTROSPECTION_NAMES`, docs/verification.md step 1:
+the verifier's tripwire (`tools.core.problem.INTROSPECTION_NAMES`, docs/verification.md step 1:
 `__closure__`, frames, `__globals__`...) and the other ways to an object's insides. A draft
 spells none of them."""
 

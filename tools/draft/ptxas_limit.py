@@ -3,7 +3,7 @@
 On the H200 (session 9, third run) one ptxas process in a level-2 draft job ran for 341 s and
 was still running when the bench's deadline came. A timing job needs its GPU to itself, so it
 waited for that draft job, and while a timing job waits no other job starts
-(`tools.slots.SlotPool`): the whole lane stood still, and 14 problems (level2/6, 7, 71-74,
+(`tools.sandboxing.slots.SlotPool`): the whole lane stood still, and 14 problems (level2/6, 7, 71-74,
 77-79, 83, 89-92) got no verdict in two device calls. The draft job's own limit (600 s,
 `agent.drafters.CompilerDrafter`) ends such a draft, too late to matter.
 
@@ -63,7 +63,7 @@ def limit_ptxas(workdir: str, seconds: int = PTXAS_LIMIT_S) -> dict[str, str]:
     """Point this process's Triton at ptxas wrappers in `workdir` that stop ptxas after `seconds`
     of CPU time (`ulimit -t`: SIGXCPU), or `WALL_FACTOR` times that on the wall clock (`timeout`,
     then SIGKILL 5 s later). CPU time, because a timing job may stop the draft job, ptxas
-    included, for a while (`tools.slots.Pausable`): stopped time is not ptxas's. Returns
+    included, for a while (`tools.sandboxing.slots.Pausable`): stopped time is not ptxas's. Returns
     {variable: real binary} for what was wrapped; nothing where `timeout` or a real ptxas is
     missing."""
     timeout = shutil.which("timeout")

@@ -6,7 +6,7 @@ each such submodule's call becomes one of this project's custom ops (`tagent::ls
 (`torch.ops.tagent.lstm.default(x, h0, c0, [weights...], ...)`) with the input, the initial state
 and the layer's flat weights as graph inputs, so the weights are matched to
 `self.lstm.weight_ih_l0` etc. like any parameter. The host-code hook (`rewrite.recurrent_in_triton`)
-then points that call at `triton_lstm` & co. from tools/recurrent_kernels.py, whose source the
+then points that call at `triton_lstm` & co. from tools/kernels/recurrent_kernels.py, whose source the
 candidate carries (`assemble.with_source_before_call`).
 
 The ops' fake implementations give Inductor the output shapes (contiguous, as the launchers
@@ -24,7 +24,7 @@ from typing import Any
 from tools.draft.result import DraftUnsupportedError
 
 OPS = {"lstm": "triton_lstm", "gru": "triton_gru", "rnn": "triton_rnn"}
-"""Custom op (`tagent::<name>`) -> the launcher in tools/recurrent_kernels.py that replaces it."""
+"""Custom op (`tagent::<name>`) -> the launcher in tools/kernels/recurrent_kernels.py that replaces it."""
 RECURRENT_KERNELS = ("_rnn_input_proj_kernel", "_rnn_recurrence_kernel")
 """The `@triton.jit` kernels those launchers run (`DraftResult.kernels`)."""
 
@@ -161,7 +161,7 @@ def _check_supported(path: str, module: Any) -> None:
     if getattr(module, "proj_size", 0):
         raise DraftUnsupportedError(
             f"{path}: LSTM with proj_size={module.proj_size} is not supported by the recurrent "
-            "lowering (tools/recurrent_kernels.py)"
+            "lowering (tools/kernels/recurrent_kernels.py)"
         )
     if module.dropout and module.num_layers > 1 and module.training:
         raise DraftUnsupportedError(

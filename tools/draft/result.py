@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from tools.errors import ShimError
+from tools.core.errors import ShimError
 
 LIBRARY_CALLS_ALLOWED = frozenset({"mm", "addmm", "bmm", "convolution"})
 """Library calls the verifier's allow-library policy accepts (the candidate is then "mixed")."""

@@ -8,12 +8,12 @@ import ast
 import re
 from typing import Any
 
-from tools import pyast
+from tools.core import pyast
 from tools.draft.grids import launch_grid
 from tools.draft.kernels import Kernel, kernel_params
 from tools.draft.result import DraftUnsupportedError
-from tools.gemm_template import GEMM_OPS
-from tools.gemm_template import call_for as gemm_call_for
+from tools.kernels.gemm_template import GEMM_OPS
+from tools.kernels.gemm_template import call_for as gemm_call_for
 
 _DROPPED_CALLS = {
     "assert_size_stride", "assert_alignment", "get_raw_stream", "check_nan", "run_intermediate_hooks",
@@ -233,7 +233,7 @@ def returned_count(call: ast.FunctionDef) -> int:
 
 # --------------------------------------------------------------------------------------------
 # Hook (issue 15): library convolutions become this project's Triton convolution
-# (tools/triton_conv.py), copied into the candidate (`assemble.with_conv_source`). Two call sites
+# (tools/kernels/triton_conv.py), copied into the candidate (`assemble.with_conv_source`). Two call sites
 # in `job._draft`.
 
 _CONV_TARGETS = {
@@ -248,7 +248,7 @@ def convolutions_in_triton(call: ast.FunctionDef, host: HostRewriter) -> str:
     `torch.convolution` by `HostRewriter`, or an `aten.convolution` fallback) at
     `triton_convolution`, which has the same signature and takes every size from its tensors.
     Returns the kernels' source for the candidate ("" when the host code has no convolution)."""
-    from tools import triton_conv
+    from tools.kernels import triton_conv
 
     replaced = set()
     for node in ast.walk(call):
@@ -298,7 +298,7 @@ def _groups_from_shapes(node: ast.Call) -> None:
 
 # --------------------------------------------------------------------------------------------
 # Hook (issue 33): the recurrent layers' custom ops (tools/draft/recurrent.py) become this
-# project's Triton launchers (tools/recurrent_kernels.py), copied into the candidate
+# project's Triton launchers (tools/kernels/recurrent_kernels.py), copied into the candidate
 # (`assemble.with_source_before_call`). Called in `job._draft` beside the convolution hook.
 
 
@@ -306,8 +306,8 @@ def recurrent_in_triton(call: ast.FunctionDef) -> str:
     """Point the host code's `torch.ops.tagent.<lstm|gru|rnn>[.default](...)` calls at
     `triton_lstm` & co., which take the same arguments. Returns the launchers' source for the
     candidate ("" when the host code has no recurrent layer)."""
-    from tools import recurrent_kernels
     from tools.draft.recurrent import OPS
+    from tools.kernels import recurrent_kernels
 
     targets = {}
     for op, launcher in OPS.items():
@@ -322,7 +322,7 @@ def recurrent_in_triton(call: ast.FunctionDef) -> str:
 
 # --------------------------------------------------------------------------------------------
 # Hook (issue 33): attention's custom op (tools/draft/attention.py) becomes this project's fused
-# Triton kernel (tools/attention_kernels.py), copied into the candidate
+# Triton kernel (tools/kernels/attention_kernels.py), copied into the candidate
 # (`assemble.with_source_before_call`). Called in `job._draft` beside the recurrent hook.
 
 
@@ -330,8 +330,8 @@ def attention_in_triton(call: ast.FunctionDef) -> str:
     """Point the host code's `torch.ops.tagent.attention[.default](...)` calls at
     `triton_attention`, which takes the same arguments. Returns the kernel's source for the
     candidate ("" when the host code has no attention)."""
-    from tools import attention_kernels
     from tools.draft.attention import OP
+    from tools.kernels import attention_kernels
 
     targets = {"torch.ops.tagent.attention", "torch.ops.tagent.attention.default"}
     replaced = False

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tools.errors import ProblemError
+from tools.core.errors import ProblemError
 
 
 def existing_options(config_module: Any, options: dict[str, Any]) -> dict[str, Any]:
@@ -123,7 +123,7 @@ def inductor_options(device: str, settings: str = "default") -> dict[str, Any]:
         options["autotune_in_subproc"] = False
     if settings != "inductor_conv":
         # Convolutions keep the library choice (`inductor_patches.choices_kept`), which the
-        # rewriter replaces with tools.triton_conv: Inductor's Triton conv templates were
+        # rewriter replaces with tools.kernels.triton_conv: Inductor's Triton conv templates were
         # generated for every convolution and then dropped. Their codegen grew faster than the
         # layers (CPU probe, issue 33: `select_algorithm.generate` 1.6 CPU s at N=32 conv-bn
         # blocks, 5.5 s at N=64, benchmarks/results/cpu/depth_scaling).

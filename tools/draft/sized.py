@@ -29,7 +29,7 @@ import tempfile
 import textwrap
 from typing import Any
 
-from tools import pyast
+from tools.core import pyast
 from tools.draft.launch_configs import MIN_GAIN, ROUNDS, Run, Timer, gpu_timer, load_module
 
 SUFFIX = "_sized"
@@ -114,8 +114,8 @@ def copy_conv_keywords(picked: str, target: str) -> str:
     where the calls differ in number, or a pick is not a plain value (a fused epilogue).
     Written in one pass over `target` (`conv_picks.with_keywords`): parsing the draft again for
     each call was quadratic in a network's convolutions (5.2 CPU s at 104 calls, 23 s at 208)."""
+    from tools.compile.tune import CONV_TILE_KEYS, conv_sites
     from tools.draft.conv_picks import with_keywords
-    from tools.tune import CONV_TILE_KEYS, conv_sites
 
     knobs = {"precision", "X_SPLIT", "X_LAST", "SPLIT_W", "PACK_W", *CONV_TILE_KEYS}
     src, sites = conv_sites(picked), conv_sites(target)

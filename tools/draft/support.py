@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from tools.errors import ShimError
+from tools.core.errors import ShimError
 
 MIN_TORCH = (2, 11)
 """Oldest torch whose Inductor internals this shim was written against (the GPU machine's)."""

@@ -1,9 +1,0 @@
-"""Imported by the forkserver first (`tools.sandbox.PRELOAD_MODULES`): the forkserver, and so
-every job it forks from the job's first instruction, is not dumpable (`tools.isolation`). A
-dumpable forkserver would let a candidate's job of the same user ptrace it, and through it
-every judge forked after.
-"""
-
-from tools.isolation import make_undumpable
-
-make_undumpable()
