@@ -44,20 +44,13 @@ def test_nothing_configured_is_the_compiler_and_a_bare_model_name_is_refused(mon
 
 
 def _imports(path: Path, package: str, modules: set[str]) -> set[str]:
-    """Modules of agent/ and tools/ that `path` imports, at module level or inside functions
-    (a lazy import is still a dependency: cli -> commands -> cmd_* -> cli was a loop); not those
-    under `if TYPE_CHECKING:`. `from pkg import sub` depends on `pkg.sub`."""
+    """Modules of agent/ and tools/ that `path` imports, at module level, inside functions (a
+    lazy import is still a dependency: cli -> commands -> cmd_* -> cli was a loop) or under
+    `if TYPE_CHECKING:` (a type a module names is a dependency its reader follows: issue 37).
+    `from pkg import sub` depends on `pkg.sub`."""
     tree = ast.parse(path.read_text())
-    typing_only = {
-        id(n)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING"
-        for n in ast.walk(node)
-    }
     found: set[str] = set()
     for node in ast.walk(tree):
-        if id(node) in typing_only:
-            continue
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
@@ -78,11 +71,12 @@ def _imports(path: Path, package: str, modules: set[str]) -> set[str]:
     return {m for m in found if m.split(".")[0] in ("agent", "tools")}
 
 
-def _module_graph() -> dict[str, set[str]]:
+def _module_graph(root: Path = ROOT) -> dict[str, set[str]]:
+    """Module -> the modules of agent/ and tools/ it imports, for the tree under `root`."""
     modules: dict[str, Path] = {}
     for top in ("agent", "tools"):
-        for path in (ROOT / top).rglob("*.py"):
-            rel = path.relative_to(ROOT).with_suffix("")
+        for path in (root / top).rglob("*.py"):
+            rel = path.relative_to(root).with_suffix("")
             parts = list(rel.parts)
             if parts[-1] == "__init__":
                 parts.pop()
@@ -122,7 +116,29 @@ def test_the_cycle_finder_finds_a_cycle():
     assert _cycle({"a": {"b"}, "b": set()}) is None
 
 
+def test_a_cycle_through_a_lazy_or_a_type_checking_import_is_found(tmp_path):
+    """The checker on a tree of its own: a cycle closed by an import under `if TYPE_CHECKING:`,
+    or by one inside a function, is a cycle; the same tree without that import has none."""
+    pkg = tmp_path / "tools"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "low.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from tools.high import High\n"
+        "def helper(h: High) -> int:\n"
+        "    return 1\n"
+    )
+    (pkg / "high.py").write_text("from tools.low import helper\nclass High: ...\n")
+    assert _cycle(_module_graph(tmp_path)) == ["tools.high", "tools.low", "tools.high"]
+    (pkg / "low.py").write_text("def helper(h) -> int:\n    from tools import high\n    return 1\n")
+    assert _cycle(_module_graph(tmp_path)) == ["tools.high", "tools.low", "tools.high"]
+    (pkg / "low.py").write_text("def helper(h) -> int:\n    return 1\n")
+    assert _cycle(_module_graph(tmp_path)) is None
+
+
 def test_no_import_cycles_in_agent_and_tools():
+    """No cycle among agent/ and tools/ modules, lazy and `TYPE_CHECKING` imports included."""
     graph = _module_graph()
     assert "agent.cli" in graph or "agent.cli.main" in graph
     assert _cycle(graph) is None, " -> ".join(_cycle(graph) or [])
