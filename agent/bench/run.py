@@ -10,7 +10,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -107,80 +107,126 @@ def _run_sample_mode(
 ) -> dict[str, str]:
     """Draw (in this thread, problem after problem: a replay script stays in order) and
     evaluate (in parallel) every candidate not yet done. Returns per-problem errors."""
-    errors: dict[str, str] = {}
-    n = cfg.per_problem
-    work: dict[str, list[Draft]] = {}
-    todo = {}
-    if cfg.compiler_only:  # a problem that could not run last time waits behind the others
-        order = sorted(problems, key=lambda name: (bdir.path / name / "error.json").exists())
-        problems = {name: problems[name] for name in order}
-    for name in problems:
-        done = bdir.done_samples(name)
-        missing = [i for i in range(n) if i not in done]
-        todo[name] = missing
-        emit({"event": "problem", "problem": name, "done": len(done), "todo": len(missing)})
+    problems, todo = _sample_todo(problems, cfg, bdir, emit)
     if not any(todo.values()):
-        return errors
+        return {}
     llm = None
     if not cfg.compiler_only:
         llm = backend if backend is not None else _make_backend(cfg)
 
     def drafts_for(name: str) -> list[Draft]:
-        prob = problems[name]
-        drafts: list[Draft] = []
-        need: list[int] = []
-        for i in todo[name]:
-            d = bdir.read_draft(name, i)
-            if d is not None:
-                drafts.append(d)
-            else:
-                need.append(i)
-        if not need:
-            return drafts
-        if llm is None:
-            return drafts + [Draft(problem=name, sample=i, source="compiler:pending") for i in need]
-        from agent.drafters import draft_llm, first_prompt
-
-        prompt = first_prompt(prob.source, cfg.agent, llm)
-        _write_prompt(bdir, name, prompt)
-        emit({"event": "drafting", "problem": name, "samples": len(need)})
-        drafted_at, t0 = round(time.time(), 3), time.monotonic()
-        cands = draft_llm(llm, prompt, len(need), cfg.agent)  # raises BackendError
-        share = round((time.monotonic() - t0) / max(len(cands), 1), 3)
-        for i, cand in zip(need, cands, strict=False):
-            d = Draft(
-                problem=name,
-                sample=i,
-                source=cand["source"],
-                response=cand["response"],
-                code=cand["code"],
-                drafted_at=drafted_at,
-                draft_s=share,
-            )
-            bdir.write_draft(d)
-            drafts.append(d)
-        if len(cands) < len(need):
-            raise BackendError(f"the backend returned {len(cands)} of {len(need)} samples")
-        return drafts
+        return _drafts(name, problems[name], todo[name], llm, cfg, bdir, emit)
 
     if cfg.executor == "ray":
-        for name in problems:
-            if not todo[name]:
-                continue
-            try:
-                work[name] = drafts_for(name)
-            except TritonAgentError as exc:
-                errors[name] = str(exc)
-                emit({"event": "error", "problem": name, "message": str(exc)})
-                if isinstance(exc, BackendError):
-                    break  # the backend is gone: the rest stays to do (rerun resumes)
-        errors.update(_evaluate_with_ray(problems, work, cfg, bdir, emit))
-        return errors
+        return _sample_mode_on_ray(problems, todo, drafts_for, cfg, bdir, emit)
+    return _sample_mode_in_threads(problems, todo, drafts_for, cfg, bdir, emit)
 
+
+def _sample_todo(
+    problems: dict[str, Problem], cfg: BenchConfig, bdir: BenchDir, emit: Event
+) -> tuple[dict[str, Problem], dict[str, list[int]]]:
+    """The problems in the order they are drawn for (with the compiler alone, one that could not
+    run last time after the others) and, per problem, the samples not done yet."""
+    if cfg.compiler_only:  # a problem that could not run last time waits behind the others
+        order = sorted(problems, key=lambda name: (bdir.path / name / "error.json").exists())
+        problems = {name: problems[name] for name in order}
+    todo = {}
+    for name in problems:
+        done = bdir.done_samples(name)
+        missing = [i for i in range(cfg.per_problem) if i not in done]
+        todo[name] = missing
+        emit({"event": "problem", "problem": name, "done": len(done), "todo": len(missing)})
+    return problems, todo
+
+
+def _drafts(
+    name: str,
+    prob: Problem,
+    samples: list[int],
+    llm: Any,
+    cfg: BenchConfig,
+    bdir: BenchDir,
+    emit: Event,
+) -> list[Draft]:
+    """A problem's candidates for `samples`: those drawn before an interruption, and the rest
+    drawn now from the LLM in one call (or left for the compiler to draft when it evaluates
+    them). Raises BackendError when the backend fails or returns too few."""
+    drafts: list[Draft] = []
+    need: list[int] = []
+    for i in samples:
+        d = bdir.read_draft(name, i)
+        if d is not None:
+            drafts.append(d)
+        else:
+            need.append(i)
+    if not need:
+        return drafts
+    if llm is None:
+        return drafts + [Draft(problem=name, sample=i, source="compiler:pending") for i in need]
+    from agent.drafters import draft_llm, first_prompt
+
+    prompt = first_prompt(prob.source, cfg.agent, llm)
+    _write_prompt(bdir, name, prompt)
+    emit({"event": "drafting", "problem": name, "samples": len(need)})
+    drafted_at, t0 = round(time.time(), 3), time.monotonic()
+    cands = draft_llm(llm, prompt, len(need), cfg.agent)  # raises BackendError
+    share = round((time.monotonic() - t0) / max(len(cands), 1), 3)
+    for i, cand in zip(need, cands, strict=False):
+        d = Draft(
+            problem=name,
+            sample=i,
+            source=cand["source"],
+            response=cand["response"],
+            code=cand["code"],
+            drafted_at=drafted_at,
+            draft_s=share,
+        )
+        bdir.write_draft(d)
+        drafts.append(d)
+    if len(cands) < len(need):
+        raise BackendError(f"the backend returned {len(cands)} of {len(need)} samples")
+    return drafts
+
+
+def _sample_mode_on_ray(
+    problems: dict[str, Problem],
+    todo: dict[str, list[int]],
+    drafts_for: Callable[[str], list[Draft]],
+    cfg: BenchConfig,
+    bdir: BenchDir,
+    emit: Event,
+) -> dict[str, str]:
+    """Draw every problem's candidates here, then evaluate them on Ray, a task per problem."""
+    errors: dict[str, str] = {}
+    work: dict[str, list[Draft]] = {}
+    for name in problems:
+        if not todo[name]:
+            continue
+        try:
+            work[name] = drafts_for(name)
+        except TritonAgentError as exc:
+            errors[name] = str(exc)
+            emit({"event": "error", "problem": name, "message": str(exc)})
+            if isinstance(exc, BackendError):
+                break  # the backend is gone: the rest stays to do (rerun resumes)
+    errors.update(_evaluate_with_ray(problems, work, cfg, bdir, emit))
+    return errors
+
+
+def _sample_mode_in_threads(
+    problems: dict[str, Problem],
+    todo: dict[str, list[int]],
+    drafts_for: Callable[[str], list[Draft]],
+    cfg: BenchConfig,
+    bdir: BenchDir,
+    emit: Event,
+) -> dict[str, str]:
+    """Evaluate the candidates on one Verifier, a thread per sandbox slot, while this thread
+    draws the next problem's; on SIGINT stop them (`_stop_running`)."""
+    errors: dict[str, str] = {}
     verifier = make_verifier(cfg.verify_options())
     slots = verifier.sandbox.slots
     emit({"event": "start", "device": verifier.device, "slots": slots})
-    lock = threading.Lock()
     stopping = threading.Event()
 
     def task(d: Draft) -> Evaluated | None:
@@ -195,34 +241,8 @@ def _run_sample_mode(
     pool = cf.ThreadPoolExecutor(max_workers=slots, thread_name_prefix="bench")
     futures: dict[cf.Future, Draft] = {}
     try:
-        for name in problems:
-            if not todo[name]:
-                continue
-            try:
-                drafts = drafts_for(name)
-            except TritonAgentError as exc:
-                errors[name] = str(exc)
-                emit({"event": "error", "problem": name, "message": str(exc)})
-                if isinstance(exc, BackendError):
-                    # Evaluate what was drawn; the rest stays to do (a rerun resumes).
-                    drafts = [d for i in todo[name] if (d := bdir.read_draft(name, i))]
-                    for d in drafts:
-                        futures[pool.submit(task, d)] = d
-                    break
-                continue
-            for d in drafts:
-                futures[pool.submit(task, d)] = d
-        for fut in cf.as_completed(futures):
-            d = futures[fut]
-            try:
-                ev = fut.result()
-            except TritonAgentError as exc:  # the problem itself (reference) cannot run
-                with lock:
-                    errors.setdefault(d.problem, str(exc))
-                emit({"event": "error", "problem": d.problem, "message": str(exc)})
-                continue
-            if ev is not None:
-                emit({"event": "sample", "record": ev.record.to_dict()})
+        _submit_drafts(pool, task, futures, todo, drafts_for, bdir, errors, emit)
+        _collect(futures, errors, emit)
     except KeyboardInterrupt:
         pool.shutdown(wait=False, cancel_futures=True)
         _stop_running(futures, stopping, cfg.stop_grace_s, emit)
@@ -232,6 +252,53 @@ def _run_sample_mode(
         raise
     pool.shutdown(wait=True)
     return errors
+
+
+def _submit_drafts(
+    pool: cf.ThreadPoolExecutor,
+    task: Callable[[Draft], Evaluated | None],
+    futures: dict[cf.Future, Draft],
+    todo: dict[str, list[int]],
+    drafts_for: Callable[[str], list[Draft]],
+    bdir: BenchDir,
+    errors: dict[str, str],
+    emit: Event,
+) -> None:
+    """Draw each problem's candidates and submit them to the pool (into `futures` as they go,
+    so a stop sees every one submitted). When the backend fails, what was drawn is still
+    evaluated and the rest stays to do (a rerun resumes)."""
+    for name, samples in todo.items():
+        if not samples:
+            continue
+        try:
+            drafts = drafts_for(name)
+        except TritonAgentError as exc:
+            errors[name] = str(exc)
+            emit({"event": "error", "problem": name, "message": str(exc)})
+            if isinstance(exc, BackendError):
+                # Evaluate what was drawn; the rest stays to do (a rerun resumes).
+                drafts = [d for i in samples if (d := bdir.read_draft(name, i))]
+                for d in drafts:
+                    futures[pool.submit(task, d)] = d
+                break
+            continue
+        for d in drafts:
+            futures[pool.submit(task, d)] = d
+
+
+def _collect(futures: dict[cf.Future, Draft], errors: dict[str, str], emit: Event) -> None:
+    """Each evaluation as it completes: a sample event, or the problem's error (its reference
+    cannot run)."""
+    for fut in cf.as_completed(futures):
+        d = futures[fut]
+        try:
+            ev = fut.result()
+        except TritonAgentError as exc:  # the problem itself (reference) cannot run
+            errors.setdefault(d.problem, str(exc))
+            emit({"event": "error", "problem": d.problem, "message": str(exc)})
+            continue
+        if ev is not None:
+            emit({"event": "sample", "record": ev.record.to_dict()})
 
 
 def _stop_running(
