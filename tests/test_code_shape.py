@@ -21,6 +21,8 @@ LONG_FUNCTIONS: dict[str, int] = {
     "agent/cli/bench.py:register": 87,
     "tools/checks/freshness.py:fp32_error_allowance": 106,
     "tools/job/judge.py:_compare": 81,
+    "tools/kernels/triton_conv.py:triton_convolution": 93,
+    "tools/orchestrate/verdict_rules.py:_judge_reply": 224,
     "tools/orchestrate/verify.py:Verifier._relay": 88,
     "tools/orchestrate/verify.py:Verifier._run_trials": 86,
 }
@@ -35,6 +37,7 @@ LONG_MODULES: dict[str, int] = {
     "tools/checks/integrity.py": 664,
     "tools/job/interp_checks.py": 675,
     "tools/checks/stochastic.py": 645,
+    "tools/kernels/triton_conv.py": 1414,
     "tools/job/worker.py": 1056,
 }
 """Modules over MAX_MODULE lines, to be split (issue 37)."""
