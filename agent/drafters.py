@@ -203,8 +203,10 @@ class CompilerDrafter:
         gpu_mb: float | None,
         settings: str = "default",
     ) -> Any:
+        from tools.draft.job import draft_job  # imported when a draft runs
+
         return self.sandbox.run(
-            "tools.draft:draft_job",
+            draft_job,
             problem_source,
             problem_path,
             device=self.device,

@@ -285,7 +285,9 @@ class DroppingSandbox(Sandbox):
     drop = "default"
 
     def start(self, slot, fn, *args, env=None, **kwargs):
-        if fn == "tools.job.worker:candidate_job":
+        from tools.job.worker import candidate_job
+
+        if fn is candidate_job:
             fn = "tests.test_isolation:dropped_candidate_job"
             env = {**(env or {}), "TA_TEST_DROP": self.drop}
         return super().start(slot, fn, *args, env=env, **kwargs)

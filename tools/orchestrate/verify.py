@@ -38,8 +38,11 @@ from tools.core.errors import (
 from tools.core.problem import Problem, check_candidate_source, read_kernel, read_problem
 from tools.core.problem_dtype import PRECISION_ENV, cache_suffix, precision_env, precision_words
 from tools.core.results import Evidence, SourceError, Verdict
+from tools.job.judge import judge_job as outputs_judge_job
 from tools.job.size_guard import ALLOW_LARGE_ENV
+from tools.job.stochastic_judge import judge_job as stochastic_judge_job
 from tools.job.stochastic_judge import run_names as stochastic_run_names
+from tools.job.worker import candidate_job, problem_job
 from tools.orchestrate.generalize import generalize
 from tools.orchestrate.reference import (
     Reference,
@@ -66,7 +69,7 @@ class Verifier:
 
     sandbox_factory: ClassVar[Callable[..., Sandbox]] = Sandbox
     """Builds the sandbox of a Verifier given none, as `sandbox_factory(device=, limits=,
-    slots_per_gpu=)`: the seam for running jobs elsewhere (a test runs a "cuda" verifier's jobs
+    jobs_per_gpu=)`: the seam for running jobs elsewhere (a test runs a "cuda" verifier's jobs
     on the CPU with a Sandbox subclass)."""
 
     def __init__(self, options: VerifyOptions | None = None, sandbox: Sandbox | None = None):
@@ -74,7 +77,7 @@ class Verifier:
         self.device = resolve_device(self.options.device)
         limits = Limits(timeout_s=self.options.timeout_s, memory_mb=self.options.memory_mb)
         self.sandbox = sandbox or self.sandbox_factory(
-            device=self.device, limits=limits, slots_per_gpu=self.options.jobs_per_gpu
+            device=self.device, limits=limits, jobs_per_gpu=self.options.jobs_per_gpu
         )
         # every job of this sandbox runs the problem at the options' precision (the dtype the
         # problem check, the judge, the candidate and the timing job cast it to); a sandbox
@@ -140,7 +143,7 @@ class Verifier:
         lim = self.sandbox.limits
         timeout = max(self.options.timeout_s, 60.0)
         out = self.sandbox.run(
-            "tools.job.worker:problem_job",
+            problem_job,
             problem.source,
             os.path.abspath(problem.path),
             seed=self.options.seed,
@@ -326,7 +329,7 @@ class Verifier:
         with self.sandbox.slot(exclusive=exclusive, gpu_mb=self.gpu_mb(ref)) as slot:
             judge_job = self.sandbox.start(
                 slot,
-                "tools.job.stochastic_judge:judge_job" if ref.stochastic else "tools.job.judge:judge_job",
+                stochastic_judge_job if ref.stochastic else outputs_judge_job,
                 problem.source,
                 path,
                 seed=self.options.seed,
@@ -338,7 +341,7 @@ class Verifier:
             )
             cand = self.sandbox.start(
                 slot,
-                "tools.job.worker:candidate_job",
+                candidate_job,
                 source,
                 os.path.basename(kernel_path) or "candidate.py",
                 problem.source,
