@@ -20,10 +20,10 @@ from typing import Any
 
 from agent.llm import REGISTRY
 from agent.llm.base import SAMPLING_OPTIONS
-from agent.option_spec import Option
 from tools.checks.compare import PRESETS, Tolerance
 from tools.core.problem_dtype import PRECISIONS
 from tools.orchestrate.evaluate import BASELINES, DEFAULT_BASELINE
+from tools.orchestrate.option_spec import Option
 from tools.orchestrate.reference import REFERENCE_NUMERICS
 from tools.orchestrate.verify_options import POLICIES, VerifyOptions
 from tools.sandboxing.limits import HOST_FLOOR_MB

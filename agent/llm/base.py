@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
-from agent.option_spec import Option
 from tools.core.errors import BadInputError
+from tools.orchestrate.option_spec import Option
 
 Message = dict[str, str]
 Prompt = str | list[Message]
