@@ -264,3 +264,23 @@ def test_record_round_trip():
         rtol=1e-4,
     )
     assert PairRecord.from_dict({**r.to_dict(), "future_field": 1}) == r
+
+
+def test_a_second_build_of_the_same_output_is_refused_while_one_writes(tmp_path):
+    """The ledger's lock keeps two builds off one output: the second is refused at once (and the
+    first's ledger keeps its lock)."""
+    import fcntl
+    from types import SimpleNamespace
+
+    from agent.dataset.build import build
+    from agent.dataset.records import ledger_path
+    from tools.core.errors import BadInputError
+
+    out = tmp_path / "pairs.jsonl"
+    verifier = SimpleNamespace(device="cpu", sandbox=SimpleNamespace(slots=1))
+    with open(ledger_path(out), "a") as held:  # another build, writing
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(BadInputError, match="another `dataset build` is writing"):
+            build([], out, verifier=verifier)
+    summary = build([], out, verifier=verifier)  # the lock released: this one runs
+    assert summary.items == 0 and summary.records_total == 0
