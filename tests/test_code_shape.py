@@ -22,7 +22,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "tools/checks/freshness.py:fp32_error_allowance": 106,
     "tools/job/judge.py:_compare": 81,
     "tools/kernels/triton_conv.py:triton_convolution": 93,
-    "tools/orchestrate/verdict_rules.py:_judge_reply": 224,
     "tools/orchestrate/verify.py:Verifier._relay": 88,
     "tools/orchestrate/verify.py:Verifier._run_trials": 86,
 }

@@ -169,107 +169,140 @@ def _judge(run: TrialRun, ref: Reference, options: VerifyOptions) -> Verdict:
 def _judge_reply(
     data: dict[str, Any], run: TrialRun, ref: Reference, options: VerifyOptions
 ) -> Verdict:
-    tol = options.tolerance
-    violations = data.get("violations") or []
+    """The candidate job's reply (`data`: its evidence) and the judge's comparisons -> the
+    verdict. The rules in their order, the first that applies deciding: the sandbox's rules,
+    a library call refused under the strict policy, the candidate's error, the cheats the
+    audit saw, the real compiler, inputs changed or aliased, the comparisons; else ok."""
+    audit, evidence = _reply_evidence(data, ref)
+    compiled = data.get("stage") in ("run", "done") and audit.triton_launches > 0
+    return (
+        _sandbox_rule(data, evidence, compiled)
+        or _refused_library_rule(data, audit, evidence, compiled, options)
+        or _error_rule(data, evidence)
+        or _audit_rule(data, audit, evidence, options)
+        or _compiler_rule(evidence, options)
+        or _inputs_rule(audit, evidence)
+        or _comparison_rule(run, evidence)
+        or _ok_verdict(run, ref, audit, evidence, options)
+    )
+
+
+def _reply_evidence(data: dict[str, Any], ref: Reference) -> tuple[Audit, Evidence]:
+    """The audit and the evidence the reply carries (the sandbox's violations in the audit)."""
     audit = Audit(**data["audit"]) if data.get("audit") else Audit()
-    audit.sandbox_violations = list(violations)
+    audit.sandbox_violations = list(data.get("violations") or [])
     evidence = Evidence(
         audit=audit, notes=list(data.get("notes", [])), timings=dict(data.get("timings", {}))
     )
     evidence.resources = [KernelResources(**r) for r in data.get("resources", [])]
     evidence.aot_errors = [SourceError(**e) for e in data.get("aot_errors", [])]
     evidence.expected_shapes = [list(e["shape"]) for e in ref.expected if "shape" in e]
-    compiled = data.get("stage") in ("run", "done") and audit.triton_launches > 0
-    if violations:
-        return Verdict(
-            status="cheat",
-            compiled=compiled,
-            correct=False,
-            message=f"the candidate broke the sandbox rules: {violations[0]}",
-            evidence=evidence,
-        )
+    return audit, evidence
+
+
+def _sandbox_rule(data: dict[str, Any], evidence: Evidence, compiled: bool) -> Verdict | None:
+    """A refusal by the guard or tampering the job found: a cheat."""
+    violations = data.get("violations") or []
+    if not violations:
+        return None
+    return Verdict(
+        status="cheat",
+        compiled=compiled,
+        correct=False,
+        message=f"the candidate broke the sandbox rules: {violations[0]}",
+        evidence=evidence,
+    )
+
+
+def _refused_library_rule(
+    data: dict[str, Any], audit: Audit, evidence: Evidence, compiled: bool, options: VerifyOptions
+) -> Verdict | None:
+    """A library GEMM/convolution reached during forward (through the audit or below it: a
+    redispatch) was refused, out of the candidate's reach. Under the strict policy that is the
+    verdict, whatever the candidate did after the refusal (raised, or fell back)."""
     refused_library = [str(op)[:200] for op in data.get("refused_library") or []]
-    if refused_library and options.policy == "strict":
-        # A library GEMM/convolution reached during forward (through the audit or below it: a
-        # redispatch) was refused, out of the candidate's reach. Under the strict policy that is
-        # the verdict, whatever the candidate did after the refusal (raised, or fell back).
-        if "error" in data:
-            evidence.error = SourceError(**data["error"])
-        compute = [op for op in audit.torch_compute_ops if op not in refused_library]
-        if compute:
-            return _torch_compute_verdict(compute, evidence)
-        return Verdict(
-            status="policy",
-            compiled=compiled,
-            correct=False,
-            message="library calls ran outside Triton ("
-            + ", ".join(refused_library)
-            + ": called in forward and refused there); rejected under the strict policy (use "
-            "--policy allow-library to accept mixed kernels)",
-            evidence=evidence,
-        )
+    if not refused_library or options.policy != "strict":
+        return None
     if "error" in data:
-        err = SourceError(**data["error"])
-        evidence.error = err
-        status = data.get("error_class", "runtime_error")
-        where = f" at line {err.line}" if err.line else ""
-        stage = {
-            "compile_error": "failed to compile",
-            "runtime_error": "raised",
-            "bad_input": "is unusable",
-        }.get(status, "failed")
-        first_line = _headline(err)
-        if data.get("cuda_fault"):
-            return Verdict(
-                status="crash",
-                compiled=True,
-                correct=False,
-                message=f"the candidate's kernel faulted on the GPU{where}: CUDA error: "
-                f"{data['cuda_fault']}. Typical causes: an out-of-bounds load/store without a "
-                "mask, a wrong stride or offset, a grid larger than the data",
-                evidence=evidence,
-            )
+        evidence.error = SourceError(**data["error"])
+    compute = [op for op in audit.torch_compute_ops if op not in refused_library]
+    if compute:
+        return _torch_compute_verdict(compute, evidence)
+    return Verdict(
+        status="policy",
+        compiled=compiled,
+        correct=False,
+        message="library calls ran outside Triton ("
+        + ", ".join(refused_library)
+        + ": called in forward and refused there); rejected under the strict policy (use "
+        "--policy allow-library to accept mixed kernels)",
+        evidence=evidence,
+    )
+
+
+def _error_rule(data: dict[str, Any], evidence: Evidence) -> Verdict | None:
+    """The candidate's error (at import, in the constructor or in forward): its class from the
+    job (`error_class`), or a crash where a kernel faulted on the GPU."""
+    if "error" not in data:
+        return None
+    err = SourceError(**data["error"])
+    evidence.error = err
+    status = data.get("error_class", "runtime_error")
+    where = f" at line {err.line}" if err.line else ""
+    stage = {
+        "compile_error": "failed to compile",
+        "runtime_error": "raised",
+        "bad_input": "is unusable",
+    }.get(status, "failed")
+    first_line = _headline(err)
+    if data.get("cuda_fault"):
         return Verdict(
-            status=status,
-            compiled=status not in ("compile_error", "bad_input"),
-            correct=False,
-            message=f"the candidate {stage}{where}: {first_line}",
-            evidence=evidence,
-        )
-    if audit.triton_launches == 0:
-        return Verdict(
-            status="cheat",
+            status="crash",
             compiled=True,
             correct=False,
-            message="no Triton kernel was launched during forward: the work must be done in Triton",
+            message=f"the candidate's kernel faulted on the GPU{where}: CUDA error: "
+            f"{data['cuda_fault']}. Typical causes: an out-of-bounds load/store without a "
+            "mask, a wrong stride or offset, a grid larger than the data",
             evidence=evidence,
+        )
+    return Verdict(
+        status=status,
+        compiled=status not in ("compile_error", "bad_input"),
+        correct=False,
+        message=f"the candidate {stage}{where}: {first_line}",
+        evidence=evidence,
+    )
+
+
+def _audit_rule(
+    data: dict[str, Any], audit: Audit, evidence: Evidence, options: VerifyOptions
+) -> Verdict | None:
+    """What the audit saw of forward's work: no Triton launch (in any call, or in some), other
+    work on repeated inputs, PyTorch compute; library calls under the strict policy."""
+    if audit.triton_launches == 0:
+        return _cheat(
+            "no Triton kernel was launched during forward: the work must be done in Triton",
+            evidence,
         )
     idle = data.get("idle_runs") or []
     if idle:
-        return Verdict(
-            status="cheat",
-            compiled=True,
-            correct=False,
-            message=f"forward launched no Triton kernel in {len(idle)} of its calls "
+        return _cheat(
+            f"forward launched no Triton kernel in {len(idle)} of its calls "
             f"({idle[0]}): every call must compute its output (a cached or memoised "
             "result is not a kernel)",
-            evidence=evidence,
+            evidence,
         )
     repeated = repeated_work(data, evidence.notes)  # traces, counts, device times
     if repeated:
-        return Verdict(
-            status="cheat",
-            compiled=True,
-            correct=False,
-            message=f"forward did different work on repeated inputs in {len(repeated)} call(s) "
+        return _cheat(
+            f"forward did different work on repeated inputs in {len(repeated)} call(s) "
             f"({repeated[0]}): the work a forward does may not depend on whether its inputs "
             "were seen before (a remembered result is not a kernel)",
-            evidence=evidence,
+            evidence,
         )
     if audit.torch_compute_ops:
         return _torch_compute_verdict(audit.torch_compute_ops, evidence)
-    mixed = bool(audit.library_ops)
-    if mixed and options.policy == "strict":
+    if audit.library_ops and options.policy == "strict":
         return Verdict(
             status="policy",
             compiled=True,
@@ -279,27 +312,33 @@ def _judge_reply(
             + "); rejected under the strict policy (use --policy allow-library to accept mixed kernels)",
             evidence=evidence,
         )
-    # Cheats first (above), then what the real compiler says: a kernel that also falls back to
-    # PyTorch is a cheat whether or not it compiles for the GPU.
-    if evidence.aot_errors:
-        e = evidence.aot_errors[0]
-        where = f" at line {e.line}" if e.line else ""
-        return Verdict(
-            status="compile_error",
-            compiled=False,
-            correct=False,
-            message=f"the kernel runs in the interpreter but the real compiler ({options.aot_target}) "
-            f"rejects it{where}: {e.message.strip().splitlines()[-1] if e.message.strip() else e.kind}",
-            evidence=evidence,
-        )
+    return None
+
+
+def _compiler_rule(evidence: Evidence, options: VerifyOptions) -> Verdict | None:
+    """Cheats first (above), then what the real compiler says: a kernel that also falls back to
+    PyTorch is a cheat whether or not it compiles for the GPU."""
+    if not evidence.aot_errors:
+        return None
+    e = evidence.aot_errors[0]
+    where = f" at line {e.line}" if e.line else ""
+    return Verdict(
+        status="compile_error",
+        compiled=False,
+        correct=False,
+        message=f"the kernel runs in the interpreter but the real compiler ({options.aot_target}) "
+        f"rejects it{where}: {e.message.strip().splitlines()[-1] if e.message.strip() else e.kind}",
+        evidence=evidence,
+    )
+
+
+def _inputs_rule(audit: Audit, evidence: Evidence) -> Verdict | None:
+    """An output that aliases an input (a cheat), an input modified in place (a mismatch)."""
     if audit.aliased_outputs:
-        return Verdict(
-            status="cheat",
-            compiled=True,
-            correct=False,
-            message=f"output {audit.aliased_outputs[0]} aliases an input (it returns or views "
+        return _cheat(
+            f"output {audit.aliased_outputs[0]} aliases an input (it returns or views "
             "the input instead of computing a new tensor)",
-            evidence=evidence,
+            evidence,
         )
     if audit.mutated_inputs:
         return Verdict(
@@ -310,6 +349,13 @@ def _judge_reply(
             "reference does not. Write results to a new output tensor",
             evidence=evidence,
         )
+    return None
+
+
+def _comparison_rule(run: TrialRun, evidence: Evidence) -> Verdict | None:
+    """The first run the judge did not find ok, or fewer runs compared than the parent asked
+    for (the protocol cut short); None when every run compared ok. The scale trials and the
+    shapes the candidate returned go into the evidence first."""
     scaled = [(t, s) for t, s in enumerate(run.scales) if s != 1.0]
     if scaled:
         evidence.notes.append(
@@ -319,58 +365,70 @@ def _judge_reply(
     evidence.got_shapes = [list(s) for s in run.got_shapes if isinstance(s, list)]
     for trial, which, diff in run.comparisons:
         kind = diff.get("kind") if isinstance(diff, dict) else None
-        message = str(diff.get("message", "")) if isinstance(diff, dict) else ""
-        if kind == "ok":
-            continue
-        message = _at_scale(message, run, trial)
-        if kind == "shape":
-            return Verdict(
-                status="shape_mismatch",
-                compiled=True,
-                correct=False,
-                message=message,
-                evidence=evidence,
-                trials=trial + 1,
-            )
-        if kind == "value":
-            report = MismatchReport(**diff["report"]) if diff.get("report") else None
-            evidence.mismatch = report
-            return Verdict(
-                status="mismatch",
-                compiled=True,
-                correct=False,
-                message=message,
-                evidence=evidence,
-                trials=trial + 1,
-                atol=report.atol if report else None,
-                rtol=report.rtol if report else None,
-            )
-        return Verdict(
-            status="crash",
-            compiled=True,
-            correct=False,
-            message=message or f"the judge could not compare trial {trial}'s {which} run",
-            evidence=evidence,
-            trials=trial + 1,
-        )
+        if kind != "ok":
+            return _failed_run(run, evidence, trial, which, diff)
     done = {(t, w) for t, w, d in run.comparisons if isinstance(d, dict) and d.get("kind") == "ok"}
     expected_runs = sum(map(len, run.runs)) or 2 * run.expected_trials
     if len(done) != expected_runs:
         # Every trial's two runs must have been compared; fewer means the job stopped early
         # without an error the harness reported (a forged end, a swallowed exit).
+        return _cheat(
+            f"only {len(done)} of {expected_runs} runs reached the comparison, "
+            "with no error reported: the job's protocol was cut short",
+            evidence,
+        )
+    return None
+
+
+def _failed_run(run: TrialRun, evidence: Evidence, trial: int, which: str, diff: Any) -> Verdict:
+    """The verdict of a run the judge did not find ok: its outputs' shapes, their values (with
+    the mismatch report), or outputs it could not compare (a crash)."""
+    kind = diff.get("kind") if isinstance(diff, dict) else None
+    message = str(diff.get("message", "")) if isinstance(diff, dict) else ""
+    message = _at_scale(message, run, trial)
+    if kind == "shape":
         return Verdict(
-            status="cheat",
+            status="shape_mismatch",
             compiled=True,
             correct=False,
-            message=f"only {len(done)} of {expected_runs} runs reached the comparison, "
-            "with no error reported: the job's protocol was cut short",
+            message=message,
             evidence=evidence,
+            trials=trial + 1,
         )
+    if kind == "value":
+        report = MismatchReport(**diff["report"]) if diff.get("report") else None
+        evidence.mismatch = report
+        return Verdict(
+            status="mismatch",
+            compiled=True,
+            correct=False,
+            message=message,
+            evidence=evidence,
+            trials=trial + 1,
+            atol=report.atol if report else None,
+            rtol=report.rtol if report else None,
+        )
+    return Verdict(
+        status="crash",
+        compiled=True,
+        correct=False,
+        message=message or f"the judge could not compare trial {trial}'s {which} run",
+        evidence=evidence,
+        trials=trial + 1,
+    )
+
+
+def _ok_verdict(
+    run: TrialRun, ref: Reference, audit: Audit, evidence: Evidence, options: VerifyOptions
+) -> Verdict:
+    """Correct: the tolerance of the outputs' dtype, what the fp64 rule accepted, the trials
+    the precision check could not cover, and library calls where the policy allowed them."""
     import torch
 
     dt_name = ref.expected[0].get("dtype") if ref.expected else None
     dt = getattr(torch, str(dt_name).replace("torch.", ""), None) if dt_name else None
-    atol, rtol = tol.for_dtype(dt) if dt is not None else (None, None)
+    atol, rtol = options.tolerance.for_dtype(dt) if dt is not None else (None, None)
+    mixed = bool(audit.library_ops)
     note = " (mixed: " + ", ".join(audit.library_ops) + " ran as library calls)" if mixed else ""
     evidence.fp64_accepted = _fp64_count(run.comparisons)
     # Trials the judge's precision check could not cover (its fp64 runs' time budget spent).
@@ -390,6 +448,11 @@ def _judge_reply(
         rtol=rtol,
         mixed=mixed,
     )
+
+
+def _cheat(message: str, evidence: Evidence) -> Verdict:
+    """A cheat found in forward's work (it compiled: a Triton kernel ran)."""
+    return Verdict(status="cheat", compiled=True, correct=False, message=message, evidence=evidence)
 
 
 def scale_label(scale: float) -> str:
