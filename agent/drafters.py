@@ -167,7 +167,7 @@ class CompilerDrafter:
         done alone: a timing job stops (SIGSTOP) the shared drafts of its GPU for its run rather
         than wait minutes for them (`tools.sandboxing.slots.Pausable`). An out-of-memory in a shared draft
         is retried alone."""
-        shared = self.device == "cuda" and gpu_mb is not None and self.sandbox.slots_per_gpu > 1
+        shared = self.device == "cuda" and gpu_mb is not None and self.sandbox.jobs_per_gpu > 1
         out = self._run_job(
             problem_source, problem_path, exclusive=not shared, gpu_mb=gpu_mb, settings=settings
         )

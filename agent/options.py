@@ -5,10 +5,12 @@ keywords (`config_kwargs`), gives the MCP tools and the API their defaults (`DEF
 checks every value once (`check`, called by `AgentConfig`): a value out of range is a
 `BadInputError` naming the flag (exit 2), before any work.
 
-Verification defaults are `tools.orchestrate.verify_options.VerifyOptions`'s own (tools/ owns them); the
-sampling rows are `agent.llm.base.SAMPLING_OPTIONS` (KernelLLM's published settings), declared
-beside the backends that check them with the same `Option.check`; the backend kinds come from
-the backend registry (`agent.llm.REGISTRY`).
+The verification rows are `tools.orchestrate.verify_options.VERIFY_OPTIONS` (tools/ owns their
+defaults and ranges: `VerifyOptions` checks itself with them, and tools/ never imports agent/);
+the sampling rows are `agent.llm.base.SAMPLING_OPTIONS` (KernelLLM's published settings),
+declared beside the backends that check them with the same `Option.check`
+(`tools.orchestrate.option_spec`); the backend kinds come from the backend registry
+(`agent.llm.REGISTRY`).
 """
 
 from __future__ import annotations
@@ -20,15 +22,9 @@ from typing import Any
 
 from agent.llm import REGISTRY
 from agent.llm.base import SAMPLING_OPTIONS
-from tools.checks.compare import PRESETS, Tolerance
-from tools.core.problem_dtype import PRECISIONS
 from tools.orchestrate.evaluate import BASELINES, DEFAULT_BASELINE
 from tools.orchestrate.option_spec import Option
-from tools.orchestrate.reference import REFERENCE_NUMERICS
-from tools.orchestrate.verify_options import POLICIES, VerifyOptions
-from tools.sandboxing.limits import HOST_FLOOR_MB
-
-_VERIFY = {f.name: f.default for f in dataclasses.fields(VerifyOptions)}
+from tools.orchestrate.verify_options import VERIFY_OPTIONS
 
 BACKENDS = ("auto", "compiler", *REGISTRY)
 """What `backend` accepts: the registered backends (`agent.llm.REGISTRY`; `langchain` needs a
@@ -72,53 +68,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(name="prompt_template", group="backend", type=str, default=None, nullable=True,
            help="custom first-round template file ($problem placeholder)"),
     *SAMPLING_OPTIONS,  # temperature, top_p, max_tokens: agent.llm.base, whose backends check them
-    # -- verification -----------------------------------------------------------------------
-    Option(name="trials", group="verify", type=int, default=_VERIFY["trials"], low=1, high=1000,
-           help="random input sets to compare"),
-    Option(name="atol", group="verify", type=float, default=None, nullable=True, low=0,
-           help="absolute tolerance (default per dtype)"),
-    Option(name="rtol", group="verify", type=float, default=None, nullable=True, low=0,
-           help="relative tolerance (default per dtype)"),
-    Option(name="tolerance_preset", group="verify", type=str, default=Tolerance().preset,
-           choices=tuple(PRESETS),
-           help="default: fp32 1e-4, fp16/bf16 1e-2; kernelbench-v0: 1e-2 for everything"),
-    Option(name="reference_numerics", group="verify", type=str,
-           default=_VERIFY["reference_numerics"], choices=REFERENCE_NUMERICS,
-           help="exact: the reference in full fp32 (TF32 off); pytorch-default: as PyTorch runs "
-           "it by default on a GPU (TF32 convolutions), as KernelBench's judge does: a weaker ok"),
-    Option(name="precision", group="verify", type=str, default=_VERIFY["precision"],
-           choices=PRECISIONS,
-           help="the dtype the problem runs at, KernelBench's meaning: fp32 as written; bf16/fp16: "
-           "the model and its floating inputs cast, reference and candidate alike (tolerance "
-           "1e-2), baselines timed at it, the compiler drafter tracing at it"),
-    Option(name="policy", group="verify", type=str, default=_VERIFY["policy"], choices=POLICIES,
-           help="strict: all compute in Triton; allow-library: library matmul/conv calls "
-           "allowed (mixed)"),
-    Option(name="device", group="verify", type=str, default=_VERIFY["device"],
-           choices=("auto", "cpu", "cuda"), help="where candidates run"),
-    Option(name="timeout_s", group="verify", type=float, default=_VERIFY["timeout_s"], low=0,
-           low_open=True, flag="--timeout", help="seconds per candidate job"),
-    Option(name="aot_target", group="verify", type=str, default=_VERIFY["aot_target"],
-           nullable=True, flag="--target",
-           help="on CPU, also compile kernels ahead of time for this CUDA target ('none' to skip)"),
-    Option(name="seed", group="verify", type=int, default=_VERIFY["seed"], low=0,
-           help="seed of the first trial's inputs"),
-    Option(name="allow_large", group="verify", type=bool, default=_VERIFY["allow_large"],
-           help="run problems the CPU interpreter would take very long on, instead of "
-           "refusing them"),
-    Option(name="memory_mb", group="verify", type=int, default=_VERIFY["memory_mb"], nullable=True,
-           low=1024, help="host memory limit of each verification job in MB (default: derived "
-           f"from the problem's measured footprint, at least {HOST_FLOOR_MB})"),
-    Option(name="generalize", group="verify", type=bool, default=_VERIFY["generalize"],
-           help="also verify with the problem's size constants changed (catches hard-coded "
-           "shapes)"),
-    Option(name="input_scales", group="verify", type=str, default=None, nullable=True,
-           help="scale trials: comma-separated factors the floating-point inputs are also "
-           "verified at (e.g. 100,1e4), 'none' for none (default: x100 under the fp32 "
-           "contract, none under kernelbench-v0)"),
-    Option(name="jobs_per_gpu", group="verify", type=int, default=_VERIFY["jobs_per_gpu"], low=1,
-           high=64, help="GPU: verification jobs at once per GPU; timing always has its GPU "
-           "alone"),
+    *VERIFY_OPTIONS,  # trials ... jobs_per_gpu: tools.orchestrate.verify_options
 )  # fmt: skip
 
 BY_NAME = {o.name: o for o in OPTIONS}

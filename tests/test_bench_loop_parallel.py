@@ -46,7 +46,7 @@ class CountingSandbox(Sandbox):
     peak = 0
 
     def __init__(self, **kw):
-        kw.pop("slots_per_gpu", None)  # CPU: the slots are max_workers
+        kw.pop("jobs_per_gpu", None)  # CPU: the slots are max_workers
         super().__init__(max_workers=self.SLOTS, **kw)
         CountingSandbox.built.append(self)
 

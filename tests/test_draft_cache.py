@@ -12,11 +12,11 @@ PROBLEM = "class Model: ...\ndef get_inputs(): ...\ndef get_init_inputs(): ...\n
 class CountingSandbox:
     """Stands in for the sandbox: counts draft jobs and answers with `reply`."""
 
-    def __init__(self, reply: JobOutcome, slots_per_gpu: int = 1, replies=None):
+    def __init__(self, reply: JobOutcome, jobs_per_gpu: int = 1, replies=None):
         self.reply = reply
         self.replies = list(replies or [])
         self.jobs = 0
-        self.slots_per_gpu = slots_per_gpu
+        self.jobs_per_gpu = jobs_per_gpu
         self.calls: list[dict] = []
 
     def run(self, fn, *args, **kwargs):
@@ -75,13 +75,13 @@ def test_a_draft_has_its_gpu_alone_unless_the_gpu_is_shared_and_its_memory_known
     tmp_path, monkeypatch
 ):
     monkeypatch.setenv("TRITON_AGENT_CACHE", str(tmp_path))
-    alone = CountingSandbox(ok_reply("a"), slots_per_gpu=1)
+    alone = CountingSandbox(ok_reply("a"), jobs_per_gpu=1)
     CompilerDrafter(alone, "cuda").draft(PROBLEM + "#1", "p.py", gpu_mb=4096)
     assert alone.calls[0]["exclusive"] is True
-    unknown = CountingSandbox(ok_reply("b"), slots_per_gpu=4)
+    unknown = CountingSandbox(ok_reply("b"), jobs_per_gpu=4)
     CompilerDrafter(unknown, "cuda").draft(PROBLEM + "#2", "p.py")
     assert unknown.calls[0]["exclusive"] is True
-    shared = CountingSandbox(ok_reply("c"), slots_per_gpu=4)
+    shared = CountingSandbox(ok_reply("c"), jobs_per_gpu=4)
     CompilerDrafter(shared, "cuda").draft(PROBLEM + "#3", "p.py", gpu_mb=4096)
     assert shared.calls[0]["exclusive"] is False and shared.calls[0]["gpu_mb"] == 4096
 
@@ -89,12 +89,12 @@ def test_a_draft_has_its_gpu_alone_unless_the_gpu_is_shared_and_its_memory_known
 def test_a_shared_draft_that_runs_out_of_gpu_memory_is_retried_alone(tmp_path, monkeypatch):
     monkeypatch.setenv("TRITON_AGENT_CACHE", str(tmp_path))
     oom = JobOutcome(kind="ok", value={"error": "torch.OutOfMemoryError: CUDA out of memory."})
-    sb = CountingSandbox(ok_reply("retried"), slots_per_gpu=4, replies=[oom])
+    sb = CountingSandbox(ok_reply("retried"), jobs_per_gpu=4, replies=[oom])
     cand = CompilerDrafter(sb, "cuda").draft(PROBLEM + "#4", "p.py", gpu_mb=4096)
     assert cand["code"] == "retried"
     assert [c["exclusive"] for c in sb.calls] == [False, True]
     other = JobOutcome(kind="ok", value={"error": "Inductor could not draft p.py: KeyError"})
-    sb = CountingSandbox(ok_reply("never"), slots_per_gpu=4, replies=[other])
+    sb = CountingSandbox(ok_reply("never"), jobs_per_gpu=4, replies=[other])
     assert CompilerDrafter(sb, "cuda").draft(PROBLEM + "#5", "p.py", gpu_mb=4096)["code"] is None
     assert sb.jobs == 1
 

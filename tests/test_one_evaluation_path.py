@@ -123,4 +123,4 @@ def test_a_ray_task_verifier_runs_one_job_at_a_time_on_the_cpu(monkeypatch):
     assert make_verifier(options, one_job=True).sandbox.slots == 1
     make_verifier(options)
     assert [m.get("max_workers") for m in made] == [1, None]
-    assert made[0]["limits"].timeout_s == 7.0 and made[0]["slots_per_gpu"] == 3
+    assert made[0]["limits"].timeout_s == 7.0 and made[0]["jobs_per_gpu"] == 3

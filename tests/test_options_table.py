@@ -193,6 +193,71 @@ def test_the_backend_kinds_are_the_registry():
     assert "if kind ==" not in source.replace('if kind == "compiler"', "")
 
 
+def _outside(o) -> object:
+    """A value the row refuses: past its ceiling, under its floor, or not among its choices."""
+    if o.high is not None:
+        return o.high + 1
+    if o.low is not None:
+        return o.low if o.low_open else o.low - 1
+    return "bogus"
+
+
+def test_verification_options_are_checked_by_the_tables_rows():
+    """tools/ builds `VerifyOptions` without the table (it never imports agent/): it checks its
+    values with the very rows the table holds (`verify_options.VERIFY_OPTIONS`), so a
+    verification asked for directly has the command line's ranges, from the one check."""
+    from tools.checks.compare import Tolerance
+    from tools.orchestrate.verify_options import VERIFY_OPTIONS, VerifyOptions
+    from tools.sandboxing.sandbox import Sandbox
+
+    assert [o.name for o in VERIFY_OPTIONS] == [o.name for o in OPTIONS if o.group == "verify"]
+    assert all(BY_NAME[o.name] is o for o in VERIFY_OPTIONS)
+    refused = []
+    for o in VERIFY_OPTIONS:
+        if o.type is bool or (o.type is str and o.choices is None) or o.name == "tolerance_preset":
+            continue  # no range; the preset is Tolerance's own field
+        if o.name in ("atol", "rtol"):
+            kw = {"tolerance": Tolerance(**{o.name: _outside(o)})}
+        else:
+            kw = {o.name: _outside(o)}
+        with pytest.raises(BadInputError, match=o.cli_flag):
+            VerifyOptions(**kw)
+        refused.append(o.name)
+    assert {"trials", "jobs_per_gpu", "seed", "timeout_s", "memory_mb", "atol"} <= set(refused)
+    # one name for the verification jobs at once per GPU, from the flag to the sandbox
+    assert "jobs_per_gpu" in inspect.signature(Sandbox).parameters
+
+
+def test_no_range_is_checked_by_hand_beside_the_table():
+    """A table option compared with a number and refused as bad input (exit 2) outside the
+    table's `Option.check` is a second range check: agent/ and tools/ have none. A guard of a
+    library's own invariant (the sandbox's positive count of slots) raises its own error."""
+    by_hand = []
+    for path in sorted([*(ROOT / "agent").rglob("*.py"), *(ROOT / "tools").rglob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.If) or not any(map(_option_vs_number, ast.walk(node.test))):
+                continue
+            raised = {
+                getattr(r.exc.func, "id", None)
+                for b in node.body for r in ast.walk(b)
+                if isinstance(r, ast.Raise) and isinstance(r.exc, ast.Call)
+            }  # fmt: skip
+            if "BadInputError" in raised:
+                by_hand.append(f"{path.relative_to(ROOT).as_posix()}:{node.lineno}")
+    assert by_hand == []
+
+
+def _option_vs_number(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Compare):
+        return False
+    sides = [node.left, *node.comparators]
+    names = {getattr(s, "attr", None) or getattr(s, "id", None) for s in sides}
+    numbers = [
+        s for s in sides if isinstance(s, ast.Constant) and type(s.value) in (int, float)
+    ]  # fmt: skip
+    return bool(names & set(BY_NAME)) and bool(numbers)
+
+
 def _schema_range(prop: dict) -> dict:
     """The range keys of a JSON schema property, a nullable one (`anyOf`) included."""
     keys = ("minimum", "exclusiveMinimum", "maximum")

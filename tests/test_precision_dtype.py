@@ -187,7 +187,7 @@ def test_fp32_runs_the_problem_as_written():
 def test_an_unknown_precision_is_bad_input():
     from tools.core.errors import BadInputError
 
-    with pytest.raises(BadInputError, match="choose one of fp32, bf16, fp16"):
+    with pytest.raises(BadInputError, match="one of fp32, bf16, fp16"):
         VerifyOptions(precision="fp8")
 
 

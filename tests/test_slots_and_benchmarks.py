@@ -22,8 +22,8 @@ def two_fake_gpus(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-aaaa,GPU-bbbb")
 
 
-def test_slots_per_gpu_expands_each_gpu(two_fake_gpus):
-    sb = Sandbox(device="cuda", slots_per_gpu=3, start_method="spawn")
+def test_jobs_per_gpu_expands_each_gpu(two_fake_gpus):
+    sb = Sandbox(device="cuda", jobs_per_gpu=3, start_method="spawn")
     assert sb.slots == 6
     assert sb._pool.devices == ["cuda:0"] * 3 + ["cuda:1"] * 3
     # the slots of one GPU are one device: an exclusive (timing) job takes all three
@@ -34,20 +34,20 @@ def test_slots_per_gpu_expands_each_gpu(two_fake_gpus):
     assert sb._pool.acquire(exclusive=True) == [0, 1, 2]
 
 
-def test_slots_per_gpu_default_and_explicit_gpus(two_fake_gpus):
+def test_jobs_per_gpu_default_and_explicit_gpus(two_fake_gpus):
     assert Sandbox(device="cuda", start_method="spawn")._pool.devices == ["cuda:0", "cuda:1"]
-    sb = Sandbox(device="cuda", gpus=[1], slots_per_gpu=2, start_method="spawn")
+    sb = Sandbox(device="cuda", gpus=[1], jobs_per_gpu=2, start_method="spawn")
     assert sb._pool.devices == ["cuda:1", "cuda:1"]
 
 
-def test_slots_per_gpu_is_unused_on_cpu():
-    assert Sandbox(device="cpu", max_workers=2, slots_per_gpu=3).slots == 2
+def test_jobs_per_gpu_is_unused_on_cpu():
+    assert Sandbox(device="cpu", max_workers=2, jobs_per_gpu=3).slots == 2
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, "2", True])
-def test_invalid_slots_per_gpu_is_refused(bad):
-    with pytest.raises(SandboxError, match="slots_per_gpu must be"):
-        Sandbox(device="cpu", slots_per_gpu=bad)
+def test_invalid_jobs_per_gpu_is_refused(bad):
+    with pytest.raises(SandboxError, match="jobs_per_gpu must be"):
+        Sandbox(device="cpu", jobs_per_gpu=bad)
 
 
 def test_verifier_jobs_per_gpu_sets_the_slots(two_fake_gpus, monkeypatch):
@@ -65,7 +65,9 @@ def test_ray_task_body_honours_jobs_per_gpu_with_uuids(two_fake_gpus, monkeypatc
     import agent.bench
     from tools.orchestrate.verify import Verifier, VerifyOptions
 
-    monkeypatch.setattr(importlib.import_module("tools.orchestrate.verify"), "resolve_device", lambda d: "cuda")
+    monkeypatch.setattr(
+        importlib.import_module("tools.orchestrate.verify"), "resolve_device", lambda d: "cuda"
+    )
     seen = {}
 
     class Stop(Exception):

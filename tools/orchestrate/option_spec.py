@@ -1,8 +1,9 @@
 """One option of the table (`agent.options`): its declaration and the one check of its value.
 
-This module imports nothing of `agent/`, so the modules that own an option's default and range
-(`agent.llm.base` declares the sampling options its backends check) can declare it here
-without importing the table, which imports them.
+In tools/, which never imports `agent/`, so the modules that own an option's default and range
+declare it here and check their values with it, without importing the table, which imports
+them: `tools.orchestrate.verify_options` the verification rows (`VerifyOptions` checks itself
+with them), `agent.llm.base` the sampling rows its backends check.
 """
 
 from __future__ import annotations

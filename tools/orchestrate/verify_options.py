@@ -1,22 +1,25 @@
-"""What a verification is asked to do: its options (`VerifyOptions`), the device it runs on,
-and the trials it sends (the documented ones, the scale trials, the unannounced ones). Plain
-data and small functions: no jobs run here."""
+"""What a verification is asked to do: its options (`VerifyOptions`) and their rows of the option
+table (`VERIFY_OPTIONS`: defaults, ranges, choices, help; `Option.check`, the one check of each
+value), the device it runs on, and the trials it sends (the documented ones, the scale trials,
+the unannounced ones). Plain data and small functions: no jobs run here."""
 
 from __future__ import annotations
 
 import math
 import os
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
-from tools.checks.compare import Tolerance
+from tools.checks.compare import PRESETS, Tolerance
 from tools.compile.cuda_targets import DEFAULT_TARGET
 from tools.core.errors import BadInputError
-from tools.core.problem_dtype import DEFAULT_PRECISION, check_precision
+from tools.core.problem_dtype import DEFAULT_PRECISION, PRECISIONS
+from tools.orchestrate.option_spec import Option
 from tools.orchestrate.reference import REFERENCE_NUMERICS
-from tools.sandboxing.limits import DEFAULT_TIMEOUT_S
+from tools.sandboxing.limits import DEFAULT_TIMEOUT_S, HOST_FLOOR_MB
 
 POLICIES = ("strict", "allow-library")
+DEVICES = ("auto", "cpu", "cuda")
 
 SCALE_TRIALS: tuple[float, ...] = (100.0,)
 """The scale trials of every verification under the default fp32 contract (issue 35): "correct"
@@ -97,22 +100,11 @@ class VerifyOptions:
     (`Verdict.precision`)."""
 
     def __post_init__(self) -> None:
-        check_precision(self.precision)
-        if self.reference_numerics not in REFERENCE_NUMERICS:
-            raise BadInputError(
-                f"unknown reference numerics {self.reference_numerics!r}; choose one of "
-                f"{', '.join(REFERENCE_NUMERICS)}"
-            )
-        if self.policy not in POLICIES:
-            raise BadInputError(
-                f"unknown policy {self.policy!r}; choose one of {', '.join(POLICIES)}"
-            )
-        if self.trials < 1:
-            raise BadInputError("--trials must be at least 1")
-        if self.jobs_per_gpu < 1:
-            raise BadInputError("--jobs-per-gpu must be at least 1")
-        if self.device not in ("auto", "cpu", "cuda"):
-            raise BadInputError(f"unknown device {self.device!r}; choose auto, cpu or cuda")
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        tolerance = self.tolerance
+        values.update(atol=tolerance.atol, rtol=tolerance.rtol, tolerance_preset=tolerance.preset)
+        for option in VERIFY_OPTIONS:  # every range and choice: the option table's rows
+            option.check(values[option.name])
         if isinstance(self.input_scales, str):
             self.input_scales = parse_input_scales(self.input_scales)
         if self.input_scales is not None:
@@ -134,6 +126,62 @@ class VerifyOptions:
             return self.input_scales
         fp32_contract = self.tolerance.preset == "default" and self.precision == "fp32"
         return SCALE_TRIALS if fp32_contract else ()
+
+
+_DEFAULTS = {f.name: f.default for f in fields(VerifyOptions)}
+
+VERIFY_OPTIONS: tuple[Option, ...] = (
+    Option(name="trials", group="verify", type=int, default=_DEFAULTS["trials"], low=1, high=1000,
+           help="random input sets to compare"),
+    Option(name="atol", group="verify", type=float, default=None, nullable=True, low=0,
+           help="absolute tolerance (default per dtype)"),
+    Option(name="rtol", group="verify", type=float, default=None, nullable=True, low=0,
+           help="relative tolerance (default per dtype)"),
+    Option(name="tolerance_preset", group="verify", type=str, default=Tolerance().preset,
+           choices=tuple(PRESETS),
+           help="default: fp32 1e-4, fp16/bf16 1e-2; kernelbench-v0: 1e-2 for everything"),
+    Option(name="reference_numerics", group="verify", type=str,
+           default=_DEFAULTS["reference_numerics"], choices=REFERENCE_NUMERICS,
+           help="exact: the reference in full fp32 (TF32 off); pytorch-default: as PyTorch runs "
+           "it by default on a GPU (TF32 convolutions), as KernelBench's judge does: a weaker ok"),
+    Option(name="precision", group="verify", type=str, default=_DEFAULTS["precision"],
+           choices=PRECISIONS,
+           help="the dtype the problem runs at, KernelBench's meaning: fp32 as written; bf16/fp16: "
+           "the model and its floating inputs cast, reference and candidate alike (tolerance "
+           "1e-2), baselines timed at it, the compiler drafter tracing at it"),
+    Option(name="policy", group="verify", type=str, default=_DEFAULTS["policy"], choices=POLICIES,
+           help="strict: all compute in Triton; allow-library: library matmul/conv calls "
+           "allowed (mixed)"),
+    Option(name="device", group="verify", type=str, default=_DEFAULTS["device"],
+           choices=DEVICES, help="where candidates run"),
+    Option(name="timeout_s", group="verify", type=float, default=_DEFAULTS["timeout_s"], low=0,
+           low_open=True, flag="--timeout", help="seconds per candidate job"),
+    Option(name="aot_target", group="verify", type=str, default=_DEFAULTS["aot_target"],
+           nullable=True, flag="--target",
+           help="on CPU, also compile kernels ahead of time for this CUDA target ('none' to skip)"),
+    Option(name="seed", group="verify", type=int, default=_DEFAULTS["seed"], low=0,
+           help="seed of the first trial's inputs"),
+    Option(name="allow_large", group="verify", type=bool, default=_DEFAULTS["allow_large"],
+           help="run problems the CPU interpreter would take very long on, instead of "
+           "refusing them"),
+    Option(name="memory_mb", group="verify", type=int, default=_DEFAULTS["memory_mb"], nullable=True,
+           low=1024, help="host memory limit of each verification job in MB (default: derived "
+           f"from the problem's measured footprint, at least {HOST_FLOOR_MB})"),
+    Option(name="generalize", group="verify", type=bool, default=_DEFAULTS["generalize"],
+           help="also verify with the problem's size constants changed (catches hard-coded "
+           "shapes)"),
+    Option(name="input_scales", group="verify", type=str, default=None, nullable=True,
+           help="scale trials: comma-separated factors the floating-point inputs are also "
+           "verified at (e.g. 100,1e4), 'none' for none (default: x100 under the fp32 "
+           "contract, none under kernelbench-v0)"),
+    Option(name="jobs_per_gpu", group="verify", type=int, default=_DEFAULTS["jobs_per_gpu"], low=1,
+           high=64, help="GPU: verification jobs at once per GPU; timing always has its GPU "
+           "alone"),
+)  # fmt: skip
+"""The verification rows of the option table (`agent.options.OPTIONS` includes them, group
+`verify`): declared here, beside `VerifyOptions`, which checks its values with them, so the
+command line, `AgentConfig`, the API and a `VerifyOptions` built directly share one check. The
+defaults are `VerifyOptions`'s own (`Tolerance`'s for the three tolerance rows)."""
 
 
 NO_SCALES = ("none", "off", "")

@@ -119,10 +119,10 @@ class JobOutcome:
 class Sandbox:
     """Runs job functions in isolated worker processes.
 
-    `device` is `cpu` (Triton interpreter) or `cuda`. On CUDA there are `slots_per_gpu` slots per
+    `device` is `cpu` (Triton interpreter) or `cuda`. On CUDA there are `jobs_per_gpu` slots per
     visible GPU (or per entry of `gpus`, which may repeat a GPU): that many shared jobs run at once
     on one GPU, and an exclusive job still takes all of them; on CPU `max_workers` slots (default:
-    the number of cores) and `slots_per_gpu` is unused.
+    the number of cores) and `jobs_per_gpu` is unused.
     Thread-safe: call `run` from several threads to evaluate candidates in parallel.
     """
 
@@ -140,16 +140,16 @@ class Sandbox:
         limits: Limits | None = None,
         start_method: str | None = None,
         interpret: bool | None = None,
-        slots_per_gpu: int = 1,
+        jobs_per_gpu: int = 1,
     ) -> None:
         if device not in ("cpu", "cuda"):
             raise SandboxError(f"unknown sandbox device {device!r} (use cpu or cuda)")
-        if isinstance(slots_per_gpu, bool) or not isinstance(slots_per_gpu, int):
-            raise SandboxError(f"slots_per_gpu must be an integer, got {slots_per_gpu!r}")
-        if slots_per_gpu < 1:
-            raise SandboxError(f"slots_per_gpu must be at least 1, got {slots_per_gpu}")
+        # A guard, not a range: a count of slots is a positive whole number (the range a user
+        # may ask for, `--jobs-per-gpu`, is the option table's row in verify_options).
+        if isinstance(jobs_per_gpu, bool) or not isinstance(jobs_per_gpu, int) or jobs_per_gpu < 1:
+            raise SandboxError(f"jobs_per_gpu must be a positive integer, got {jobs_per_gpu!r}")
         self.device = device
-        self.slots_per_gpu = slots_per_gpu if device == "cuda" else 1
+        self.jobs_per_gpu = jobs_per_gpu if device == "cuda" else 1
         """Shared jobs at once on one GPU (1 on the CPU)."""
         self.interpret = (device == "cpu") if interpret is None else interpret
         """Run kernels under the Triton interpreter (CPU). False for trusted jobs that need real
@@ -162,7 +162,7 @@ class Sandbox:
             for i in ids:
                 visible_device_id(i)  # a GPU the parent cannot see is an error now, not per job
             # Slots of one GPU share its device string: SlotPool gives an exclusive job all of them.
-            self._slots = [Slot(f"cuda:{i}") for i in ids for _ in range(slots_per_gpu)]
+            self._slots = [Slot(f"cuda:{i}") for i in ids for _ in range(jobs_per_gpu)]
             capacity = {f"cuda:{i}": gpu_memory_mb(i) * GPU_SHARE for i in ids}
         else:
             n = max_workers or os.cpu_count() or 1
