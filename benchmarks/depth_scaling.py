@@ -58,7 +58,7 @@ PHASES: dict[str, tuple[str, ...]] = {
     "cand.integrity_changed": ("integrity.py:changed",),
     "cand.hooks": ("integrity.py:hooks",),
     "cand.forward": ("candidate.py:forward",),
-    "cand.race_check": ("interp_checks.py:check",),
+    "cand.race_check": ("interp_races.py:check",),
     "cand.compute_block": ("compute_block.py:compute_blocked", "compute_block.py:__enter__"),
     "cand.aot_compile": ("aot.py:aot_compile_all",),
     "cand.export": ("handover.py:export_outputs",),

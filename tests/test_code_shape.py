@@ -34,7 +34,6 @@ LONG_MODULES: dict[str, int] = {
     "tools/draft/job.py": 731,
     "tools/job/guard.py": 635,
     "tools/checks/integrity.py": 664,
-    "tools/job/interp_checks.py": 675,
     "tools/kernels/triton_conv.py": 1414,
     "tools/job/worker.py": 1056,
 }

@@ -17,7 +17,8 @@ import torch
 
 from tools.checks.precision import lower_precision, precision_sample
 from tools.core.problem import read_problem
-from tools.job.interp_checks import RaceDetector, libdevice_as_tl
+from tools.job.interp_libdevice import libdevice_as_tl
+from tools.job.interp_races import RaceDetector
 
 # ---------------------------------------------------------------------------------------------
 # Problems: small copies of the classes involved (a full reduction, a row softmax, tanh)
@@ -401,7 +402,7 @@ def test_disarmed_records_nothing_and_a_launch_past_the_budget_is_thinned(monkey
     det.new_launch((2, 1, 1))
     det._record(det._loads, _H(np.array([500], np.uint64)), _H(np.ones(1, bool)))
     assert det._loads == []
-    import tools.job.interp_checks as ic
+    import tools.job.interp_races as ic
 
     monkeypatch.setattr(ic, "MAX_RECORDED", 4096)
     # 64 programs each load and store 256 addresses of their own, and all of them accumulate

@@ -1,6 +1,6 @@
 """libdevice functions with no `tl` spelling (atan, atan2, log10, cbrt, isnan, ...) verify on the
 CPU: under the interpreter they are computed by numpy's function of the same meaning
-(tools/job/interp_checks.py `_NUMPY_ELEMENTWISE`). Before, these honest kernels were a
+(tools/job/interp_libdevice.py `_NUMPY_ELEMENTWISE`). Before, these honest kernels were a
 `compile_error` ("libdevice.atan has no tl equivalent the Triton interpreter can run")."""
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ import torch
 
 from tools.core.problem import check_candidate_source
 from tools.core.results import STATUSES
-from tools.job.interp_checks import RaceDetector, _round_tf32
+from tools.job.interp_checks import _round_tf32
+from tools.job.interp_races import RaceDetector
 from tools.job.judge import precision_finding
 from tools.orchestrate.reference import Reference
 from tools.orchestrate.verdict_rules import TrialRun, judge

@@ -347,7 +347,7 @@ _COUNTS = "elements"
 
 def with_counts(trace: list[tuple], counts: list[tuple[int, int, int]] | None) -> list[tuple]:
     """The trace with, on each launch's entry, the elements its programs loaded, stored and
-    touched with atomics inside the launch (`tools.job.interp_checks.RaceDetector.work`: CPU, the
+    touched with atomics inside the launch (`tools.job.interp_races.RaceDetector.work`: CPU, the
     Triton interpreter; None on a GPU, where they are not available: the trace unchanged).
     Counts for launches the recorder did not see (more counts than entries) become entries of
     their own, so they are compared too."""
