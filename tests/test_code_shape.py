@@ -32,7 +32,6 @@ LONG_MODULES: dict[str, int] = {
     "tools/checks/audit.py": 804,
     "tools/checks/compare.py": 643,
     "tools/draft/job.py": 731,
-    "tools/job/guard.py": 635,
     "tools/checks/integrity.py": 664,
     "tools/kernels/triton_conv.py": 1414,
     "tools/job/worker.py": 1056,
