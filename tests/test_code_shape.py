@@ -20,7 +20,6 @@ PACKAGES = ("tools", "agent")
 LONG_FUNCTIONS: dict[str, int] = {
     "agent/cli/bench.py:register": 87,
     "tools/checks/freshness.py:fp32_error_allowance": 106,
-    "tools/job/judge.py:_compare": 81,
     "tools/kernels/triton_conv.py:triton_convolution": 93,
     "tools/orchestrate/verify.py:Verifier._relay": 88,
     "tools/orchestrate/verify.py:Verifier._run_trials": 86,

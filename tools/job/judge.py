@@ -491,38 +491,11 @@ def _compare(
         _sync()
         draws, skipped = 0, ""
         if diff.kind == "value" and fp64 is not None:
-            reference64 = fp64.get()
-            # PyTorch's error at an element is one draw, so the rule takes its largest over
-            # more draws (inputs an ulp away); the same draws give the cancellation condition,
-            # the cap on the elements excused and the fp32 claim over the whole output
-            # (issue 35), so they are made whenever the rule is asked to excuse anything.
-            allowance = fp64.allowance(tol) if reference64 is not None else None
-            if reference64 is not None:
-                diff = compare_outputs(
-                    got,
-                    expected,
-                    tol,
-                    trial=trial,
-                    run=run,
-                    reference64=reference64,
-                    allowance64=allowance,
-                    excuse_caps=fp64.caps if allowance is not None else None,
-                )
-                _sync()
-                draws = fp64.draws if allowance is not None else 0
-        if diff.kind == "ok" and precision_check and fp64 is not None:
-            samples = fp64.samples()
-            finding = (
-                lower_precision(got, samples, allowance64=fp64.allowance_) if samples else None
-            )
-            _sync()
+            diff, draws = _compare_with_fp64(got, expected, tol, trial, run, fp64, diff)
+        if diff.kind == "ok" and precision_check:
+            finding, skipped = _precision_findings(got, expected, fp64)
             if finding:
                 return {"kind": "value", "message": finding}
-            skipped = fp64.skipped
-        # outputs stored at lower precision, by their low mantissa bits (issue 35)
-        stored = low_bits_finding(got, expected) if diff.kind == "ok" and precision_check else None
-        if stored:
-            return {"kind": "value", "message": stored}
         # the error against the reference in KernelBench's allclose terms (issue 36)
         measured = allclose_ratio(got, expected) if diff.kind == "ok" else None
     except Exception as exc:  # noqa: BLE001 - a view the harness did not make
@@ -533,6 +506,57 @@ def _compare(
     finally:
         del got
     return _diff_record(diff, draws, skipped, measured)
+
+
+def _compare_with_fp64(
+    got: list,
+    expected: list,
+    tol: Tolerance,
+    trial: int,
+    run: str,
+    fp64: _Fp64Reference,
+    diff: Any,
+) -> tuple[Any, int]:
+    """The comparison again, with the fp64 rule (`fp64`'s outputs, made now), for a run whose
+    values fell outside the tolerance: (the finding, the draws beside the trial's own that
+    the rule's allowance took). `diff` unchanged where the fp64 reference does not apply."""
+    reference64 = fp64.get()
+    if reference64 is None:
+        return diff, 0
+    # PyTorch's error at an element is one draw, so the rule takes its largest over more draws
+    # (inputs an ulp away); the same draws give the cancellation condition, the cap on the
+    # elements excused and the fp32 claim over the whole output (issue 35), so they are made
+    # whenever the rule is asked to excuse anything.
+    allowance = fp64.allowance(tol)
+    diff = compare_outputs(
+        got,
+        expected,
+        tol,
+        trial=trial,
+        run=run,
+        reference64=reference64,
+        allowance64=allowance,
+        excuse_caps=fp64.caps if allowance is not None else None,
+    )
+    _sync()
+    return diff, fp64.draws if allowance is not None else 0
+
+
+def _precision_findings(
+    got: list, expected: list, fp64: _Fp64Reference | None
+) -> tuple[str | None, str]:
+    """Outputs that match, checked for lower precision: computed in it (against the fp64
+    sample, where `fp64` makes one), or stored in it (their low mantissa bits, issue 35).
+    Returns (the finding or None, why the sample check did not run on this trial or "")."""
+    skipped = ""
+    if fp64 is not None:
+        samples = fp64.samples()
+        finding = lower_precision(got, samples, allowance64=fp64.allowance_) if samples else None
+        _sync()
+        if finding:
+            return finding, skipped
+        skipped = fp64.skipped
+    return low_bits_finding(got, expected), skipped
 
 
 def _diff_record(diff: Any, draws: int, skipped: str, measured: dict | None) -> dict[str, Any]:
