@@ -238,8 +238,9 @@ DRAFT_CACHE_VERSION = "1"
 
 def drafter_files() -> list[str]:
     """The files a compiler draft's text depends on besides the problem: the drafter's package,
-    the Triton convolutions, GEMM template, recurrent and attention kernels it copies into
-    candidates, and the call-site rewriting it uses (tools/compile/tune.py)."""
+    the Triton convolutions (each file `candidate_source` copies from), GEMM template, recurrent
+    and attention kernels it copies into candidates, and the call-site rewriting it uses
+    (tools/compile/tune.py)."""
     import glob
     import os
 
@@ -249,7 +250,7 @@ def drafter_files() -> list[str]:
 
     package = os.path.dirname(draft.__file__)
     copied = [
-        triton_conv.__file__,
+        *triton_conv.source_files(),
         gemm_template.__file__,
         recurrent_kernels.__file__,
         attention_kernels.__file__,

@@ -20,7 +20,6 @@ PACKAGES = ("tools", "agent")
 LONG_FUNCTIONS: dict[str, int] = {
     "agent/cli/bench.py:register": 87,
     "tools/checks/freshness.py:fp32_error_allowance": 106,
-    "tools/kernels/triton_conv.py:triton_convolution": 93,
     "tools/orchestrate/verify.py:Verifier._relay": 88,
     "tools/orchestrate/verify.py:Verifier._run_trials": 86,
 }
@@ -32,7 +31,6 @@ LONG_MODULES: dict[str, int] = {
     "tools/checks/compare.py": 643,
     "tools/draft/job.py": 731,
     "tools/checks/integrity.py": 664,
-    "tools/kernels/triton_conv.py": 1414,
     "tools/job/worker.py": 1056,
 }
 """Modules over MAX_MODULE lines, to be split (issue 37)."""

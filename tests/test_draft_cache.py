@@ -107,6 +107,12 @@ def test_the_key_covers_the_code_copied_into_drafts(tmp_path, monkeypatch):
     names = {p.replace("\\", "/").split("tools/", 1)[-1] for p in drafters.drafter_files()}
     assert {"kernels/gemm_template.py", "kernels/triton_conv.py", "compile/tune.py"} <= names
     assert "draft/job.py" in names
+    # every file the convolutions' copied source comes from (the kernel families beside
+    # triton_conv.py), not only the launcher's
+    from tools.kernels import triton_conv
+
+    assert set(triton_conv.source_files()) <= set(drafters.drafter_files())
+    assert len(triton_conv.source_files()) > 1
     before = drafters.draft_cache_key("problem", "cuda")
     files = drafters.drafter_files()
     template = next(f for f in files if f.endswith("gemm_template.py"))

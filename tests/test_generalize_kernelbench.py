@@ -213,7 +213,7 @@ def test_direct_conv_kernel_takes_a_plane_a_program_in_the_interpreter(monkeypat
     recorded, not run)."""
     import torch
 
-    from tools.kernels import triton_conv
+    from tools.kernels import conv_direct, triton_conv
 
     grids = []
 
@@ -223,7 +223,7 @@ def test_direct_conv_kernel_takes_a_plane_a_program_in_the_interpreter(monkeypat
             return lambda *args, **kwargs: None
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    monkeypatch.setattr(triton_conv, "_conv_direct_kernel", Launch())
+    monkeypatch.setattr(conv_direct, "_conv_direct_kernel", Launch())
     x, weight = torch.rand(3, 8, 12, 12), torch.rand(8, 2, 3, 5)  # 8 -> 8 channels, 4 groups
     y = triton_conv.triton_convolution(x, weight, None, (2, 3), (1, 2), (2, 1), True, 0, 4)
     assert tuple(y.shape) == (3, 8, 25, 34)
