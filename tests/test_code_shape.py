@@ -31,7 +31,6 @@ LONG_MODULES: dict[str, int] = {
     "tools/checks/compare.py": 643,
     "tools/draft/job.py": 731,
     "tools/checks/integrity.py": 664,
-    "tools/job/worker.py": 1056,
 }
 """Modules over MAX_MODULE lines, to be split (issue 37)."""
 

@@ -2,7 +2,7 @@
 integrity snapshot (`tools.checks.integrity.Integrity`) watched each whole module: every function
 (replacing one is tampering) and its globals (a name added there shadows a builtin for that
 module's code). It watches every piece the same way, so replacing a function that moved into a
-piece (the guard's file check, its lock-down checks) is still tampering. Run in a fresh
+piece (the guard's file check, the accounting of a forward call) is still tampering. Run in a fresh
 interpreter: the snapshot imports the harness's modules."""
 
 from __future__ import annotations
@@ -22,6 +22,13 @@ PIECES = {
         "tools.job.guard_files.toolchain_dirs",
         "tools.job.guard_locked._check_locked",
         "tools.job.guard_locked._check_stack_walk",
+    ),
+    "tools.job.worker": (
+        "tools.job.candidate_arming.arm_harness",
+        "tools.job.candidate_arming.construct_candidate",
+        "tools.job.candidate_trials.run_trials",
+        "tools.job.candidate_evidence.check_integrity",
+        "tools.job.candidate_evidence.account_run",
     ),
 }
 """A function of each piece, by the module it was split from."""

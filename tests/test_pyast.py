@@ -42,15 +42,16 @@ def test_threads_parse_one_at_a_time(monkeypatch):
 
 
 def test_every_parse_of_the_project_goes_through_it():
-    """No module of agent/ or tools/ calls ast.parse itself (tools/job/worker.py excepted: the
-    candidate's own single-threaded process, which imports as little of the project as it can)."""
+    """No module of agent/ or tools/ calls ast.parse itself (tools/job/candidate_evidence.py
+    excepted: the candidate's own single-threaded process, which imports as little of the project
+    as it can)."""
     from tests.helpers import ROOT
 
     direct = [
         str(p.relative_to(ROOT))
         for d in ("agent", "tools")
         for p in (ROOT / d).rglob("*.py")
-        if p.name not in ("pyast.py", "worker.py")
+        if p.name not in ("pyast.py", "candidate_evidence.py")
         and "ast.parse(" in p.read_text().replace("pyast.parse(", "")
     ]
     assert direct == []

@@ -19,7 +19,7 @@ from tools.compile.launch_record import (
     trace_difference,
     with_counts,
 )
-from tools.job.worker import _note_refused, _work_difference
+from tools.job.candidate_evidence import note_refused, work_difference
 from tools.orchestrate.reference import Reference
 from tools.orchestrate.verdict_rules import TrialRun, judge
 from tools.orchestrate.verify_options import UNCHECKED_MAX, VerifyOptions, unchecked_calls
@@ -47,7 +47,7 @@ def test_the_same_launches_are_the_same_work():
     first = launch_trace([_rec("checksum"), _rec("matmul")])
     again = launch_trace([_rec("checksum"), _rec("matmul")])
     assert trace_difference(first, again) is None
-    assert _work_difference((2, first), (2, again)) is None
+    assert work_difference((2, first), (2, again)) is None
 
 
 def test_another_kernel_a_flag_a_shape_or_a_missing_launch_is_other_work():
@@ -65,7 +65,7 @@ def test_another_kernel_a_flag_a_shape_or_a_missing_launch_is_other_work():
     assert "missing: matmul" in trace_difference(first, first[:1])
     assert "extra: matmul" in trace_difference(first[:1], first)
     # launches the recorder does not see (a CompiledKernel launched directly) still count
-    assert _work_difference((3, first), (2, first)) == (
+    assert work_difference((3, first), (2, first)) == (
         "3 kernel launches the first time, 2 on the repeated inputs"
     )
 
@@ -193,7 +193,7 @@ def test_refused_operators_are_sorted_into_library_and_compute():
     library: list[str] = []
     from tools.job.compute_block import is_library
 
-    _note_refused(["aten.mm.out", "aten.addmm_", "aten.relu"], audit, tamper, library, is_library)
+    note_refused(["aten.mm.out", "aten.addmm_", "aten.relu"], audit, tamper, library, is_library)
     assert library == ["aten.mm", "aten.addmm_"] and audit["library_ops"] == library
     assert audit["torch_compute_ops"] == ["aten.relu"] and "aten.relu" in tamper[0]
 
@@ -316,7 +316,7 @@ def test_the_same_arguments_with_a_shorter_loop_are_other_work(interpreted):
     assert trace_difference(first, same) is None
     skipped = _one_forward(kernel, det, steps=0)
     assert launch_trace_without_counts(first) == launch_trace_without_counts(skipped)
-    diff = _work_difference((1, first), (1, skipped))
+    diff = work_difference((1, first), (1, skipped))
     assert diff and "launch 1 (bounded_kernel, grid (4,))" in diff
     assert "603 loaded, 300 stored the first time, 3 loaded, 300 stored" in diff
 

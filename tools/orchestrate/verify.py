@@ -39,10 +39,11 @@ from tools.core.problem import Problem, check_candidate_source, read_kernel, rea
 from tools.core.problem_dtype import PRECISION_ENV, cache_suffix, precision_env, precision_words
 from tools.core.results import Evidence, SourceError, Verdict
 from tools.job.judge import judge_job as outputs_judge_job
+from tools.job.problem_job import problem_job
 from tools.job.size_guard import ALLOW_LARGE_ENV
 from tools.job.stochastic_judge import judge_job as stochastic_judge_job
 from tools.job.stochastic_judge import run_names as stochastic_run_names
-from tools.job.worker import candidate_job, problem_job
+from tools.job.worker import candidate_job
 from tools.orchestrate.generalize import generalize
 from tools.orchestrate.reference import (
     Reference,
