@@ -326,157 +326,196 @@ class Verifier:
         run.runs = runs or [["first", "second"] for _ in trials]
         run.expected_trials = sum(len(r) > 1 for r in run.runs)  # the unannounced ones aside
         run.scales = [float(scale) for _, scale in trials]
-        path = os.path.abspath(problem.path)
         with self.sandbox.slot(exclusive=exclusive, gpu_mb=self.gpu_mb(ref)) as slot:
-            judge_job = self.sandbox.start(
-                slot,
-                stochastic_judge_job if ref.stochastic else outputs_judge_job,
-                problem.source,
-                path,
-                seed=self.options.seed,
-                **judge_settings(self.options),
-                # The judge lives from before the candidate's job starts until after it ends:
-                # its own limit must outlast the candidate's, or a slow (honest) candidate reads
-                # as a judge that timed out, an error of the problem's.
-                limits=dataclasses.replace(lim, timeout_s=2 * lim.timeout_s + 30),
-            )
-            cand = self.sandbox.start(
-                slot,
-                candidate_job,
-                source,
-                os.path.basename(kernel_path) or "candidate.py",
-                problem.source,
-                path,
-                seed=self.options.seed,
-                poison=self.options.poison,
-                aot_target=self.options.aot_target if self.device == "cpu" else None,
-                limits=lim,
-                # the interpreter's per-launch time limit is lifted in the job, where it applies
-                env={ALLOW_LARGE_ENV: "1"} if self.options.allow_large else None,
-            )
+            judge_job, cand = self._start_jobs(slot, problem, source, kernel_path, ref, lim)
             try:
-                self._relay(judge_job, cand, trials, run)
+                _relay(judge_job, cand, trials, run)
             finally:
-                try:
-                    judge_job.send({"stop": True})
-                    judged = judge_job.wait_result()
-                except JobEnded as exc:
-                    judged = exc.outcome
-                judged = judge_job.end(judged)
-                if judged.kind == "ok" and isinstance(judged.value, dict):
-                    run.memory.append(dict(judged.value.get("memory") or {}))
-                if judged.peak_rss_mb:
-                    run.memory.append({"host_peak_mb": judged.peak_rss_mb})
-                if run.outcome is None:
-                    if not run.candidate_stopped:
-                        # Exactly one stop: a job that exits with a message unread in its
-                        # socket resets the connection, and its result is lost with it.
-                        try:
-                            cand.send({"stop": True})
-                        except JobEnded:
-                            pass
-                    run.outcome = cand.wait_result()
-                run.outcome = cand.end(run.outcome, triton_cache_out=triton_cache_out)
-                if run.outcome.peak_rss_mb:
-                    run.memory.append({"host_peak_mb": run.outcome.peak_rss_mb})
-                value = run.outcome.value
-                if isinstance(value, dict) and isinstance(value.get("memory"), dict):
-                    run.memory.append(dict(value["memory"]))
-                if isinstance(value, dict) and value.get("out_of_memory"):
-                    run.out_of_memory = True
-                    run.resource_failure = (
-                        f"the candidate ran out of memory: {str(value['out_of_memory'])[:300]}"
-                    )
+                _end_judge(judge_job, run)
+                _end_candidate(cand, run, triton_cache_out)
         return run
 
-    def _relay(self, judge_job: JobSession, cand: JobSession, trials, run: TrialRun) -> None:
-        try:
-            judge_job.recv()  # loaded
-        except JobEnded as exc:
-            run.judge_failure = _judge_failure(exc.outcome, "loading the problem")
-            _note_memory_kill(run, exc.outcome, "the judge's job")
+    def _start_jobs(
+        self,
+        slot: Any,
+        problem: Problem,
+        source: str,
+        kernel_path: str,
+        ref: Reference,
+        lim: Limits,
+    ) -> tuple[JobSession, JobSession]:
+        """Start the judge's job (first: it outlives the candidate's), then the candidate's, in
+        `slot` under the limits `lim`."""
+        path = os.path.abspath(problem.path)
+        judge_job = self.sandbox.start(
+            slot,
+            stochastic_judge_job if ref.stochastic else outputs_judge_job,
+            problem.source,
+            path,
+            seed=self.options.seed,
+            **judge_settings(self.options),
+            # The judge lives from before the candidate's job starts until after it ends:
+            # its own limit must outlast the candidate's, or a slow (honest) candidate reads
+            # as a judge that timed out, an error of the problem's.
+            limits=dataclasses.replace(lim, timeout_s=2 * lim.timeout_s + 30),
+        )
+        cand = self.sandbox.start(
+            slot,
+            candidate_job,
+            source,
+            os.path.basename(kernel_path) or "candidate.py",
+            problem.source,
+            path,
+            seed=self.options.seed,
+            poison=self.options.poison,
+            aot_target=self.options.aot_target if self.device == "cpu" else None,
+            limits=lim,
+            # the interpreter's per-launch time limit is lifted in the job, where it applies
+            env={ALLOW_LARGE_ENV: "1"} if self.options.allow_large else None,
+        )
+        return judge_job, cand
+
+
+def _relay(judge_job: JobSession, cand: JobSession, trials, run: TrialRun) -> None:
+    """Between the two jobs, once both are ready: trial by trial, the trial's message to the
+    judge (which computes the reference) and then to the candidate; each of its runs to the
+    judge to compare (`_relay_runs`). Stops at the first failure, which `run` records."""
+    try:
+        judge_job.recv()  # loaded
+    except JobEnded as exc:
+        run.judge_failure = _judge_failure(exc.outcome, "loading the problem")
+        _note_memory_kill(run, exc.outcome, "the judge's job")
+        return
+    try:
+        cand.recv()  # built; a candidate that fails to import or build returns instead
+    except JobEnded as exc:
+        run.outcome = exc.outcome
+        return
+    unchecked_due = True
+    for t, (seed, scale) in enumerate(trials):
+        msg = {"trial": t, "seed": seed, "scale": scale, "runs": run.runs[t]}
+        if unchecked_due and len(run.runs[t]) == 1:
+            # how many unchecked calls come before the first unannounced trial's run: drawn
+            # here, out of the candidate's process (its job draws only if this is missing)
+            msg["unchecked"] = unchecked_calls()
+            unchecked_due = False
+        if not _relay_reference(judge_job, t, msg, run):
             return
         try:
-            cand.recv()  # built; a candidate that fails to import or build returns instead
+            cand.send(msg)
         except JobEnded as exc:
             run.outcome = exc.outcome
             return
-        unchecked_due = True
-        for t, (seed, scale) in enumerate(trials):
-            msg = {"trial": t, "seed": seed, "scale": scale, "runs": run.runs[t]}
-            if unchecked_due and len(run.runs[t]) == 1:
-                # how many unchecked calls come before the first unannounced trial's run: drawn
-                # here, out of the candidate's process (its job draws only if this is missing)
-                msg["unchecked"] = unchecked_calls()
-                unchecked_due = False
+        if not _relay_runs(judge_job, cand, t, run):
+            return
+
+
+def _relay_reference(judge_job: JobSession, t: int, msg: dict[str, Any], run: TrialRun) -> bool:
+    """Trial `t`'s message to the judge, which computes its reference outputs: whether it did
+    (`run.expected`, their shapes and dtypes); else `run` records why not."""
+    try:
+        judge_job.send(msg)
+        exp = judge_job.recv()
+    except JobEnded as exc:
+        run.judge_failure = _judge_failure(exc.outcome, f"computing trial {t}'s reference")
+        _note_memory_kill(run, exc.outcome, "the judge's job")
+        return False
+    if not isinstance(exp, dict) or "error" in exp:
+        err = exp.get("error") if isinstance(exp, dict) else "no reply"
+        if isinstance(exp, dict) and exp.get("out_of_memory"):
+            run.out_of_memory = True
+            run.resource_failure = f"the reference ran out of memory on trial {t}: {err}"
+        else:
+            run.judge_failure = f"the reference failed on trial {t}: {err}"
+        return False
+    run.expected = exp.get("expected", [])
+    return True
+
+
+def _relay_runs(judge_job: JobSession, cand: JobSession, t: int, run: TrialRun) -> bool:
+    """Trial `t`'s runs, each as the candidate's job exports it: its outputs to the judge to
+    compare, the finding into `run`, then the candidate told to release them (and to stop where
+    the run was not ok). Whether the trial's runs all compared ok; else `run` records why not."""
+    for expected_run in run.runs[t]:
+        try:
+            got = cand.recv()
+        except JobEnded as exc:
+            run.outcome = exc.outcome
+            return False
+        if (
+            not isinstance(got, dict)
+            or got.get("trial") != t
+            or got.get("run") != expected_run
+            or not isinstance(got.get("outputs"), list)
+        ):
+            run.forged = "the candidate's job sent a message the harness does not send"
+            return False
+        try:
+            judge_job.send(
+                {"compare": got["outputs"], "run": expected_run, "directory": cand.workdir}
+            )
+            reply = judge_job.recv()
+        except JobEnded as exc:
+            run.judge_failure = _judge_failure(exc.outcome, "reading the candidate's outputs")
+            _note_memory_kill(run, exc.outcome, "the judge's job")
+            run.judge_died_comparing = True
+            return False
+        diff = reply.get("diff") if isinstance(reply, dict) else None
+        run.comparisons.append((t, expected_run, diff))
+        if expected_run == "first":
+            run.got_shapes = [
+                d.get("shape") for d in got["outputs"] if isinstance(d, dict) and "shape" in d
+            ]
+        bad = not isinstance(diff, dict) or diff.get("kind") != "ok"
+        try:
+            cand.send({"release": True, "stop": bad})
+            run.candidate_stopped = bad
+        except JobEnded as exc:
+            run.outcome = exc.outcome
+            return False
+        if bad:
+            return False
+    return True
+
+
+def _end_judge(judge_job: JobSession, run: TrialRun) -> None:
+    """Stop the judge's job and wait for it; its memory peaks into `run`."""
+    try:
+        judge_job.send({"stop": True})
+        judged = judge_job.wait_result()
+    except JobEnded as exc:
+        judged = exc.outcome
+    judged = judge_job.end(judged)
+    if judged.kind == "ok" and isinstance(judged.value, dict):
+        run.memory.append(dict(judged.value.get("memory") or {}))
+    if judged.peak_rss_mb:
+        run.memory.append({"host_peak_mb": judged.peak_rss_mb})
+
+
+def _end_candidate(cand: JobSession, run: TrialRun, triton_cache_out: str | None) -> None:
+    """Stop the candidate's job (unless told already) and take its outcome into `run`: its
+    evidence, memory peaks, and whether it ran out of memory. `triton_cache_out`: where its
+    compiled kernels are kept."""
+    if run.outcome is None:
+        if not run.candidate_stopped:
+            # Exactly one stop: a job that exits with a message unread in its socket resets
+            # the connection, and its result is lost with it.
             try:
-                judge_job.send(msg)
-                exp = judge_job.recv()
-            except JobEnded as exc:
-                run.judge_failure = _judge_failure(exc.outcome, f"computing trial {t}'s reference")
-                _note_memory_kill(run, exc.outcome, "the judge's job")
-                return
-            if not isinstance(exp, dict) or "error" in exp:
-                err = exp.get("error") if isinstance(exp, dict) else "no reply"
-                if isinstance(exp, dict) and exp.get("out_of_memory"):
-                    run.out_of_memory = True
-                    run.resource_failure = f"the reference ran out of memory on trial {t}: {err}"
-                else:
-                    run.judge_failure = f"the reference failed on trial {t}: {err}"
-                return
-            run.expected = exp.get("expected", [])
-            try:
-                cand.send(msg)
-            except JobEnded as exc:
-                run.outcome = exc.outcome
-                return
-            for expected_run in run.runs[t]:
-                try:
-                    got = cand.recv()
-                except JobEnded as exc:
-                    run.outcome = exc.outcome
-                    return
-                if (
-                    not isinstance(got, dict)
-                    or got.get("trial") != t
-                    or got.get("run") != expected_run
-                    or not isinstance(got.get("outputs"), list)
-                ):
-                    run.forged = "the candidate's job sent a message the harness does not send"
-                    return
-                try:
-                    judge_job.send(
-                        {
-                            "compare": got["outputs"],
-                            "run": expected_run,
-                            "directory": cand.workdir,
-                        }
-                    )
-                    reply = judge_job.recv()
-                except JobEnded as exc:
-                    run.judge_failure = _judge_failure(
-                        exc.outcome, "reading the candidate's outputs"
-                    )
-                    _note_memory_kill(run, exc.outcome, "the judge's job")
-                    run.judge_died_comparing = True
-                    return
-                diff = reply.get("diff") if isinstance(reply, dict) else None
-                run.comparisons.append((t, expected_run, diff))
-                if expected_run == "first":
-                    run.got_shapes = [
-                        d.get("shape")
-                        for d in got["outputs"]
-                        if isinstance(d, dict) and "shape" in d
-                    ]
-                bad = not isinstance(diff, dict) or diff.get("kind") != "ok"
-                try:
-                    cand.send({"release": True, "stop": bad})
-                    run.candidate_stopped = bad
-                except JobEnded as exc:
-                    run.outcome = exc.outcome
-                    return
-                if bad:
-                    return
+                cand.send({"stop": True})
+            except JobEnded:
+                pass
+        run.outcome = cand.wait_result()
+    run.outcome = cand.end(run.outcome, triton_cache_out=triton_cache_out)
+    if run.outcome.peak_rss_mb:
+        run.memory.append({"host_peak_mb": run.outcome.peak_rss_mb})
+    value = run.outcome.value
+    if isinstance(value, dict) and isinstance(value.get("memory"), dict):
+        run.memory.append(dict(value["memory"]))
+    if isinstance(value, dict) and value.get("out_of_memory"):
+        run.out_of_memory = True
+        run.resource_failure = (
+            f"the candidate ran out of memory: {str(value['out_of_memory'])[:300]}"
+        )
 
 
 def judge_settings(options: VerifyOptions) -> dict[str, Any]:
