@@ -165,12 +165,13 @@ STEPS = (
     "model_new_source",
     "_assembled",
 )
-"""The steps of `tools.draft.job._draft` timed by `--steps` (the first is Inductor's capture)."""
+"""The steps of `tools.draft.steps.one_draft` timed by `--steps` (the first is Inductor's capture)."""
 
 
 def draft_steps(path: str) -> dict:
     """CPU seconds of each of the drafter's steps (`STEPS`) in one CPU draft of `path`."""
     import tools.draft.job as job
+    import tools.draft.steps as steps
 
     spent: dict[str, float] = {}
 
@@ -185,7 +186,7 @@ def draft_steps(path: str) -> dict:
         return run
 
     for name in STEPS:
-        setattr(job, name, timed(name, getattr(job, name)))
+        setattr(steps, name, timed(name, getattr(steps, name)))
     start = time.process_time()
     result = job.draft_candidate(Path(path).read_text(), device="cpu")
     spent["total"] = time.process_time() - start

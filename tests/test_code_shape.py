@@ -27,7 +27,6 @@ LONG_MODULES: dict[str, int] = {
     "tools/checks/arithmetic_source.py": 639,
     "tools/checks/audit.py": 804,
     "tools/checks/compare.py": 643,
-    "tools/draft/job.py": 731,
     "tools/checks/integrity.py": 664,
 }
 """Modules over MAX_MODULE lines, to be split (issue 37)."""

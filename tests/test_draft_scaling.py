@@ -7,7 +7,7 @@ not with the kernels times the modules and drafts it times them in.
   `@triton.jit` objects (no interpreter; nothing is launched, so no GPU is needed).
 - A CUDA draft that tries the sized path times the launch configs once, for the path the
   candidate runs at the problem's sizes, instead of once in each of its two drafts. Checked
-  with the GPU steps scripted (`_draft` stands in for Inductor; the picker is a counter).
+  with the GPU steps scripted (`one_draft` stands in for Inductor; the picker is a counter).
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def call_sized(args):
 
 
 def _scripted_gpu_draft(monkeypatch, taken: bool) -> list[dict]:
-    """draft_candidate on "cuda" with Inductor and the timings scripted: `_draft` gives a
+    """draft_candidate on "cuda" with Inductor and the timings scripted: `one_draft` gives a
     dynamic or static draft of one pointwise kernel through the real `_picked_on_the_gpu`,
     the sized path's choice is `taken`, and every launch-config timing is recorded."""
     import torch
@@ -139,6 +139,7 @@ def _scripted_gpu_draft(monkeypatch, taken: bool) -> list[dict]:
     import tools.draft.job as job
     import tools.draft.launch_configs as lc
     import tools.draft.sized as sized
+    import tools.draft.steps as steps
     from tools.draft.kernels import Kernel
     from tools.draft.result import DraftResult
 
@@ -157,9 +158,9 @@ def _scripted_gpu_draft(monkeypatch, taken: bool) -> list[dict]:
         kernel = Kernel("triton_poi_fused_relu_0", "", SimpleNamespace(fn=k0, configs=configs))
         kernel.config = configs[1]
         host = SimpleNamespace(gemms=[], launched=["triton_poi_fused_relu_0"])
-        phases = job._Phases()
+        phases = steps._Phases()
         extra = {} if deferred is None else {"deferred": deferred}
-        source = job._picked_on_the_gpu(
+        source = steps._picked_on_the_gpu(
             DYNAMIC if dynamic else DYNAMIC.replace("x)", "x, 7)"),
             problem, device, {kernel.name: kernel}, host, "", conv_from, notes, phases, **extra,
         )  # fmt: skip
@@ -174,7 +175,7 @@ def _scripted_gpu_draft(monkeypatch, taken: bool) -> list[dict]:
     problem = SimpleNamespace(module=SimpleNamespace(get_init_inputs=lambda: []), inputs=[])
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(job, "load_problem", lambda source, device: problem)
-    monkeypatch.setattr(job, "_draft", fake_draft)
+    monkeypatch.setattr(job, "one_draft", fake_draft)
     monkeypatch.setattr(sized, "pick_sized_path", fake_sized)
     monkeypatch.setattr(lc, "pick_configs", fake_pick)
     result = job.draft_candidate("unused", device="cuda")

@@ -95,7 +95,7 @@ def test_a_reassigned_attribute_is_read_where_the_model_now_holds_it():
 
     import torch
 
-    from tools.draft.job import _state_attribute
+    from tools.draft.steps import _state_attribute
 
     class Cell(torch.nn.Module):
         def __init__(self):

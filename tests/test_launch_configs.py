@@ -97,7 +97,7 @@ def test_with_config_rewrites_only_that_kernels_launches():
 
 
 def test_the_drafter_offers_each_kernels_own_configs(monkeypatch):
-    """tools/draft/job.py hands pick_configs each launched kernel's distinct configs (as launch
+    """tools/draft/steps.py hands pick_configs each launched kernel's distinct configs (as launch
     keywords) and the one Inductor picked; a failure there leaves the draft as it was."""
     from types import SimpleNamespace
 
@@ -105,8 +105,8 @@ def test_the_drafter_offers_each_kernels_own_configs(monkeypatch):
     import triton.language as tl
 
     import tools.draft.launch_configs as lc
-    from tools.draft.job import _with_picked_configs
     from tools.draft.kernels import Kernel
+    from tools.draft.steps import _with_picked_configs
 
     @triton.jit
     def k0(x_ptr, n, XBLOCK: tl.constexpr):

@@ -62,7 +62,7 @@ def test_the_judge_computes_its_reference_in_full_fp32(tmp_path, cpu_verifier):
 def test_the_drafter_generates_code_with_tf32_off(monkeypatch):
     """Inductor's GEMM/convolution templates take `ALLOW_TF32` from PyTorch's switches when
     they generate code (cuDNN's is on by default): the drafter captures in full fp32."""
-    from tools.draft import DraftUnsupportedError, draft_candidate, job
+    from tools.draft import DraftUnsupportedError, draft_candidate, steps
 
     seen = []
 
@@ -70,7 +70,7 @@ def test_the_drafter_generates_code_with_tf32_off(monkeypatch):
         seen.append((torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32))
         raise DraftUnsupportedError("stop here")
 
-    monkeypatch.setattr(job, "capture_inductor", capture)
+    monkeypatch.setattr(steps, "capture_inductor", capture)
     source = (EX / "problems" / "relu.py").read_text()
     try:
         draft_candidate(source, device="cpu")

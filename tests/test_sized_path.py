@@ -221,7 +221,7 @@ def test_a_second_draft_past_its_deadline_is_abandoned_and_the_first_kept(monkey
             swallowed.append(True)
         raise AssertionError("not reached")
 
-    monkeypatch.setattr(job, "_draft", slow_draft)
+    monkeypatch.setattr(job, "one_draft", slow_draft)
     draft = DraftResult(source="dynamic", mixed=False, library_calls=[], kernels=["k"], notes=[])
     started = time.monotonic()
     out = job._with_sized_path(draft, problem=None, deadline=started + 0.5)

@@ -234,7 +234,7 @@ def returned_count(call: ast.FunctionDef) -> int:
 # --------------------------------------------------------------------------------------------
 # Hook (issue 15): library convolutions become this project's Triton convolution
 # (tools/kernels/triton_conv.py), copied into the candidate (`assemble.with_conv_source`). Two call sites
-# in `job._draft`.
+# in `steps.one_draft`.
 
 _CONV_TARGETS = {
     "torch.convolution": "convolution",
@@ -299,7 +299,7 @@ def _groups_from_shapes(node: ast.Call) -> None:
 # --------------------------------------------------------------------------------------------
 # Hook (issue 33): the recurrent layers' custom ops (tools/draft/recurrent.py) become this
 # project's Triton launchers (tools/kernels/recurrent_kernels.py), copied into the candidate
-# (`assemble.with_source_before_call`). Called in `job._draft` beside the convolution hook.
+# (`assemble.with_source_before_call`). Called in `steps.one_draft` beside the convolution hook.
 
 
 def recurrent_in_triton(call: ast.FunctionDef) -> str:
@@ -323,7 +323,7 @@ def recurrent_in_triton(call: ast.FunctionDef) -> str:
 # --------------------------------------------------------------------------------------------
 # Hook (issue 33): attention's custom op (tools/draft/attention.py) becomes this project's fused
 # Triton kernel (tools/kernels/attention_kernels.py), copied into the candidate
-# (`assemble.with_source_before_call`). Called in `job._draft` beside the recurrent hook.
+# (`assemble.with_source_before_call`). Called in `steps.one_draft` beside the recurrent hook.
 
 
 def attention_in_triton(call: ast.FunctionDef) -> str:
