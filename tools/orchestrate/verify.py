@@ -70,7 +70,7 @@ class Verifier:
 
     sandbox_factory: ClassVar[Callable[..., Sandbox]] = Sandbox
     """Builds the sandbox of a Verifier given none, as `sandbox_factory(device=, limits=,
-    slots_per_gpu=)`: the seam for running jobs elsewhere (a test runs a "cuda" verifier's jobs
+    jobs_per_gpu=)`: the seam for running jobs elsewhere (a test runs a "cuda" verifier's jobs
     on the CPU with a Sandbox subclass)."""
 
     def __init__(self, options: VerifyOptions | None = None, sandbox: Sandbox | None = None):
@@ -78,7 +78,7 @@ class Verifier:
         self.device = resolve_device(self.options.device)
         limits = Limits(timeout_s=self.options.timeout_s, memory_mb=self.options.memory_mb)
         self.sandbox = sandbox or self.sandbox_factory(
-            device=self.device, limits=limits, slots_per_gpu=self.options.jobs_per_gpu
+            device=self.device, limits=limits, jobs_per_gpu=self.options.jobs_per_gpu
         )
         # every job of this sandbox runs the problem at the options' precision (the dtype the
         # problem check, the judge, the candidate and the timing job cast it to); a sandbox
