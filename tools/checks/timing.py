@@ -1,4 +1,6 @@
-"""The timing protocol, inside a timing job on a GPU (`tools.job.profile_worker`).
+"""The timing protocol, inside a timing job on a GPU (`tools.job.profile_worker`), and the one
+`Timer` of the library: its `kernelbench` mode times KernelBench's way beside ours, its
+`fastest_ms` mode is what a draft job's pickers time variants with (`tools.draft`).
 
 Timing method ("padded events, checked against the profiler"): before each repetition the L2 is
 flushed (a write over a buffer of twice its size) and the device synchronised; then a short spin
@@ -96,10 +98,19 @@ class Freshness:
             self.finding = self.check(outputs)
 
 
+KERNELBENCH_WARMUP = 3
+"""KernelBench's synchronised warm-up calls (`src/eval.py`)."""
+KERNELBENCH_TRIALS = 100
+"""KernelBench's timed trials."""
+
+
 class Timer:
-    """Padded event timing with an L2 flush before every repetition (see the module doc).
-    `fresh`: new input values before every timed call (`Freshness`); set it before timing
-    anything that is compared, so that baselines and candidate are timed the same way."""
+    """The library's one way to time a kernel, in three modes: `measure` (and `sequence`), the
+    profile's padded event timing with an L2 flush before every repetition (see the module
+    doc); `kernelbench`, KernelBench's method, for numbers beside KernelBench's; `fastest_ms`,
+    the drafter's quick pick among variants (do_bench's minimum). `fresh`: new input values
+    before every timed call of `measure` (`Freshness`); set it before timing anything that is
+    compared, so that baselines and candidate are timed the same way."""
 
     def __init__(
         self, l2_bytes: int, *, warmup_ms: float, rep_ms: float, min_reps: int, max_reps: int
@@ -176,6 +187,52 @@ class Timer:
         torch.cuda.synchronize()
         reps = repetitions(estimate, budget_ms=self.rep_ms, least=self.min_reps, most=self.max_reps)
         return self.sequence(call, sets, reps, pad=pad, armed=True)
+
+    def kernelbench(
+        self,
+        call: Call,
+        args: list,
+        *,
+        warmup: int = KERNELBENCH_WARMUP,
+        trials: int = KERNELBENCH_TRIALS,
+    ) -> dict[str, Any]:
+        """KernelBench's method, the timer's second mode (`src/eval.py:
+        time_execution_with_cuda_event` and `get_timing_stats`), reproduced so its numbers can
+        sit beside ours: `warmup` synchronised calls, then `trials` calls each bracketed by two
+        CUDA events on the current stream and followed by a device synchronise; same inputs
+        every trial (`fresh` is not its method), no L2 flush, host launch cost inside the
+        bracket. Mean and (population) std over the trials, in ms."""
+        for _ in range(warmup):
+            call(args)
+            torch.cuda.synchronize()
+        times: list[float] = []
+        for _ in range(trials):
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            call(args)
+            end.record()
+            torch.cuda.synchronize()
+            times.append(start.elapsed_time(end))
+        return {
+            "mean": statistics.fmean(times),
+            "std": statistics.pstdev(times),
+            "min": min(times),
+            "max": max(times),
+            "num_trials": len(times),
+            "warmup": warmup,
+        }
+
+    @staticmethod
+    def fastest_ms(run: Callable[[], Any]) -> float:
+        """The timer's third mode, the drafter's quick pick among variants of one draft
+        (`tools.draft`'s pickers; it needs no Timer built, so a draft job allocates no flush
+        buffer of its own): milliseconds one call of `run` takes on the GPU, the fastest of
+        `do_bench`'s repetitions (10 ms of warm-up, 40 ms of repetitions, do_bench's own L2
+        flush before each; the minimum, since other jobs may share the GPU)."""
+        from triton.testing import do_bench
+
+        return float(do_bench(run, warmup=10, rep=40, return_mode="min"))
 
 
 REPEAT_RATIO = 0.8
@@ -335,42 +392,6 @@ def _sleep_cycles_per_us() -> float:
     end.record()
     end.synchronize()
     return cycles / max(start.elapsed_time(end) * 1000.0, 1.0)
-
-
-KERNELBENCH_WARMUP = 3
-
-
-KERNELBENCH_TRIALS = 100
-
-
-def kernelbench_times(
-    call: Call, args: list, *, warmup: int = KERNELBENCH_WARMUP, trials: int = KERNELBENCH_TRIALS
-) -> dict[str, Any]:
-    """KernelBench's timing method (`src/eval.py: time_execution_with_cuda_event` and
-    `get_timing_stats`), reproduced so its numbers can sit beside ours: `warmup` synchronised
-    calls, then `trials` calls each bracketed by two CUDA events on the current stream and
-    followed by a device synchronise; same inputs every trial, no L2 flush, host launch cost
-    inside the bracket. Mean and (population) std over the trials, in ms."""
-    for _ in range(warmup):
-        call(args)
-        torch.cuda.synchronize()
-    times: list[float] = []
-    for _ in range(trials):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        call(args)
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    return {
-        "mean": statistics.fmean(times),
-        "std": statistics.pstdev(times),
-        "min": min(times),
-        "max": max(times),
-        "num_trials": len(times),
-        "warmup": warmup,
-    }
 
 
 def timing_sets(inputs: list, k: int) -> list[list]:

@@ -32,8 +32,9 @@ import re
 import tempfile
 from typing import Any
 
+from tools.checks.timing import Timer
 from tools.core import pyast
-from tools.draft.launch_configs import Run, Timer, gpu_timer, load_module
+from tools.draft.launch_configs import Run, RunTimer, load_module
 
 MIN_GAIN = 0.03
 ROUNDS = 3
@@ -364,7 +365,7 @@ def pick_conv_epilogues(
     inputs: list[Any],
     device: str,
     *,
-    timer: Timer = gpu_timer,
+    timer: RunTimer = Timer.fastest_ms,
 ) -> tuple[str, list[str]]:
     """The fused draft (`fuse_conv_epilogues`) where its outputs match the draft's and its
     forward is at least `MIN_GAIN` faster on the problem's inputs; otherwise `source`."""

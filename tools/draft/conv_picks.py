@@ -44,9 +44,10 @@ import tempfile
 import time
 from typing import Any
 
+from tools.checks.timing import Timer
 from tools.compile.tune import CONV_TILE_KEYS, CONV_TILES, conv_sites
 from tools.draft.gemm_tiles import call_lines
-from tools.draft.launch_configs import Run, Timer, gpu_timer, load_module, run_forward
+from tools.draft.launch_configs import Run, RunTimer, load_module, run_forward
 from tools.kernels.triton_conv import DIRECT_MAX_COUT_G, TAP_LOOP_MIN_CIN_G
 from tools.orchestrate.verify_options import SCALE_TRIALS
 
@@ -280,7 +281,7 @@ def pick_conv_variants(
     inputs: list[Any],
     device: str,
     *,
-    timer: Timer = gpu_timer,
+    timer: RunTimer = Timer.fastest_ms,
     accuracy=bf16x3_accuracy,
 ) -> tuple[str, list[str]]:
     """`source` with each convolution call site's fastest variant's keywords written in, and a

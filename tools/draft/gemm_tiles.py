@@ -34,6 +34,7 @@ import sys
 import tempfile
 from typing import Any
 
+from tools.checks.timing import Timer
 from tools.compile.tune import (
     GEMM_TILE_KEYS,
     GEMM_TILES,
@@ -43,7 +44,7 @@ from tools.compile.tune import (
     template_calls,
 )
 from tools.core import pyast
-from tools.draft.launch_configs import Run, Timer, gpu_timer, load_module, run_forward
+from tools.draft.launch_configs import Run, RunTimer, load_module, run_forward
 
 PICK_TILES = GEMM_TILES
 """The tiles timed per call site (the tuner's set; the first is the drafts' default)."""
@@ -65,7 +66,7 @@ def pick_tiles(
     inputs: list[Any],
     device: str,
     *,
-    timer: Timer = gpu_timer,
+    timer: RunTimer = Timer.fastest_ms,
     tiles: tuple[tuple[int, ...], ...] = PICK_TILES,
 ) -> tuple[str, list[str]]:
     """`source` with each GEMM call site's fastest tile written in, and a note per site.
@@ -89,7 +90,7 @@ def _time_sites(
     init_inputs: list[Any],
     inputs: list[Any],
     device: str,
-    timer: Timer,
+    timer: RunTimer,
     tiles: tuple[tuple[int, ...], ...],
 ) -> tuple[dict[int, list[tuple[float, dict[str, Any]]]], dict[int, str], dict[int, int], set[int]]:
     """Run the draft's forward with its `gemm` replaced: the first call at each site in `sites`
@@ -142,7 +143,7 @@ def _time_tiles(
     trial: dict[str, Any],
     current: dict[str, Any],
     site: int,
-    timer: Timer,
+    timer: RunTimer,
     tiles: tuple[tuple[int, ...], ...],
     failures: dict[int, int],
 ) -> list[tuple[float, dict[str, Any]]]:

@@ -26,6 +26,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from tools.checks.timing import Timer
 from tools.compile.tune import Knob, rewrite
 from tools.core import pyast
 
@@ -51,15 +52,9 @@ class Run:
         return self.fn()
 
 
-Timer = Callable[[Run], float]
-
-
-def gpu_timer(run: Run) -> float:
-    """Milliseconds one call takes on the GPU: the fastest of do_bench's repetitions (the
-    minimum, since other jobs may share the GPU)."""
-    from triton.testing import do_bench
-
-    return float(do_bench(run, warmup=10, rep=40, return_mode="min"))
+RunTimer = Callable[[Run], float]
+"""How the pickers time a `Run`: `Timer.fastest_ms` (`tools.checks.timing`, the library's one
+timer, in its draft mode) on a GPU, a scripted timer in tests."""
 
 
 def config_values(config: Any, constexprs: list[str]) -> dict[str, Any]:
@@ -97,7 +92,7 @@ def pick_configs(
     inputs: list[Any],
     device: str,
     *,
-    timer: Timer = gpu_timer,
+    timer: RunTimer = Timer.fastest_ms,
 ) -> tuple[str, list[str]]:
     """`source` with each kernel's fastest config among `candidates[kernel]` (launch keyword
     values) written in where it beats `current[kernel]` by MIN_GAIN; a note per kernel timed.
@@ -145,7 +140,7 @@ def _time_variants(
     init_inputs: list[Any],
     inputs: list[Any],
     device: str,
-    timer: Timer,
+    timer: RunTimer,
 ) -> tuple[list[float | None], int]:
     """The forward of the draft as written, then of each variant (one kernel's config
     changed; its autotuned kernels given the draft's picks), timed on one model within

@@ -29,8 +29,9 @@ import tempfile
 import textwrap
 from typing import Any
 
+from tools.checks.timing import Timer
 from tools.core import pyast
-from tools.draft.launch_configs import MIN_GAIN, ROUNDS, Run, Timer, gpu_timer, load_module
+from tools.draft.launch_configs import MIN_GAIN, ROUNDS, Run, RunTimer, load_module
 
 SUFFIX = "_sized"
 MATCH_RTOL = 1e-3
@@ -276,7 +277,7 @@ def pick_sized_path(
     inputs: list[Any],
     device: str,
     *,
-    timer: Timer = gpu_timer,
+    timer: RunTimer = Timer.fastest_ms,
 ) -> tuple[str, list[str]]:
     """The two-path draft where the static draft's forward is at least `MIN_GAIN` faster than
     the dynamic one's on the problem's inputs and their outputs agree; else `dynamic`."""

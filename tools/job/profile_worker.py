@@ -61,7 +61,6 @@ from tools.checks.timing import (
     Timer,
     independent_runs,
     input_sets,
-    kernelbench_times,
     reference_repeats,
     time_repeats,
     timing_sets,
@@ -402,7 +401,7 @@ def _time_baselines(
         result["baselines_from_cache"] = False
     if settings.get("kernelbench"):
         # KernelBench's own method beside ours, eager timed before the candidate is loaded
-        result["kernelbench"] = {"eager": kernelbench_times(eager, sets[0])}
+        result["kernelbench"] = {"eager": timer.kernelbench(eager, sets[0])}
 
 
 def _time_compiled(
@@ -513,7 +512,7 @@ def _time_candidate(
     result["timings"]["candidate_s"] = time.perf_counter() - t1
     t1 = time.perf_counter()
     if settings.get("kernelbench"):
-        result["kernelbench"]["candidate"] = kernelbench_times(candidate, sets[0])
+        result["kernelbench"]["candidate"] = timer.kernelbench(candidate, sets[0])
     trace_to = os.path.join(os.getcwd(), "trace.json") if settings.get("trace") else None
     try:
         result["kernels"], notes = breakdown(
