@@ -3,7 +3,7 @@ mask made with `torch.tril`, a positional-encoding table, an index table) is wha
 own `__init__` does and is allowed; work on the weights (values drawn under the harness's seed, or
 the reference's weights while they are copied in) other than initialising them is forward's work
 done outside forward, a `cheat`, whether in `__init__`, in a `load_state_dict` hook, or in an
-`_apply` / `.to()` override. Unit tests of `tools.checks.audit.ConstructorAuditMode`, then whole
+`_apply` / `.to()` override. Unit tests of `tools.checks.constructor_audit.ConstructorAuditMode`, then whole
 verifications on the CPU.
 
 Before the rule, the causal mask was `cheat` ("aten.tril (in the constructor)"), and a fold done

@@ -1,7 +1,7 @@
 """A second, independent observer of what runs inside `ModelNew.forward`: the PyTorch profiler
 (job-process side).
 
-The dispatch mode of `tools.checks.audit` lives on a Python-visible mode stack, so a candidate can pop
+The dispatch mode of `tools.checks.audit_mode` lives on a Python-visible mode stack, so a candidate can pop
 it (`_pop_mode`, `_disable_current_modes`), exclude the Python dispatch key, or run torch inside
 a callback that executes while a launch has the modes suspended (a callable grid). The
 profiler's RecordFunction hooks sit in the C++ dispatcher and see every aten op regardless.
@@ -15,7 +15,7 @@ import contextlib
 
 import torch
 
-from tools.checks.audit import ALLOC_OPS, LIBRARY_OPS, RNG_OPS, VIEW_OPS
+from tools.checks.audit_ops import ALLOC_OPS, LIBRARY_OPS, RNG_OPS, VIEW_OPS
 
 PROFILER_FREE = (
     ALLOC_OPS

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 
 import torch
 
-from tools.checks.audit import ALLOC_OPS, LIBRARY_OPS, RNG_OPS, VIEW_OPS
+from tools.checks.audit_ops import ALLOC_OPS, LIBRARY_OPS, RNG_OPS, VIEW_OPS
 
 EXEMPT = (
     ALLOC_OPS
@@ -63,7 +63,7 @@ EXEMPT = (
         "_assert_scalar",
     }
 )
-"""What forward may run besides Triton launches: the strict policy's free ops (tools.checks.audit)."""
+"""What forward may run besides Triton launches: the strict policy's free ops (tools.checks.audit_ops)."""
 
 _REGISTER = torch._C._dispatch_library
 """The C++ library constructor, bound when the harness imports this module (before the guard
@@ -76,7 +76,7 @@ class ComputeRefused(RuntimeError):
 
 def is_library(op: str) -> bool:
     """Whether a refused operator ("aten.mm.out", as `compute_blocked` records it) is a library
-    GEMM or convolution (`tools.checks.audit.LIBRARY_OPS`: the strict policy's `policy`, the lenient
+    GEMM or convolution (`tools.checks.audit_ops.LIBRARY_OPS`: the strict policy's `policy`, the lenient
     policy's "mixed"), not other PyTorch compute."""
     base = op.removeprefix("aten.").split(".")[0]
     return base in LIBRARY_OPS or base.rstrip("_") in LIBRARY_OPS

@@ -220,7 +220,7 @@ def out_of_memory(exc: BaseException) -> bool:
 
 def reference_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
     """The reference's floating parameters and buffers (each a lineage of its own while they
-    are copied into the candidate: tools.checks.audit.ConstructorAuditMode)."""
+    are copied into the candidate: tools.checks.constructor_audit.ConstructorAuditMode)."""
     out = [p for p in model.parameters()] + [b for b in model.buffers()]
     return [t.detach() for t in out if t.is_floating_point()]
 
