@@ -26,7 +26,6 @@ LONG_FUNCTIONS: dict[str, int] = {
 LONG_MODULES: dict[str, int] = {
     "tools/checks/arithmetic_source.py": 639,
     "tools/checks/compare.py": 643,
-    "tools/checks/integrity.py": 664,
 }
 """Modules over MAX_MODULE lines, to be split (issue 37)."""
 

@@ -23,6 +23,11 @@ PIECES = {
         "tools.job.guard_locked._check_locked",
         "tools.job.guard_locked._check_stack_walk",
     ),
+    "tools.checks.integrity": (
+        "tools.checks.integrity_targets.integrity_targets",
+        "tools.checks.process_snapshot._rebound_by_import",
+        "tools.checks.run_hooks.hooks",
+    ),
     "tools.job.worker": (
         "tools.job.candidate_arming.arm_harness",
         "tools.job.candidate_arming.construct_candidate",

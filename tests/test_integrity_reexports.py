@@ -1,4 +1,4 @@
-"""The process snapshot (`tools.checks.integrity.ProcessSnapshot`) and a library's own imports: a
+"""The process snapshot (`tools.checks.process_snapshot.ProcessSnapshot`) and a library's own imports: a
 package attribute that re-exports another module under a name the import system has not
 loaded (torch.onnx.symbolic_helper is torch.onnx._internal...symbolic_helper) is rebound by any
 later `import torch.onnx.symbolic_helper` to that file's module. On the H200 (session 15) every
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CASE = r"""
 import os, sys, tempfile, types
 import torch
-from tools.checks.integrity import ProcessSnapshot
+from tools.checks.process_snapshot import ProcessSnapshot
 
 snap = ProcessSnapshot()
 if case == "library_import":
@@ -62,7 +62,7 @@ SCRIPT = r"""
 import json, os, sys, tempfile, traceback
 os.chdir(tempfile.mkdtemp())
 import torch, torch.onnx
-import tools.checks.integrity  # noqa: F401
+import tools.checks.process_snapshot  # noqa: F401
 
 for case in sys.argv[2:]:
     pid = os.fork()

@@ -35,7 +35,9 @@ def arm_harness(
     the CPU checks, the integrity snapshots. Returns (kit, races, budget, the candidate's
     path, the watch from the start, the threads before, `record_launches`); `handed`: the
     callables the job bound first (audited, export_outputs)."""
-    from tools.checks.integrity import Integrity, ProcessSnapshot, hooks
+    from tools.checks.integrity import Integrity
+    from tools.checks.process_snapshot import ProcessSnapshot
+    from tools.checks.run_hooks import hooks
 
     _set_up_harness(device, kernel_source)
     # harness set-up in this fresh process: problem, model, dynamo, CUDA and Triton's driver
