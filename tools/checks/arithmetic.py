@@ -43,7 +43,8 @@ from tools.checks.arithmetic_kinds import (
     ordered,
     outside_fp32_contract,
 )
-from tools.checks.arithmetic_source import SourceModel, scan_kernel
+from tools.checks.arithmetic_source import scan_kernel
+from tools.checks.source_model import SourceModel
 
 log = logging.getLogger(__name__)
 
