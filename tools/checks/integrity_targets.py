@@ -266,6 +266,7 @@ _BUILDER_METHODS = (
 
 HARNESS_MODULES = (
     "tools.checks.compare",
+    "tools.checks.compare_chunks",
     "tools.job.handover",
     "tools.job.worker",
     "tools.job.candidate_arming",
