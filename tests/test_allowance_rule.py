@@ -31,7 +31,14 @@ import pytest
 import torch
 
 from tools.checks.compare import Tolerance, compare_outputs, fp64_accepted
-from tools.checks.fp64_rule import EXCUSE_CAP_FLOOR, cancelling, excuse_cap, no_farther_from_fp64
+from tools.checks.fp64_rule import (
+    EXCUSE_CAP_FLOOR,
+    ORDER_FACTOR,
+    cancelling,
+    excuse_cap,
+    no_farther_from_fp64,
+    outside_truth,
+)
 from tools.checks.freshness import fp32_error_allowance, fresh_finding, perturb_one_ulp
 from tools.checks.precision import lower_precision, precision_sample
 
@@ -210,3 +217,34 @@ def test_the_freshness_check_holds_the_same_limits(graded):
     assert not fresh_finding(thirty, [ref32], 1e-4, 1e-4, **kw)["ok"]
     bf16 = fresh_finding(x.sum(-1).bfloat16().float(), [ref32], 1e-4, 1e-4, **kw)
     assert not bf16["ok"], bf16["message"]
+
+
+def test_one_draw_recomputed_gives_the_allowance_and_its_whole_record():
+    """The allowance and every field of its record, recomputed here from the one seeded draw
+    (issue 37 splits `fp32_error_allowance` into steps; this pins what it returns and records):
+    D the larger of the trial's own fp32 error and the draw's, C how far the draw moves the
+    exact result, the allowance `factor` * max(D, ORDER_FACTOR * C); the counts outside the
+    tolerance of the fp32 reference and of the fp64 truth (the trial's own included)."""
+    x = _graded(3, rows=64, cols=512)
+    model = _RowSum()
+    ref32, ref64 = model(x), model(x.double())
+    atol, rtol = 1e-5, 1e-5
+    made: dict = {}
+    allowance = fp32_error_allowance(
+        model, lambda: [x.clone()], [ref32], [ref64], seed=7, draws=1, factor=3.0, record=made,
+        tolerances=[(atol, rtol)],
+    )  # fmt: skip
+    moved = x.clone()
+    perturb_one_ulp(moved, torch.Generator().manual_seed(7 * 1000 + 0))
+    d32, d64 = model(moved), model(moved.double())
+    drawn = torch.fmax((ref32.double() - ref64).abs().float(), (d32.double() - d64).abs().float())
+    spread = (d64 - ref64).abs().float()
+    assert spread.max() > 0
+    assert torch.equal(made["conditioning"][0], spread)
+    assert torch.equal(allowance[0], torch.fmax(drawn, spread * ORDER_FACTOR) * 3.0)
+    e = ref32.double()
+    reference = int(((d32.double() - e).abs() > e.abs() * rtol + atol).sum())
+    truth = max(outside_truth(ref32, ref64, atol, rtol), outside_truth(d32, d64, atol, rtol))
+    assert reference != truth, (reference, truth)  # the two counts apart
+    assert made["outside_reference"] == [reference] and made["outside_truth"] == [truth]
+    assert made["outside"] == [max(reference, truth)] and made["draws"] == 1

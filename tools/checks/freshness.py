@@ -8,6 +8,7 @@ follow each input's own distribution."""
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 import time
 from collections.abc import Callable
@@ -257,6 +258,110 @@ def _fold_draw(a: torch.Tensor, c: torch.Tensor, o32: Any, o64: Any, r64: torch.
     return True
 
 
+@dataclasses.dataclass
+class _Draws:
+    """What `fp32_error_allowance`'s draws gather, per output: D (`allowance`, PyTorch's largest
+    fp32 error so far, the trial's own draw to start), C (`spread`, the largest move of the
+    exact result), and with tolerances the most elements a draw had outside the tolerance of
+    the trial's fp32 reference (`outside`) and of its own fp64 value (`truth`, the trial's own
+    reference included)."""
+
+    allowance: list
+    spread: list
+    outside: list
+    truth: list
+
+
+def _start_draws(
+    allowance: list,
+    expected: list,
+    reference64: list,
+    tolerances: list[tuple[float, float]] | None,
+) -> _Draws:
+    """The draws' state before the first perturbed draw: D from the trial's own draw, C zero,
+    no element outside yet but where the trial's fp32 reference misses its fp64 value."""
+    # The cap counts against the truth too (issue 35, session 17): the trial's own fp32
+    # reference outside the tolerance of its fp64 value is where an exact kernel misses.
+    truth = [
+        outside_truth(e, r, *tolerances[j]) if tolerances and j < len(tolerances) else 0
+        for j, (e, r) in enumerate(zip(expected, reference64, strict=True))
+    ]
+    spread = [torch.zeros_like(a) for a in allowance]
+    return _Draws(allowance, spread, [0] * len(allowance), truth)
+
+
+def _draw_models(model: torch.nn.Module) -> tuple:
+    """(fp32 copy, fp64 copy, the copies' floating-point weights as (fp32 tensor, fp64 tensor,
+    original values)) for the draws."""
+    import copy
+
+    # Copies: a forward that updates the model's state (running statistics) leaves the
+    # judge's own model as the candidate's side expects it.
+    model32, model64 = copy.deepcopy(model), copy.deepcopy(model).double()
+    # The model's own floating-point parameters and buffers move an ulp too, each draw from
+    # their values (issue 33: in a selective scan, A's exponentials of cumulative sums carry
+    # most of PyTorch's rounding error; draws that move only the inputs leave it out).
+    weights = [
+        (w32, w64, w32.detach().clone())
+        for w32, w64 in zip(
+            [*model32.parameters(), *model32.buffers()],
+            [*model64.parameters(), *model64.buffers()],
+            strict=True,
+        )
+        if w32.is_floating_point() and w64.is_floating_point()
+    ]
+    return model32, model64, weights
+
+
+def _fold_draws(
+    state: _Draws,
+    models: tuple,
+    make_inputs: Callable[[], list],
+    expected: list,
+    reference64: list,
+    tolerances: list[tuple[float, float]] | None,
+    *,
+    seed: int,
+    draws: int,
+    budget_s: float | None,
+) -> int | None:
+    """Up to `draws` perturbed draws (`_perturbed_draw`) folded into `state`, none started once
+    the ones made, at their average time, would take the next past `budget_s`: how many were
+    made, or None where a draw's outputs do not fit."""
+    model32, model64, weights = models
+    start, made = time.monotonic(), 0
+    for k in range(draws):
+        spent = time.monotonic() - start
+        if k and budget_s is not None and spent + spent / k > budget_s:
+            break
+        out32, out64 = _perturbed_draw(model32, model64, weights, make_inputs(), seed * 1000 + k)
+        _sync()
+        if len(out32) != len(state.allowance) or len(out64) != len(state.allowance):
+            return None
+        for j, (a, o32, o64) in enumerate(zip(state.allowance, out32, out64, strict=True)):
+            if not _fold_draw(a, state.spread[j], o32, o64, reference64[j]):
+                return None
+            if tolerances is not None and j < len(tolerances):
+                outside = _outside(o32, expected[j], *tolerances[j])
+                state.outside[j] = max(state.outside[j], outside)
+                state.truth[j] = max(state.truth[j], outside_truth(o32, o64, *tolerances[j]))
+        del out32, out64
+        made += 1
+    return made
+
+
+def _record_draws(
+    record: dict, made: int, state: _Draws, tolerances: list[tuple[float, float]] | None
+) -> None:
+    """`fp32_error_allowance`'s `record`: the draws made, the counts outside (with
+    `tolerances`), and C per output."""
+    record["draws"] = made
+    if tolerances is not None:
+        record["outside"] = [max(o, t) for o, t in zip(state.outside, state.truth, strict=True)]
+        record["outside_reference"], record["outside_truth"] = state.outside, state.truth
+    record["conditioning"] = state.spread  # not changed after: fp32_scale writes into D
+
+
 def fp32_error_allowance(
     model: torch.nn.Module,
     make_inputs: Callable[[], list],
@@ -293,9 +398,11 @@ def fp32_error_allowance(
     reference included: `tools.checks.fp64_rule.outside_truth`), the larger: what the fp64 rule's cap,
     `tools.checks.fp64_rule.excuse_cap`, is made from; the two counts apart in
     `record["outside_reference"]` and `record["outside_truth"]`; `record["conditioning"]` gets
-    C per output."""
-    import copy
+    C per output.
 
+    The steps: D from the trial's own draw, the models the draws run (`_draw_models`), the
+    state they fold into (`_start_draws`), the draws (`_fold_draws`), the record
+    (`_record_draws`), then the allowance from D and C (`fp32_scale`)."""
     if not expected or len(reference64) != len(expected):
         return []
     try:
@@ -303,55 +410,17 @@ def fp32_error_allowance(
             (e.double() - r.to(device=e.device, dtype=torch.float64)).abs_().float()
             for e, r in zip(expected, reference64, strict=True)
         ]
-        # Copies: a forward that updates the model's state (running statistics) leaves the
-        # judge's own model as the candidate's side expects it.
-        model32, model64 = copy.deepcopy(model), copy.deepcopy(model).double()
-        # The model's own floating-point parameters and buffers move an ulp too, each draw from
-        # their values (issue 33: in a selective scan, A's exponentials of cumulative sums carry
-        # most of PyTorch's rounding error; draws that move only the inputs leave it out).
-        weights = [
-            (w32, w64, w32.detach().clone())
-            for w32, w64 in zip(
-                [*model32.parameters(), *model32.buffers()],
-                [*model64.parameters(), *model64.buffers()],
-                strict=True,
-            )
-            if w32.is_floating_point() and w64.is_floating_point()
-        ]
-        start, made = time.monotonic(), 0
-        outside = [0] * len(allowance)
-        # The cap counts against the truth too (issue 35, session 17): the trial's own fp32
-        # reference outside the tolerance of its fp64 value is where an exact kernel misses.
-        truth = [
-            outside_truth(e, r, *tolerances[j]) if tolerances and j < len(tolerances) else 0
-            for j, (e, r) in enumerate(zip(expected, reference64, strict=True))
-        ]
-        spread = [torch.zeros_like(a) for a in allowance]
-        for k in range(draws):
-            spent = time.monotonic() - start
-            if k and budget_s is not None and spent + spent / k > budget_s:
-                break
-            out32, out64 = _perturbed_draw(
-                model32, model64, weights, make_inputs(), seed * 1000 + k
-            )
-            _sync()
-            if len(out32) != len(allowance) or len(out64) != len(allowance):
-                return []
-            for j, (a, o32, o64) in enumerate(zip(allowance, out32, out64, strict=True)):
-                if not _fold_draw(a, spread[j], o32, o64, reference64[j]):
-                    return []
-                if tolerances is not None and j < len(tolerances):
-                    outside[j] = max(outside[j], _outside(o32, expected[j], *tolerances[j]))
-                    truth[j] = max(truth[j], outside_truth(o32, o64, *tolerances[j]))
-            del out32, out64
-            made += 1
+        models = _draw_models(model)
+        state = _start_draws(allowance, expected, reference64, tolerances)
+        made = _fold_draws(
+            state, models, make_inputs, expected, reference64, tolerances,
+            seed=seed, draws=draws, budget_s=budget_s,
+        )  # fmt: skip
+        if made is None:
+            return []
         if record is not None:
-            record["draws"] = made
-            if tolerances is not None:
-                record["outside"] = [max(o, t) for o, t in zip(outside, truth, strict=True)]
-                record["outside_reference"], record["outside_truth"] = outside, truth
-            record["conditioning"] = spread  # not changed below: fp32_scale writes into `a`
-        for a, c in zip(allowance, spread, strict=True):
+            _record_draws(record, made, state, tolerances)
+        for a, c in zip(allowance, state.spread, strict=True):
             fp32_scale(a, c).mul_(factor)
         return allowance
     except Exception:  # noqa: BLE001 - out of memory included: the rule keeps its one draw
