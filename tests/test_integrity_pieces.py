@@ -23,6 +23,15 @@ PIECES = {
         "tools.job.guard_locked._check_locked",
         "tools.job.guard_locked._check_stack_walk",
     ),
+    "tools.job.interp_checks": (
+        "tools.job.interp_races.RaceDetector",
+        "tools.job.interp_libdevice.wrap_grid_executor",
+    ),
+    "tools.checks.audit": (
+        "tools.checks.audit_ops.op_name",
+        "tools.checks.audit_mode.AuditMode",
+        "tools.checks.constructor_audit.ConstructorAuditMode",
+    ),
     "tools.checks.integrity": (
         "tools.checks.integrity_targets.integrity_targets",
         "tools.checks.process_snapshot._rebound_by_import",
