@@ -196,7 +196,11 @@ import torch
 cases, device, out = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
 from tools.kernels.triton_conv import candidate_source
 scope = {"__name__": "conv_candidate"}
-exec(compile(candidate_source(), "<candidate conv>", "exec"), scope)
+# from a file, as a draft is: a real GPU's @triton.jit reads its kernel's source lines back
+# (inspect), which code compiled from a string does not have (the interpreter does not ask)
+path = out + ".py"
+open(path, "w").write(candidate_source())
+exec(compile(open(path).read(), path, "exec"), scope)
 conv = scope["triton_convolution"]
 
 
