@@ -30,6 +30,21 @@ BENCH_LOOP_OPTIONS = ("samples_per_round", "compiler_seed", "tune")
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="pass@k, fast_p and a report over a directory of problems")
+    _add_protocol_flags(p)
+    _add_run_flags(p)
+    add_options(p, "backend", "bar")
+    # loop mode's options, the table's (bench has no compiler seed unless asked: `--compiler-seed`)
+    add_options(p, names=BENCH_LOOP_OPTIONS, defaults={"compiler_seed": False})
+    _add_loop_flags(p)
+    add_options(p, "verify")
+    from agent.kernelbench_io import add_cli_options
+
+    add_cli_options(p, export=True)
+    p.set_defaults(handler=cmd_bench)
+
+
+def _add_protocol_flags(p: argparse.ArgumentParser) -> None:
+    """What is benched and how: the problems, sample or loop mode, N, k, the protocol."""
     p.add_argument(
         "problems", nargs="?", help="directory of problem .py files (KernelBench format)"
     )
@@ -55,6 +70,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         choices=["ours", "kernelbench"],
         help="kernelbench: 5 trials, atol=rtol=1e-2, 100 timing trials vs eager",
     )
+
+
+def _add_run_flags(p: argparse.ArgumentParser) -> None:
+    """Where the bench writes, how it runs (threads or Ray), which problems, how it stops."""
     p.add_argument(
         "--out",
         default=None,
@@ -85,9 +104,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="on SIGINT: seconds the running candidates may take to finish before their jobs "
         "are killed and the report of what is done is written (default 20)",
     )
-    add_options(p, "backend", "bar")
-    # loop mode's options, the table's (bench has no compiler seed unless asked: `--compiler-seed`)
-    add_options(p, names=BENCH_LOOP_OPTIONS, defaults={"compiler_seed": False})
+
+
+def _add_loop_flags(p: argparse.ArgumentParser) -> None:
+    """Loop mode's concurrency, and the JSON report."""
     p.add_argument(
         "--loop-jobs",
         type=int,
@@ -101,11 +121,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--json", action="store_true", help="print the report as JSON (last line of stdout)"
     )
-    add_options(p, "verify")
-    from agent.kernelbench_io import add_cli_options
-
-    add_cli_options(p, export=True)
-    p.set_defaults(handler=cmd_bench)
 
 
 def bench_config(args: argparse.Namespace) -> Any:
