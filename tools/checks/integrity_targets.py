@@ -6,6 +6,8 @@ candidate's job when the harness takes its snapshots.
 
 from __future__ import annotations
 
+import re
+import types
 from collections.abc import Callable
 
 import torch
@@ -195,35 +197,46 @@ def _add_threads_and_pipes(add: Callable[..., None]) -> None:
     )
 
 
+_PINNED_TYPES = (
+    frozenset, tuple, str, bytes, int, float, complex, bool, type(None), range,
+    types.MappingProxyType, re.Pattern,
+)  # fmt: skip
+"""Values a harness module's setting can hold that cannot change in place: such a global is
+pinned by identity, whatever its name (a rebinding is a change)."""
+
+_MUTABLE_SETTINGS = (
+    "VIOLATIONS",
+    "TOOLCHAIN",
+    "NATIVE_DENY",
+    "_ALLOWED_WRITE_PREFIXES",
+    "_WRITE_FLAGS",
+    "_state",
+)
+"""The harness's mutable settings and state, compared by content (the guard's state dict)."""
+
+
 def _add_harness_modules(targets: list[tuple[str, object, str]]) -> None:
-    """Every callable of the harness's modules (and the methods of their classes), and their
-    settings (the guard's lists and state, the audit's operator sets)."""
+    """Every callable of the harness's modules (and the methods of their classes), every
+    setting that cannot change in place (frozensets, tuples, numbers, strings: the guard's
+    refused events and imports, the audit's operator sets, HARNESS_MODULES itself), pinned by
+    identity, and the mutable settings and state by content. Not only named ones: a candidate
+    that emptied `_LOCKED_EVENTS` (a frozenset the named list lacked) read raw memory unseen
+    (session 18)."""
     import importlib
 
     # HARNESS_MODULES (one list: issue 37 split some of them), less job_process, as before
     for modname in (m for m in HARNESS_MODULES if m != "tools.sandboxing.job_process"):
         mod = importlib.import_module(modname)
         for n, v in list(vars(mod).items()):
-            if callable(v) and not n.startswith("__"):
+            if n.startswith("__"):
+                continue
+            if callable(v):
                 targets.append((f"{modname}.{n}", mod, n))
                 if isinstance(v, type) and v.__module__ == modname:
                     for m, f in list(vars(v).items()):
                         if callable(f) or isinstance(f, (staticmethod, classmethod, property)):
                             targets.append((f"{modname}.{n}.{m}", v, m))
-        for n in (
-            "VIOLATIONS",
-            "TOOLCHAIN",
-            "NATIVE_DENY",
-            "_ALLOWED_WRITE_PREFIXES",
-            "_WRITE_FLAGS",
-            "_state",
-            "ALLOC_OPS",
-            "VIEW_OPS",
-            "LIBRARY_OPS",
-            "POISON_OPS",
-            "PROFILER_FREE",
-        ):
-            if hasattr(mod, n):
+            elif isinstance(v, _PINNED_TYPES) or n in _MUTABLE_SETTINGS:
                 targets.append((f"{modname}.{n}", mod, n))
 
 
