@@ -46,6 +46,7 @@ from typing import Any
 
 from tools.checks.timing import Timer
 from tools.compile.tune import CONV_TILE_KEYS, CONV_TILES, conv_sites
+from tools.draft import choice_clock
 from tools.draft.gemm_tiles import call_lines
 from tools.draft.launch_configs import Run, RunTimer, load_module, run_forward
 from tools.kernels.triton_conv import DIRECT_MAX_COUT_G, TAP_LOOP_MIN_CIN_G
@@ -294,7 +295,7 @@ def pick_conv_variants(
         return source, []
     spans = call_lines(source)
     chosen: dict[int, tuple[dict[str, Any], str]] = {}
-    deadline = time.monotonic() + BUDGET_S
+    deadline = choice_clock.deadline(BUDGET_S)  # a network's clock may end it first
     with tempfile.TemporaryDirectory(prefix="conv_picks_") as workdir:
         module = load_module(source, workdir, "draft_candidate_convs", share=True)
         real = module.triton_convolution
@@ -311,6 +312,8 @@ def pick_conv_variants(
             reused = _reuse(site, same, real, args, kwargs, accuracy) if same else None
             if reused is not None:
                 chosen[site] = reused
+            elif choice_clock.spent():  # a network's speed choices are over: not even timed
+                chosen[site] = ({}, choice_clock.spent_note(f"conv#{site}"))
             else:
                 chosen[site] = _pick_one(site, real, args, kwargs, timer, accuracy, deadline)
                 if key is not None:

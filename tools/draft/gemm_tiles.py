@@ -44,6 +44,7 @@ from tools.compile.tune import (
     template_calls,
 )
 from tools.core import pyast
+from tools.draft import choice_clock
 from tools.draft.launch_configs import Run, RunTimer, load_module, run_forward
 
 PICK_TILES = GEMM_TILES
@@ -121,6 +122,9 @@ def _time_sites(
                 vectors.add(site)
                 timings[site] = []
                 return real(*args, **kwargs)
+            if choice_clock.spent():  # a network's speed choices are over: not timed
+                timings[site] = []
+                return real(*args, **kwargs)
             trial = dict(kwargs)
             out = kwargs.get("out")
             if out is not None and any(
@@ -163,6 +167,8 @@ def _time_tiles(
         values = dict(zip(GEMM_TILE_KEYS, tile, strict=True))
         if results and (values == results[0][1] or _too_big(values, rows, cols)):
             continue
+        if results and choice_clock.spent():
+            break
         try:
             results.append((time_tile(values), values))
         except Exception:  # out of shared memory or registers: not a candidate tile
@@ -170,6 +176,8 @@ def _time_tiles(
     # Other jobs may share the GPU in bursts: every tile is timed again in later rounds, each
     # keeping its best, so one burst during one tile's turn does not decide.
     for _ in range(ROUNDS - 1):
+        if choice_clock.spent():
+            break
         for i in range(len(results)):
             ms, values = results[i]
             results[i] = (min(ms, time_tile(values)), values)
@@ -196,7 +204,11 @@ def _picked_tiles(
             )
             continue
         if not results:
-            notes.append(f"gemm#{site}: no tile ran at draft time; kept as written")
+            notes.append(
+                f"gemm#{site}: no tile ran at draft time; kept as written"
+                if failures.get(site)
+                else choice_clock.spent_note(f"gemm#{site}")
+            )
             continue
         now_ms, now = results[0]
         best_ms, best = min(results, key=lambda r: r[0])

@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from tools.core.errors import ProblemError, ShimError
+from tools.draft import choice_clock
 from tools.draft.capture import first_line
 from tools.draft.launch_picks import Candidates, draft_time_choice, renamed, timed_once
 from tools.draft.loading import LoadedProblem, load_problem
@@ -59,6 +60,7 @@ def draft_candidate(
         if SETTINGS[settings][2]:
             sizes = "static"
     started = time.monotonic()
+    choice_clock.start()
     if sizes == "dynamic":
         # on the GPU, launch configs are timed once, for the path the candidate runs
         deferred: list[Candidates] | None = (
@@ -76,7 +78,12 @@ def draft_candidate(
         else:
             if deferred is not None and _wants_sized_path(result):
                 spent = time.monotonic() - started
-                if spent <= SIZED_PATH_MAX_S:
+                if choice_clock.is_network():
+                    result.notes.append(
+                        "sized path not tried: a network's draft (tools.draft.choice_clock) "
+                        "takes none (a second Inductor compile of every layer)"
+                    )
+                elif spent <= SIZED_PATH_MAX_S:
                     end = started + SIZED_PATH_END_S
                     result = _with_sized_path(result, problem, end, deferred)
                 else:

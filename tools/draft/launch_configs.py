@@ -29,6 +29,7 @@ from typing import Any
 from tools.checks.timing import Timer
 from tools.compile.tune import Knob, rewrite
 from tools.core import pyast
+from tools.draft import choice_clock
 
 MIN_GAIN = 0.03
 """A kernel keeps its config unless another makes the forward at least this much faster."""
@@ -172,7 +173,7 @@ def _time_variants(
         times: list[float | None] = []
         start, unused = time.monotonic(), 0
         for i, run in enumerate(runs):
-            if i and time.monotonic() - start > BUDGET_S:  # the draft's time is bounded
+            if i and (time.monotonic() - start > BUDGET_S or choice_clock.spent()):  # bounded
                 times.append(None)
                 unused += 1
                 continue
@@ -185,6 +186,8 @@ def _time_variants(
         if times[0] is None:
             return times, unused
         for _ in range(ROUNDS - 1):  # the draft and the 3 fastest variants again, best kept
+            if choice_clock.spent():
+                break
             timed = [i for i in range(1, len(runs)) if times[i] is not None]
             again = [0] + sorted(timed, key=lambda i: times[i])[:3]  # type: ignore[arg-type,return-value]
             for i in again:

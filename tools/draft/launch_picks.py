@@ -38,8 +38,12 @@ def draft_time_choice(
     """`pick(source, init_inputs, inputs, "cuda")` -> (source, notes): a choice timed on the GPU
     at draft time (convolution variants, GEMM tiles, launch configs). It is a speed choice, not a
     correctness one: when it fails, the draft stays as it was and a note says why."""
+    from tools.draft import choice_clock
     from tools.draft.capture import first_line
 
+    if choice_clock.spent():
+        notes.append(choice_clock.spent_note(what))
+        return source
     try:
         picked, more = pick(source, list(problem.module.get_init_inputs()), problem.inputs, "cuda")
     except Exception as exc:

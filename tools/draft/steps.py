@@ -15,6 +15,7 @@ from typing import Any
 
 from tools.checks.precision import full_fp32
 from tools.compile.tune import precisions
+from tools.draft import choice_clock
 from tools.draft.assemble import (
     assemble,
     describe_sizes,
@@ -372,6 +373,8 @@ def _picked_on_the_gpu(
     `conv_from`), the GEMM tiles, the kernels' launch configs (their candidates appended to
     `deferred` instead, where given), then the convolutions' fused epilogues. The source as it
     was on the CPU."""
+    if device == "cuda":
+        choice_clock.count(_choice_sites(source, host))
     if conv_source and device == "cuda" and conv_from is not None:
         from tools.draft.sized import copy_conv_keywords
 
@@ -391,6 +394,14 @@ def _picked_on_the_gpu(
         source = _with_fused_epilogues(source, problem, notes)
         phases.mark("epilogue fusion")
     return source
+
+
+def _choice_sites(source: str, host: Any) -> int:
+    """How many speed choices a draft makes: its convolution and GEMM call sites and the
+    Inductor kernels it launches (`tools.draft.choice_clock`)."""
+    from tools.compile.tune import gemm_sites  # GEMM and convolution call sites
+
+    return len(gemm_sites(source)) + len(set(host.launched))
 
 
 def _scan_at_fp32_accuracy(source: str, exponents: int, notes: list[str]) -> str:
