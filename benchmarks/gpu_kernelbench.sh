@@ -85,7 +85,10 @@ run_level() { # run_level LEVEL GPU: until the deadline (SIGINT), KILL_AFTER_S l
   # --foreground: the signals go to the bench alone, not to its process group, where a job
   # process that has not yet left it (setsid) would die of the SIGINT and read as a crash.
   # shellcheck disable=SC2086 # BENCH_ARGS: several flags
-  CUDA_VISIBLE_DEVICES=$gpu TMPDIR=$tmp \
+  # The per-machine cache (drafts, baselines, problem checks: tools/core/cache.py) beside the
+  # level, packed with it: a resumed call reuses the drafts and baselines an interrupted one
+  # made (a draft is keyed by the drafter's code, so a changed drafter drafts again).
+  CUDA_VISIBLE_DEVICES=$gpu TMPDIR=$tmp TRITON_AGENT_CACHE=$BENCH_DIR/cache-$level \
     timeout --foreground --signal=INT --kill-after="$KILL_AFTER_S" "$limit" \
     python3 -m agent bench "$KB_DIR/$level" --backend compiler --samples 1 --k 1 \
     --jobs-per-gpu "$JOBS_PER_GPU" --stop-grace "$STOP_GRACE_S" --out "$BENCH_DIR/$level" \
@@ -171,7 +174,9 @@ for level in $LEVELS; do
   [ -f "$d/bench.json" ] || continue
   dirs+=("$d")
   cp "$d/report.md" "$OUT/report_$level.md" 2>/dev/null
-  tar czf "$OUT/bench_$level.tgz" -C "$BENCH_DIR" "$level"
+  cached=()
+  [ -d "$BENCH_DIR/cache-$level" ] && cached=("cache-$level")
+  tar czf "$OUT/bench_$level.tgz" -C "$BENCH_DIR" "$level" "${cached[@]}"
   size=$(stat -c %s "$OUT/bench_$level.tgz")
   log "bench_$level.tgz: $((size / 1024)) KiB"
   [ "$size" -gt $((15 << 20)) ] && log "WARNING: bench_$level.tgz is near the 16 MiB limit"
