@@ -101,15 +101,37 @@ for clock in ("operator", "network spent"):
     tiles, tile_notes = pick_tiles(gemms, [24, 72], [torch.randn(70, 24)], "cpu", timer=timer)
     out[clock] = {"conv_labels": conv_labels, "conv_notes": notes, "conv_same": picked == conv,
                   "tile_labels": list(labels), "tile_notes": tile_notes, "tiles_same": tiles == gemms}
+# a network's clock still running: every convolution is run as picked and its autotuner's tile
+# pinned (the interpreter has no autotuner: a scripted one stands in for `autotuned_tile`)
+import tools.draft.conv_picks as cp
+pinned = []
+def fake_autotuned_tile(tuners, real, args, kwargs):
+    pinned.append(sorted(k for k in kwargs if k in cp.CONV_TILE_KEYS))
+    tile = {"BLOCK_M": 64, "BLOCK_N": 32 + 16 * len(pinned), "BLOCK_K": 16, "num_warps": 4,
+            "num_stages": 2}
+    return tile, real(*args, **kwargs)
+cp.autotuned_tile = fake_autotuned_tile
+choice_clock.start()
+choice_clock.count(choice_clock.NETWORK_SITES + 1)
+picked, notes = pick_conv_variants(conv, [], [x, img], "cpu", timer=timer, accuracy=accept)
+out["network running"] = {"source": picked, "notes": notes, "pinned_calls": pinned}
 json.dump(out, open(sys.argv[3], "w"))
 """
 
 
-def test_past_a_networks_clock_no_convolution_or_gemm_is_timed(tmp_path):
+@pytest.fixture(scope="module")
+def script_result(tmp_path_factory):
+    """SCRIPT's three runs (an operator, a network past its clock, a network within it), in
+    one process."""
+    tmp_path = tmp_path_factory.mktemp("clock")
     conv, gemms, out = tmp_path / "conv.py", tmp_path / "gemms.py", tmp_path / "out.json"
     conv.write_text(CONV_DRAFT)
     gemms.write_text(TWO_GEMMS)
-    got = run_json_script(SCRIPT, out, conv, gemms, out)
+    return run_json_script(SCRIPT, out, conv, gemms, out)
+
+
+def test_past_a_networks_clock_no_convolution_or_gemm_is_timed(script_result):
+    got = script_result
     operator, network = got["operator"], got["network spent"]
     # an operator's draft times its sites (the control: the same sources, the same timer)
     assert operator["conv_labels"] and operator["tile_labels"]
@@ -120,3 +142,49 @@ def test_past_a_networks_clock_no_convolution_or_gemm_is_timed(tmp_path):
     assert len(conv_notes) == 3, network["conv_notes"]  # three convolution sites
     tile_notes = [n for n in network["tile_notes"] if "speed choices at draft time were spent" in n]
     assert len(tile_notes) == 2, network["tile_notes"]  # two GEMM sites
+
+
+def test_a_networks_convolutions_are_written_with_their_autotuned_tiles(script_result):
+    """The third run of SCRIPT: each site's tile (here a scripted autotuner's) written into its
+    call, so the jobs that run the candidate compile one tile a layer."""
+    got = script_result["network running"]
+    assert len(got["pinned_calls"]) == 3  # each site run once as picked, no tile of its own
+    assert all(keys == [] for keys in got["pinned_calls"])
+    for width in (48, 64, 80):
+        assert f"BLOCK_N={width}" in got["source"], width
+    assert sum("pinned (the autotuner's)" in n for n in got["notes"]) == 3, got["notes"]
+
+
+def test_autotuned_tile_reads_the_config_a_call_tuned():
+    import triton
+    import triton.language as tl
+
+    from tools.draft.conv_picks import autotuned_tile
+
+    @triton.jit
+    def kernel(X, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+        pass
+
+    config = triton.Config({"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 16}, num_warps=4, num_stages=3)
+    tuned = triton.autotune(configs=[config], key=["X"])(kernel)
+
+    def tuning_call(key):
+        def real(*args, **kwargs):
+            tuned.cache[key] = config  # what Autotuner.run does after benchmarking
+            return "out"
+
+        return real
+
+    tile, out = autotuned_tile([tuned], tuning_call((1,)), (), {})
+    assert out == "out"
+    assert tile == {"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 16, "num_warps": 4, "num_stages": 3}
+    # a key tuned already (an earlier layer's): nothing new to read, the call stays autotuned
+    assert autotuned_tile([tuned], tuning_call((1,)), (), {}) == ({}, "out")
+    # a config without the convolution's tile keys is not a tile to pin
+    odd = triton.Config({"XBLOCK": 128}, num_warps=4, num_stages=1)
+
+    def other(*args, **kwargs):
+        tuned.cache[(2,)] = odd
+        return "out"
+
+    assert autotuned_tile([tuned], other, (), {}) == ({}, "out")

@@ -301,6 +301,8 @@ def pick_conv_variants(
         real = module.triton_convolution
 
         picked: dict[tuple, tuple[int, dict[str, Any]]] = {}  # call signature -> (site, pick)
+        tuners = autotuners(module)
+        pins: dict[int, dict[str, Any]] = {}  # a network's sites: the tile its autotuner took
 
         def timed_conv(*args: Any, **kwargs: Any) -> Any:
             line = sys._getframe(1).f_lineno
@@ -312,16 +314,30 @@ def pick_conv_variants(
             reused = _reuse(site, same, real, args, kwargs, accuracy) if same else None
             if reused is not None:
                 chosen[site] = reused
-            elif choice_clock.spent():  # a network's speed choices are over: not even timed
-                chosen[site] = ({}, choice_clock.spent_note(f"conv#{site}"))
             else:
-                chosen[site] = _pick_one(site, real, args, kwargs, timer, accuracy, deadline)
+                chosen[site] = (
+                    ({}, choice_clock.spent_note(f"conv#{site}"))
+                    if choice_clock.spent()  # a network's speed choices are over: not timed
+                    else _pick_one(site, real, args, kwargs, timer, accuracy, deadline)
+                )
                 if key is not None:
                     picked[key] = (site, chosen[site][0])
+            if choice_clock.is_network():  # run as picked, its tile pinned (`autotuned_tile`)
+                call = {**kwargs, **chosen[site][0]}
+                if reused is not None and same[0] in pins:  # the same call: the same tile
+                    pins[site] = pins[same[0]]
+                    return real(*args, **call)
+                tile, out = autotuned_tile(tuners, real, args, call)
+                if tile:
+                    pins[site] = tile
+                return out
             return real(*args, **kwargs)
 
         module.triton_convolution = timed_conv
         run_forward(module, init_inputs, inputs, device)
+    for site, tile in pins.items():
+        values, note = chosen[site]
+        chosen[site] = ({**values, **tile}, f"{note}; tile {_tile(tile)} pinned (the autotuner's)")
 
     notes = [chosen[site][1] for site in sorted(chosen, key=lambda s: spans[s][0], reverse=True)]
     out = with_keywords(source, sites, {site: values for site, (values, _) in chosen.items()})
@@ -333,6 +349,39 @@ def pick_conv_variants(
             + ": not reached by the forward; kept as written"
         )
     return out, sorted(notes)
+
+
+def autotuners(module: Any) -> list[Any]:
+    """The module's `triton.autotune` objects (the convolution kernels' tuned launchers)."""
+    from triton.runtime.autotuner import Autotuner
+
+    return [v for v in vars(module).values() if isinstance(v, Autotuner)]
+
+
+def autotuned_tile(tuners: list[Any], real, args: tuple, kwargs: dict) -> tuple[dict, Any]:
+    """Run one convolution call and return (the tile its autotuner chose, as the call's tile
+    keywords, or {} where none tuned it now; its output). A network's draft pins each site's
+    tile (issue 33): left to the candidate's autotuner, every job that runs the candidate (the
+    verification's, the timing's) compiled and timed each tile of each distinct layer again; on
+    the H200 (session 19) verification took 24-66 s of candidate runs for level-3 CNNs.
+    The tile comes from an autotuner whose cache gained one entry in this call: a call whose
+    tuning key an earlier call had already tuned, or that no autotuner runs (a fixed tile, the
+    direct kernel), gets none and keeps its keywords."""
+    before = [dict(t.cache) for t in tuners]
+    out = real(*args, **kwargs)
+    new = [
+        config
+        for t, seen in zip(tuners, before, strict=True)
+        for key, config in t.cache.items()
+        if key not in seen
+    ]
+    if len(new) != 1:
+        return {}, out
+    config = new[0]
+    tile = {**config.kwargs, "num_warps": config.num_warps, "num_stages": config.num_stages}
+    if set(tile) != set(CONV_TILE_KEYS):
+        return {}, out
+    return {k: tile[k] for k in CONV_TILE_KEYS}, out
 
 
 def with_keywords(source: str, sites: dict[int, Any], values: dict[int, dict[str, Any]]) -> str:
