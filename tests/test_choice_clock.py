@@ -100,6 +100,7 @@ for clock in ("operator", "network spent"):
     labels.clear()
     tiles, tile_notes = pick_tiles(gemms, [24, 72], [torch.randn(70, 24)], "cpu", timer=timer)
     out[clock] = {"conv_labels": conv_labels, "conv_notes": notes, "conv_same": picked == conv,
+                  "conv_source": picked,
                   "tile_labels": list(labels), "tile_notes": tile_notes, "tiles_same": tiles == gemms}
 # a network's clock still running: every convolution is run as picked and its autotuner's tile
 # pinned (the interpreter has no autotuner: a scripted one stands in for `autotuned_tile`)
@@ -135,9 +136,13 @@ def test_past_a_networks_clock_no_convolution_or_gemm_is_timed(script_result):
     operator, network = got["operator"], got["network spent"]
     # an operator's draft times its sites (the control: the same sources, the same timer)
     assert operator["conv_labels"] and operator["tile_labels"]
-    # past a network's clock: nothing timed, the sources kept, a note per site saying why
+    # past a network's clock: nothing timed, a note per site saying why; the GEMMs kept as
+    # written, the convolutions written with the fixed tile they ran at (no autotuning)
     assert network["conv_labels"] == [] and network["tile_labels"] == []
-    assert network["conv_same"] and network["tiles_same"]
+    assert network["tiles_same"] and not network["conv_same"]
+    written = network["conv_source"].count("num_stages=") - CONV_DRAFT.count("num_stages=")
+    assert written == 3, network["conv_notes"]
+    assert sum("pinned (the fixed one it ran at)" in n for n in network["conv_notes"]) == 3
     conv_notes = [n for n in network["conv_notes"] if "speed choices at draft time were spent" in n]
     assert len(conv_notes) == 3, network["conv_notes"]  # three convolution sites
     tile_notes = [n for n in network["tile_notes"] if "speed choices at draft time were spent" in n]
@@ -159,7 +164,7 @@ def test_autotuned_tile_reads_the_config_a_call_tuned():
     import triton
     import triton.language as tl
 
-    from tools.draft.conv_picks import autotuned_tile
+    from tools.draft.conv_pins import autotuned_tile
 
     @triton.jit
     def kernel(X, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):

@@ -47,6 +47,7 @@ from typing import Any
 from tools.checks.timing import Timer
 from tools.compile.tune import CONV_TILE_KEYS, CONV_TILES, conv_sites
 from tools.draft import choice_clock
+from tools.draft.conv_pins import autotuned_tile, autotuners
 from tools.draft.gemm_tiles import call_lines
 from tools.draft.launch_configs import Run, RunTimer, load_module, run_forward
 from tools.kernels.triton_conv import DIRECT_MAX_COUT_G, TAP_LOOP_MIN_CIN_G
@@ -302,7 +303,7 @@ def pick_conv_variants(
 
         picked: dict[tuple, tuple[int, dict[str, Any]]] = {}  # call signature -> (site, pick)
         tuners = autotuners(module)
-        pins: dict[int, dict[str, Any]] = {}  # a network's sites: the tile its autotuner took
+        pins: dict[int, tuple[dict[str, Any], str]] = {}  # a network's sites: (tile, whose)
 
         def timed_conv(*args: Any, **kwargs: Any) -> Any:
             line = sys._getframe(1).f_lineno
@@ -327,17 +328,20 @@ def pick_conv_variants(
                 if reused is not None and same[0] in pins:  # the same call: the same tile
                     pins[site] = pins[same[0]]
                     return real(*args, **call)
+                if choice_clock.spent() and not chosen[site][0]:  # not picked: no tuning
+                    pins[site] = (_site_tile(args, kwargs), "the fixed one it ran at")
+                    return real(*args, **{**call, **pins[site][0]})
                 tile, out = autotuned_tile(tuners, real, args, call)
                 if tile:
-                    pins[site] = tile
+                    pins[site] = (tile, "the autotuner's")
                 return out
             return real(*args, **kwargs)
 
         module.triton_convolution = timed_conv
         run_forward(module, init_inputs, inputs, device)
-    for site, tile in pins.items():
+    for site, (tile, whose) in pins.items():
         values, note = chosen[site]
-        chosen[site] = ({**values, **tile}, f"{note}; tile {_tile(tile)} pinned (the autotuner's)")
+        chosen[site] = ({**values, **tile}, f"{note}; tile {_tile(tile)} pinned ({whose})")
 
     notes = [chosen[site][1] for site in sorted(chosen, key=lambda s: spans[s][0], reverse=True)]
     out = with_keywords(source, sites, {site: values for site, (values, _) in chosen.items()})
@@ -349,39 +353,6 @@ def pick_conv_variants(
             + ": not reached by the forward; kept as written"
         )
     return out, sorted(notes)
-
-
-def autotuners(module: Any) -> list[Any]:
-    """The module's `triton.autotune` objects (the convolution kernels' tuned launchers)."""
-    from triton.runtime.autotuner import Autotuner
-
-    return [v for v in vars(module).values() if isinstance(v, Autotuner)]
-
-
-def autotuned_tile(tuners: list[Any], real, args: tuple, kwargs: dict) -> tuple[dict, Any]:
-    """Run one convolution call and return (the tile its autotuner chose, as the call's tile
-    keywords, or {} where none tuned it now; its output). A network's draft pins each site's
-    tile (issue 33): left to the candidate's autotuner, every job that runs the candidate (the
-    verification's, the timing's) compiled and timed each tile of each distinct layer again; on
-    the H200 (session 19) verification took 24-66 s of candidate runs for level-3 CNNs.
-    The tile comes from an autotuner whose cache gained one entry in this call: a call whose
-    tuning key an earlier call had already tuned, or that no autotuner runs (a fixed tile, the
-    direct kernel), gets none and keeps its keywords."""
-    before = [dict(t.cache) for t in tuners]
-    out = real(*args, **kwargs)
-    new = [
-        config
-        for t, seen in zip(tuners, before, strict=True)
-        for key, config in t.cache.items()
-        if key not in seen
-    ]
-    if len(new) != 1:
-        return {}, out
-    config = new[0]
-    tile = {**config.kwargs, "num_warps": config.num_warps, "num_stages": config.num_stages}
-    if set(tile) != set(CONV_TILE_KEYS):
-        return {}, out
-    return {k: tile[k] for k in CONV_TILE_KEYS}, out
 
 
 def with_keywords(source: str, sites: dict[int, Any], values: dict[int, dict[str, Any]]) -> str:
@@ -459,10 +430,7 @@ def _pick_one(
     """(keywords to write, note) for one call site."""
     geometry = conv_geometry(args, kwargs)
     current = {k: v for k, v in kwargs.items() if k not in CONV_TILE_KEYS}
-    tile = dict(zip(CONV_TILE_KEYS, TILE, strict=True))
-    tile["BLOCK_N"] = min(tile["BLOCK_N"], max(16, 1 << (geometry["c_out_g"] - 1).bit_length()))
-    fixed = {k: kwargs[k] for k in CONV_TILE_KEYS if kwargs.get(k) is not None}
-    tile.update(fixed)  # a tile the call already fixes is the one to compare at
+    tile = _site_tile(args, kwargs)
     shape = " * ".join("x".join(map(str, t.shape)) for t in args[:2])
     label = f"conv#{site} ({shape})"
     variants = [v for v in VARIANTS if applicable(v, geometry, current)]
@@ -526,6 +494,18 @@ def _pick_one(
             f"{times[best]:.3f} ms against {times[0]:.3f} ms as written {detail}"
         )
     return {}, f"{label}: kept as written at draft time, the fastest within {MIN_GAIN:.0%} {detail}"
+
+
+def _site_tile(args: tuple, kwargs: dict) -> dict[str, Any]:
+    """The fixed tile a call is timed at (`TILE`, no wider than its output channels a group),
+    or the one it fixes already. A network's call reached after its clock ran out is run and
+    written with it (`pick_conv_variants`): autotuning each distinct layer (5 tiles compiled
+    and timed) was most of a deep CNN's draft (DenseNet-121: 250 s, H200, session 19)."""
+    tile = dict(zip(CONV_TILE_KEYS, TILE, strict=True))
+    c_out_g = conv_geometry(args, kwargs)["c_out_g"]
+    tile["BLOCK_N"] = min(tile["BLOCK_N"], max(16, 1 << (c_out_g - 1).bit_length()))
+    tile.update({k: kwargs[k] for k in CONV_TILE_KEYS if kwargs.get(k) is not None})
+    return tile
 
 
 def _refused(variants, real, args, kwargs, tile, accuracy, said: list[str]) -> set[str]:
