@@ -77,6 +77,28 @@ GEMM_TILES = (
     (128, 16, 64, 8, 4, 4),
 )
 """Tile configs the tuner tries for each GEMM call (the first is the drafts' default)."""
+HALF_GEMM_TILES = (
+    # The same for bf16/fp16 operands (2 bytes: twice the K of a tile in the same shared memory,
+    # (BM + BN) * BK * 2 B * stages <= 228 KB), the first a half-precision draft's default
+    # (`tools.kernels.gemm_template.HALF_CONFIG`): Triton's and Inductor's fp16 configs on Hopper.
+    # Compiled for sm_90 at 4096^3 fp16 (`_gemm_tc_kernel`, ptxas -v): every tile pipelined
+    # (cp.async), wgmma f16 but for the 16-row one (too short for wgmma), no spills but for its
+    # 4 bytes; 128x256x64/8 warps/3 stages 197 registers, 128x128x64/8/4 118.
+    (128, 256, 64, 8, 8, 3),
+    (128, 128, 64, 8, 8, 4),
+    (256, 128, 64, 8, 8, 3),
+    (128, 256, 32, 8, 8, 4),
+    (128, 128, 32, 8, 4, 4),
+    (64, 256, 32, 8, 4, 4),
+    (128, 64, 64, 8, 4, 4),
+    (64, 128, 64, 8, 4, 4),
+    (64, 64, 64, 8, 4, 4),
+    (128, 128, 128, 8, 8, 3),
+    (64, 32, 64, 8, 4, 5),
+    (16, 128, 64, 8, 4, 4),
+    (64, 16, 128, 8, 4, 4),
+)
+"""Tile configs the tuner tries for each GEMM call of a bf16/fp16 draft (`half_precision`)."""
 GEMM_TILE_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages")
 SPLITS = (0, 1, 4, 16, 64)
 """Split-K values tried (0: chosen from the shapes at run time)."""
@@ -303,18 +325,23 @@ def _gemm_variant(source: str, site: int, knobs: dict[str, Knob], values: dict) 
 def gemm_variants(source: str, stage: str = "tiles", limit: int = 16) -> list[tuple[str, str]]:
     """Variants of the GEMM calls: `stage="tiles"`: each call with each of `GEMM_TILES`;
     `stage="split_precision"`: each call with other split-K values and input precisions (run
-    it on the best of the tiles stage). Empty when the source has no GEMM template call."""
+    it on the best of the tiles stage). A bf16/fp16 draft's calls (`half_precision`) take
+    `HALF_GEMM_TILES` and no precision variants (the same kernel for 2-byte operands). Empty
+    when the source has no GEMM template call."""
     out: list[tuple[str, str]] = []
     convs = conv_sites(source)
+    half = half_precision(source)
     for site, knobs in gemm_sites(source).items():
         if site in convs:
             continue
         current = {k: knobs[k].value for k in knobs}
         if stage == "tiles":
-            changes = [dict(zip(GEMM_TILE_KEYS, tile, strict=True)) for tile in GEMM_TILES]
+            tiles = HALF_GEMM_TILES if half else GEMM_TILES
+            changes = [dict(zip(GEMM_TILE_KEYS, tile, strict=True)) for tile in tiles]
         elif stage == "split_precision":
             changes = [{"SPLIT_K": k} for k in SPLITS if k != current.get("SPLIT_K")]
-            changes += [{"precision": p} for p in PRECISIONS if p != current.get("precision")]
+            if not half:  # 2-byte operands: tl.dot ignores the input precision
+                changes += [{"precision": p} for p in PRECISIONS if p != current.get("precision")]
         else:
             raise ValueError(f"unknown GEMM tuning stage {stage!r}")
         for values in changes:
@@ -326,6 +353,12 @@ def gemm_variants(source: str, stage: str = "tiles", limit: int = 16) -> list[tu
     if convs and len(out) < limit:
         out += conv_variants(source, stage, limit - len(out))
     return out
+
+
+def half_precision(source: str) -> bool:
+    """Whether `source` is a bf16/fp16 draft's: it holds the GEMM template's tensor-core kernel
+    (`tools.kernels.gemm_template.gemm_source`), whose tiles are `HALF_GEMM_TILES`."""
+    return "def _gemm_tc_kernel(" in source
 
 
 def precisions(source: str) -> list[str]:

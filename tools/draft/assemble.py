@@ -7,12 +7,13 @@ import re
 import textwrap
 from typing import Any
 
+from tools.core.problem_dtype import job_precision
 from tools.draft.capture import SYMBOLIC_PARAMETERS_MAX, Capture
 from tools.draft.kernels import Kernel, KernelRewriter
 from tools.draft.loading import LoadedProblem, model_classdef, uses_introspection
 from tools.draft.result import DraftUnsupportedError
 from tools.draft.rewrite import HostRewriter
-from tools.kernels.gemm_template import GEMM_SOURCE
+from tools.kernels.gemm_template import gemm_source
 
 
 def output_structure(value: Any, counter: list[int]) -> str:
@@ -159,7 +160,7 @@ def assemble(
         sections.append(
             "# This project's GEMM template (tools/kernels/gemm_template.py): sizes and strides from the\n"
             "# tensors, tf32x3 for fp32, split-K from the shapes; launch parameters at each call.\n"
-            + GEMM_SOURCE.strip()
+            + gemm_source(job_precision()).strip()  # bf16/fp16: with the tensor-core kernel
             + "\n"
         )
     if host.uses_reinterpret:

@@ -9,11 +9,13 @@ import re
 from typing import Any
 
 from tools.core import pyast
+from tools.core.problem_dtype import job_precision
 from tools.draft.grids import launch_grid
 from tools.draft.kernels import Kernel, kernel_params
 from tools.draft.result import DraftUnsupportedError
 from tools.kernels.gemm_template import GEMM_OPS
 from tools.kernels.gemm_template import call_for as gemm_call_for
+from tools.kernels.gemm_template import config_for as gemm_config_for
 
 _DROPPED_CALLS = {
     "assert_size_stride", "assert_alignment", "get_raw_stream", "check_nan", "run_intermediate_hooks",
@@ -104,7 +106,9 @@ class HostRewriter(ast.NodeTransformer):
             self.gemms.append(op)
             args = [ast.unparse(a) for a in node.args]
             kwargs = {k.arg: ast.unparse(k.value) for k in node.keywords if k.arg}
-            return pyast.parse(gemm_call_for(op, args, kwargs), mode="eval").body
+            # bf16/fp16 drafts start from a tile for 2-byte operands (`config_for`)
+            config = gemm_config_for(job_precision())
+            return pyast.parse(gemm_call_for(op, args, kwargs, config), mode="eval").body
         if name.startswith("extern_kernels."):
             op = name.split(".", 1)[1]
             self.library_calls.append(op)
@@ -259,7 +263,7 @@ def convolutions_in_triton(call: ast.FunctionDef, host: HostRewriter) -> str:
     if not replaced:
         return ""
     host.library_calls[:] = [c for c in host.library_calls if c not in replaced]
-    return triton_conv.candidate_source()
+    return triton_conv.candidate_source(job_precision())  # bf16/fp16: their tiles
 
 
 _CONV_PARAMS = (

@@ -458,8 +458,13 @@ def _with_fused_epilogues(source: str, problem: LoadedProblem, notes: list[str])
 
 def _with_picked_tiles(source: str, problem: LoadedProblem, notes: list[str]) -> str:
     """Each GEMM call's tile (tools.draft.gemm_tiles)."""
+    from functools import partial
+
+    from tools.compile.tune import HALF_GEMM_TILES, half_precision
     from tools.draft.gemm_tiles import pick_tiles
 
+    if half_precision(source):  # a bf16/fp16 draft: tiles for 2-byte operands
+        pick_tiles = partial(pick_tiles, tiles=HALF_GEMM_TILES)
     return draft_time_choice(pick_tiles, "GEMM tiles", source, problem, notes)
 
 

@@ -434,3 +434,54 @@ def _conv_gemm_run(args, flags, M, C_out_g, programs_z, tile):
 
 
 # --- candidate source end ---
+
+
+# bf16/fp16 drafts (`tools.kernels.triton_conv.candidate_source(precision)`): the candidate source
+# above with `HALF_EDITS` made and `HALF_SOURCE` after it, so fp32 drafts keep theirs as it is.
+# sm_90 PTX of the copied kernels on fp16 operands (the launches recorded under the interpreter,
+# compiled with their specialisation): a 64->128-channel NCHW 3x3 conv at the autotuner's first
+# tile moved its input tile with no cp.async (2-byte gathers are too narrow for it: only the
+# weights were pipelined, 3 cp.async) and 9 cp.async with the input copied channels-last first.
+HALF_EDITS = (
+    (
+        "    tap_outer = C_in_g >= TAP_LOOP_MIN_CIN_G\n",
+        "    tap_outer = C_in_g >= TAP_LOOP_MIN_CIN_G\n"
+        "    if X_LAST is None and x.dtype in (torch.float16, torch.bfloat16):\n"
+        "        # 2-byte gathers along an NCHW row are too narrow for cp.async (the loop is then\n"
+        "        # not pipelined); channels-last rows of 16 channels are 16-byte copies\n"
+        "        X_LAST = C_in % 16 == 0 and C_in_g % 16 == 0\n",
+    ),
+    (
+        "    _conv_gemm_kernel_tuned[grid](*args, **flags)\n",
+        "    tuned = _conv_gemm_kernel_tuned\n"
+        "    if args[0].dtype in (torch.float16, torch.bfloat16):  # 2-byte operands: their tiles\n"
+        "        tuned = _conv_gemm_kernel_tuned_half\n"
+        "    tuned[grid](*args, **flags)\n",
+    ),
+)
+"""(text, replacement) pairs made in the candidate source of a bf16/fp16 draft (each text once)."""
+
+HALF_SOURCE = """
+def _half_gemm_configs() -> list:
+    \"\"\"The implicit GEMM's tiles for 2-byte operands: K blocks of 64 (a stage holds twice the
+    K of an fp32 one). sm_90 PTX on fp16 (ptxas -v; 2D 64->128 3x3 NCHW and channels-last, the
+    3-channel 11x11 stride-4 stem, transposed 3D stride 2, 1D), all wgmma f16 with cp.async:
+    no spills at these; spilled on transposed 3D: 128x128x64 at 8 warps (1080 bytes),
+    64x128x64 at 4 (884), 128x128x32 at 8 and 4 stages (768); on the stem: 128x64x64 at 4
+    warps (500), 128x256x64 (164). Not timed yet.\"\"\"
+    shapes = [(128, 64, 64, 8, 3), (64, 128, 64, 8, 3), (64, 64, 64, 4, 3), (128, 32, 64, 8, 3)]
+    shapes += [(128, 64, 32, 8, 3), (128, 16, 64, 8, 3), (64, 16, 64, 4, 3)]
+    return [
+        triton.Config({"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k}, num_warps=w, num_stages=s)
+        for m, n, k, w, s in shapes
+    ]
+
+
+_conv_gemm_kernel_tuned_half = triton.autotune(
+    configs=_half_gemm_configs(),
+    key=["M", "K", "C_in_g", "C_out_g", "KD", "KH", "KW", "sd", "sh", "sw"],
+    prune_configs_by={"early_config_prune": _prune_gemm_configs},
+)(_conv_gemm_kernel)
+"""
+"""What a bf16/fp16 draft's candidate source has after the kernels: the autotuner for 2-byte
+operands that `HALF_EDITS` launches."""

@@ -16,6 +16,9 @@ output column (a matrix-vector product) takes a GEMV kernel instead: fp32 multip
 streaming A once, split over K, with the same reduce kernel (`_gemv`).
 
 `GEMM_SOURCE` is the text inlined into a candidate; `GEMM_FUNCTIONS` the launcher names it defines.
+A bf16/fp16 draft inlines `gemm_source(precision)` instead: the same, with `gemm` sending 2-byte
+operands to a kernel whose operands are 16-element aligned (`GEMM_TC_SOURCE`), and its calls start
+from `HALF_CONFIG` (`config_for`); fp32 drafts keep `GEMM_SOURCE` and `DEFAULT_CONFIG` as they were.
 """
 
 from __future__ import annotations
@@ -313,6 +316,194 @@ def gemm(
     )
     return out
 '''
+
+
+HALF_PRECISIONS = ("bf16", "fp16")
+"""The `--precision` values (`tools.core.problem_dtype`) whose drafts get the tensor-core GEMM
+(`gemm_source`, `config_for`): 2-byte operands."""
+
+HALF_CONFIG = {
+    "BLOCK_M": 128,
+    "BLOCK_N": 256,
+    "BLOCK_K": 64,
+    "GROUP_M": 8,
+    "SPLIT_K": 0,
+    "num_warps": 8,
+    "num_stages": 3,
+    "precision": "ieee",
+}
+"""The call-site defaults of a bf16/fp16 draft: Triton's Hopper fp16 matmul tile (128x256x64,
+8 warps, 3 stages: (128 + 256) * 64 * 2 B = 48 KiB a stage). `precision` changes nothing for
+2-byte operands (tl.dot multiplies them natively, whatever it says): "ieee", what the template
+used for them already, so that no tuner or fallback variant switches it for a "more exact" one
+that is the same kernel (`tools.compile.tune.full_precision_variant`)."""
+
+_TC_DISPATCH_AFTER = """        return _gemv(a, b, out, bias, alpha, beta, M, K, B, batched)
+"""
+_TC_DISPATCH = """    if a.dtype in (torch.float16, torch.bfloat16) and b.dtype == a.dtype:
+        return _gemm_tc(
+            a, b, out, bias, alpha, beta, M, N, K, B, batched, (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M),
+            SPLIT_K, num_warps, num_stages,
+        )
+"""
+
+GEMM_TC_SOURCE = '''
+@triton.jit
+def _gemm_tc_kernel(
+    a_ptr, b_ptr, c_ptr, bias_ptr, M, N, N_LOAD, K, k_per_split,
+    stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
+    stride_cs, stride_cb, stride_cm, stride_cn,
+    stride_biasb, stride_biasm, stride_biasn, alpha, beta,
+    HAS_BIAS: tl.constexpr, PARTIAL: tl.constexpr, EVEN_K: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    HINT_M: tl.constexpr, HINT_N: tl.constexpr,
+):
+    # `_gemm_kernel` for fp16/bf16 operands: they go to tl.dot as they are (tensor cores, fp32
+    # accumulator), the output is cast to the output's dtype. Triton copies a tile into shared
+    # memory with cp.async (so the K loop is software-pipelined) only 4 to 16 bytes a thread at
+    # a time, and loads as wide as it can prove rows and K aligned: a 2-byte load is never a
+    # cp.async, so `_gemm_tc` gives this kernel rows and K of multiples of 16 elements. The K
+    # loop counts blocks; the mask is against the K left, none where every block is whole.
+    pid = tl.program_id(0)
+    split = tl.program_id(1)
+    batch = tl.program_id(2)
+    grid_m = tl.cdiv(M, BLOCK_M)
+    grid_n = tl.cdiv(N, BLOCK_N)
+    width = GROUP_M * grid_n
+    group = pid // width
+    first_m = group * GROUP_M
+    group_m = tl.minimum(grid_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % width) % group_m
+    pid_n = (pid % width) // group_m
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    if HINT_M:  # see `_gemm_kernel`
+        ram = tl.max_contiguous(tl.multiple_of(rm % M, BLOCK_M), BLOCK_M)
+    else:
+        ram = rm % M
+    # B's columns are read up to N_LOAD: N, or the zeroed columns of a padded copy past it
+    if HINT_N:
+        rbn = tl.max_contiguous(tl.multiple_of(rn % N_LOAD, BLOCK_N), BLOCK_N)
+    else:
+        rbn = rn % N_LOAD
+    k_start = split * k_per_split
+    k_len = tl.minimum(k_per_split, K - k_start)
+    rk = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + batch * stride_ab + ram[:, None] * stride_am + (k_start + rk)[None, :] * stride_ak
+    b_ptrs = b_ptr + batch * stride_bb + (k_start + rk)[:, None] * stride_bk + rbn[None, :] * stride_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for i in range(0, tl.cdiv(k_len, BLOCK_K)):
+        if EVEN_K:  # every block whole: no mask
+            a = tl.load(a_ptrs)
+            b = tl.load(b_ptrs)
+        else:
+            k_left = k_len - i * BLOCK_K
+            a = tl.load(a_ptrs, mask=rk[None, :] < k_left, other=0.0)
+            b = tl.load(b_ptrs, mask=rk[:, None] < k_left, other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    if PARTIAL:  # split K: fp32 partial sums, the reduce kernel applies the epilogue
+        c_ptrs = c_ptr + split * stride_cs + batch * stride_cb
+        tl.store(c_ptrs + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc, mask=mask)
+    else:
+        acc = acc * alpha
+        if HAS_BIAS:
+            bias_ptrs = bias_ptr + batch * stride_biasb
+            bias_ptrs += rm[:, None] * stride_biasm + rn[None, :] * stride_biasn
+            acc += beta * tl.load(bias_ptrs, mask=mask, other=0.0).to(tl.float32)
+        c_ptrs = c_ptr + batch * stride_cb + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)
+
+
+def _gemm_tc(a, b, out, bias, alpha, beta, M, N, K, B, batched, tile, SPLIT_K, num_warps,
+             num_stages):
+    """`gemm` for fp16/bf16 operands (`_gemm_tc_kernel`): the same tiles, split K and
+    epilogue, the output in the operands' dtype (fp32 partial sums when K is split). sm_90 PTX
+    at fp16, 67x129x95: `_gemm_kernel` had no cp.async (one shared buffer: not pipelined);
+    this, on the padded copies at 128x256x64, 36 cp.async in three stages, no spills."""
+    BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M = tile
+    n_load = N  # the columns of B that may be read: a padded copy's zeroed ones too
+    if K % 16 or _gemm_unaligned(a) or _gemm_unaligned(b):
+        # 2-byte loads cannot be cp.async copies: where Triton cannot prove 16-byte rows and
+        # K blocks (K or a row stride not a multiple of 16 elements) the loop is not pipelined
+        # at all (sm_90 PTX: no cp.async, one shared buffer). Zero-padded copies (K and the
+        # rows to multiples of 16; zero products add nothing) cost O(MK + KN) against O(MNK).
+        a, b = _gemm_padded(a, K, -1), _gemm_padded(b, K, -2)
+        K, n_load = a.shape[-1], b.stride(-2)
+    sa = (a.stride(0) if batched else 0, a.stride(-2), a.stride(-1))
+    sb = (b.stride(0) if batched and b.dim() == 3 else 0, b.stride(-2), b.stride(-1))
+    sc = (out.stride(0) if batched else 0, out.stride(-2), out.stride(-1))
+    sbias = _gemm_bias_strides(bias, batched) if bias is not None else (0, 0, 0)
+    tiles = triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N) * B
+    splits = SPLIT_K
+    if splits == 0:
+        splits = max(1, min(triton.cdiv(2 * _gemm_sms(a.device), tiles), K // (8 * BLOCK_K), 64))
+    splits = max(1, min(splits, triton.cdiv(K, BLOCK_K)))
+    k_per_split = triton.cdiv(triton.cdiv(K, splits), BLOCK_K) * BLOCK_K
+    splits = triton.cdiv(K, k_per_split) if K > 0 else 1
+    grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N), splits, B)
+    bias_arg = bias if bias is not None else out
+    meta = dict(
+        EVEN_K=K % BLOCK_K == 0, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,
+        HINT_M=M % 16 == 0, HINT_N=n_load % 16 == 0, num_warps=num_warps, num_stages=num_stages,
+    )
+    if splits == 1:
+        _gemm_tc_kernel[grid](
+            a, b, out, bias_arg, M, N, n_load, K, k_per_split, *sa, *sb, 0, *sc, *sbias, alpha, beta,
+            HAS_BIAS=bias is not None, PARTIAL=False, **meta,
+        )
+        return out
+    ws = torch.empty((splits, B, M, N), dtype=torch.float32, device=a.device)
+    _gemm_tc_kernel[grid](
+        a, b, ws, bias_arg, M, N, n_load, K, k_per_split, *sa, *sb, *ws.stride(), *sbias, alpha, beta,
+        HAS_BIAS=False, PARTIAL=True, **meta,
+    )
+    _gemm_split_reduce_kernel[(triton.cdiv(M, 64), triton.cdiv(N, 64), B)](
+        ws, out, bias_arg, M, N, splits, *ws.stride(), *sc, *sbias, alpha, beta,
+        HAS_BIAS=bias is not None, BLOCK_M=64, BLOCK_N=64, num_warps=4,
+    )
+    return out
+
+
+def _gemm_unaligned(t):
+    """Whether `t`'s rows are not 16-element aligned (unit stride along one dimension, the
+    other's stride not a multiple of 16; a broadcast batch of stride 0 is aligned)."""
+    s_row, s_col = t.stride(-2), t.stride(-1)
+    return (s_col == 1 and s_row % 16 != 0) or (s_row == 1 and s_col % 16 != 0)
+
+
+def _gemm_padded(t, K, k_dim):
+    """`t` copied into a zeroed buffer with K (its dimension `k_dim`) rounded up to a multiple
+    of 16 and its rows (the last dimension) 16-element aligned: row-major, unit column stride."""
+    kp = triton.cdiv(K, 16) * 16
+    shape = list(t.shape)
+    shape[k_dim] = kp
+    cols = shape[-1]
+    buf = torch.zeros((*shape[:-1], triton.cdiv(cols, 16) * 16), dtype=t.dtype, device=t.device)
+    view = buf[..., :cols]
+    index = [slice(None)] * t.dim()
+    index[k_dim] = slice(0, K)
+    view[tuple(index)].copy_(t)
+    return view
+'''
+
+
+def gemm_source(precision: str = "fp32") -> str:
+    """The template's source for a draft at `precision`: `GEMM_SOURCE` itself at fp32 (fp32
+    drafts as before), and for bf16/fp16 the same with `gemm` sending 2-byte operands to the
+    tensor-core kernel (`GEMM_TC_SOURCE`)."""
+    if precision not in HALF_PRECISIONS:
+        return GEMM_SOURCE
+    assert GEMM_SOURCE.count(_TC_DISPATCH_AFTER) == 1
+    head = GEMM_SOURCE.replace(_TC_DISPATCH_AFTER, _TC_DISPATCH_AFTER + _TC_DISPATCH)
+    return head.rstrip("\n") + "\n\n" + GEMM_TC_SOURCE
+
+
+def config_for(precision: str = "fp32") -> dict:
+    """The call-site launch parameters a draft at `precision` starts from."""
+    return dict(HALF_CONFIG if precision in HALF_PRECISIONS else DEFAULT_CONFIG)
 
 
 def call_for(op: str, args: list[str], kwargs: dict[str, str], config: dict | None = None) -> str:

@@ -308,9 +308,12 @@ def source_files() -> list[str]:
     return [os.path.join(here, name) for name in FAMILY_FILES] + [os.path.abspath(__file__)]
 
 
-def candidate_source() -> str:
+def candidate_source(precision: str = "fp32") -> str:
     """The self-contained source of the kernels and `triton_convolution`, for a candidate file:
-    the imports, then each of `source_files()` between its `candidate source` markers."""
+    the imports, then each of `source_files()` between its `candidate source` markers. For a
+    bf16/fp16 draft (`precision`), with `conv_gemm.HALF_EDITS` made and `HALF_SOURCE` after it
+    (tiles for 2-byte operands; the input copied channels-last where that lets the loop be
+    pipelined); fp32 drafts get the source as it is."""
     parts = []
     for path in source_files():
         with open(path) as f:
@@ -319,7 +322,16 @@ def candidate_source() -> str:
         begin = text.index("\n", begin) + 1
         end = text.index("# --- candidate source end ---")
         parts.append(text[begin:end].strip() + "\n")
-    return (
+    text = (
         "# Convolutions in Triton (copied from triton-agent's tools/kernels/triton_conv.py and "
         "conv_*.py).\n" + CANDIDATE_IMPORTS + "\n\n" + "\n\n".join(parts)
     )
+    if precision not in ("bf16", "fp16"):
+        return text
+    from tools.kernels.conv_gemm import HALF_EDITS, HALF_SOURCE
+
+    for old, new in HALF_EDITS:
+        if text.count(old) != 1:
+            raise ValueError(f"the convolution source has {text.count(old)} of {old.strip()!r}")
+        text = text.replace(old, new)
+    return text + "\n\n" + HALF_SOURCE.strip() + "\n"
