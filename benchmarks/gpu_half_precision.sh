@@ -10,8 +10,10 @@
 #   8_Matmul_with_irregular_shapes_ (8205x2949x5921: K and rows padded to 16 elements),
 #   50_conv_standard_2D__square_input__square_kernel (the 3-channel 11x11 stride-4 stem),
 #   55_conv_standard_2D__asymmetric_input__square_kernel (64 -> 128 channels 3x3, NCHW:
-#     the input copied channels-last at half precision),
-#   67_conv_standard_1D (64 -> 128 channels, length 131072).
+#     the input copied channels-last at half precision).
+# Session 17's bf16 bench took 111 s for three problems with four other lanes on the GPU: five
+# may not all finish in a precision's share (PROBLEMS=1,50 for fewer; 67_conv_standard_1D
+# for one more convolution).
 # Outputs in $OUT: half.txt (the log, the summaries, the draft notes), bf16.json and fp16.json
 # (one row per sample), bench_{bf16,fp16}_stderr.txt, report_{bf16,fp16}.md,
 # kernels_{bf16,fp16}.tgz (each sample's kernel.py, response.txt and verdict.json). A bench cut
@@ -20,12 +22,12 @@
 #   run(command="bash benchmarks/gpu_half_precision.sh", carry=[".whl", ".kb"],
 #       kind="nvidia-h200", timeout_s=330)
 #
-# Environment (defaults in brackets): PROBLEMS [1,6,8,50,55,67], PRECISIONS [bf16 fp16],
+# Environment (defaults in brackets): PROBLEMS [1,6,8,50,55], PRECISIONS [bf16 fp16],
 # DEADLINE_S [290] (seconds after the start by which both benches have ended), JOBS_PER_GPU [4],
 # KB_DIR [.kb/kb]. DRY_RUN=1: print the commands and check the problems exist; run nothing.
 set -u
 START=$SECONDS
-PROBLEMS=${PROBLEMS:-1,6,8,50,55,67}
+PROBLEMS=${PROBLEMS:-1,6,8,50,55}
 PRECISIONS=${PRECISIONS:-bf16 fp16}
 DEADLINE_S=${DEADLINE_S:-290}
 JOBS_PER_GPU=${JOBS_PER_GPU:-4}
