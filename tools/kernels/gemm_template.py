@@ -400,7 +400,8 @@ def _gemm_tc_kernel(
             k_left = k_len - i * BLOCK_K
             a = tl.load(a_ptrs, mask=rk[None, :] < k_left, other=0.0)
             b = tl.load(b_ptrs, mask=rk[:, None] < k_left, other=0.0)
-        acc = tl.dot(a, b, acc)
+        # 2-byte operands: tensor cores whatever the input precision; "ieee" says no TF32
+        acc = tl.dot(a, b, acc, input_precision="ieee")
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
     mask = (rm[:, None] < M) & (rn[None, :] < N)
