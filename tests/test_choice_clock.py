@@ -115,7 +115,24 @@ cp.autotuned_tile = fake_autotuned_tile
 choice_clock.start()
 choice_clock.count(choice_clock.NETWORK_SITES + 1)
 picked, notes = pick_conv_variants(conv, [], [x, img], "cpu", timer=timer, accuracy=accept)
-out["network running"] = {"source": picked, "notes": notes, "pinned_calls": pinned}
+out["network running"] = {"source": picked, "notes": notes, "pinned_calls": list(pinned)}
+
+# a network whose clock runs out after its first convolution is timed: the next call of the same
+# kind takes that pick untimed, a call of another kind (the depthwise one) stays as written
+import time as _time
+first_pick = cp._pick_one
+def pick_then_stop(site, *a, **k):
+    got = first_pick(site, *a, **k)
+    choice_clock._state["deadline"] = 0.0  # the clock runs out after this call's timing
+    return got
+cp._pick_one = pick_then_stop
+def split_wins(run):
+    run()
+    return 0.5 if run.info.get("X_SPLIT") and run.info.get("precision") == "ieee" else 1.0
+choice_clock.start()
+choice_clock.count(choice_clock.NETWORK_SITES + 1)
+picked, notes = pick_conv_variants(conv, [], [x, img], "cpu", timer=split_wins, accuracy=accept)
+out["network runs out"] = {"source": picked, "notes": notes}
 json.dump(out, open(sys.argv[3], "w"))
 """
 
@@ -193,3 +210,16 @@ def test_autotuned_tile_reads_the_config_a_call_tuned():
         return "out"
 
     assert autotuned_tile([tuned], other, (), {}) == ({}, "out")
+
+
+def test_past_a_networks_clock_a_call_takes_the_pick_of_its_kind(script_result):
+    """The fourth run of SCRIPT: the wide 3x3 convolution is timed (exact X_SPLIT wins), then
+    the clock runs out; the stem 3x3 (another size, the same kind) takes that pick untimed, the
+    depthwise call (another kind) stays as written."""
+    got = script_result["network runs out"]
+    notes = "\n".join(got["notes"])
+    assert "conv#0 (1x16x5x6 * 20x16x3x3): precision='ieee', X_SPLIT=True picked" in notes
+    assert "conv#1 (2x3x6x5 * 16x3x3x3): precision='ieee', X_SPLIT=True, as conv#0" in notes
+    depthwise = next(n for n in got["notes"] if n.startswith("conv#2"))
+    assert "speed choices at draft time were spent" in depthwise, depthwise
+    assert got["source"].count("X_SPLIT=True") - CONV_DRAFT.count("X_SPLIT=True") == 2

@@ -1,6 +1,7 @@
-"""A network's convolution tiles pinned at draft time (issue 33): each call site written with
+"""What convolution picks write into a draft's calls: each call site's keywords
+(`with_keywords`), and a network's tiles pinned at draft time (issue 33): each call written with
 the tile its autotuner took in the draft's forward (`autotuned_tile`), so the jobs that run the
-candidate compile one tile a layer; used by `tools.draft.conv_picks.pick_conv_variants`."""
+candidate compile one tile a layer. Used by `tools.draft.conv_picks.pick_conv_variants`."""
 
 from __future__ import annotations
 
@@ -40,3 +41,27 @@ def autotuned_tile(tuners: list[Any], real, args: tuple, kwargs: dict) -> tuple[
     if set(tile) != set(CONV_TILE_KEYS):
         return {}, out
     return {k: tile[k] for k in CONV_TILE_KEYS}, out
+
+
+def with_keywords(source: str, sites: dict[int, Any], values: dict[int, dict[str, Any]]) -> str:
+    """`source` with each site's call given `values[site]` as keywords (added or replaced), in
+    one pass over the lines from the last call up, so each call's parsed position stays valid:
+    re-parsing the whole draft for every site (as `tools.compile.tune._conv_variant` in a loop did) was
+    quadratic in a network's convolutions."""
+    import ast
+
+    lines = source.splitlines(keepends=True)
+    for site in sorted(values, key=lambda s: (sites[s].lineno, sites[s].col_offset), reverse=True):
+        if not values[site]:
+            continue
+        call = sites[site]
+        new = ast.Call(
+            func=call.func,
+            args=call.args,
+            keywords=[k for k in call.keywords if k.arg not in values[site]]
+            + [ast.keyword(arg=k, value=ast.Constant(v)) for k, v in values[site].items()],
+        )
+        first, last = call.lineno - 1, call.end_lineno - 1
+        head, tail = lines[first][: call.col_offset], lines[last][call.end_col_offset :]
+        lines[first : last + 1] = [head + ast.unparse(new) + tail]
+    return "".join(lines)
