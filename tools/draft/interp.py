@@ -5,13 +5,17 @@ from __future__ import annotations
 
 # libdevice functions the Triton interpreter cannot run, as `tl` calls (same meaning) ...
 LIBDEVICE_AS_TL = {
-    "exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "log2": "tl.log2", "sqrt": "tl.sqrt_rn",
+    "exp": "tl.exp", "exp2": "tl.exp2", "log": "tl.log", "log2": "tl.log2",
     "rsqrt": "tl.rsqrt", "sin": "tl.sin", "cos": "tl.cos", "abs": "tl.abs", "fabs": "tl.abs",
     "floor": "tl.floor", "ceil": "tl.ceil", "erf": "tl.erf", "fma": "tl.fma", "fmin": "tl.minimum",
     "fmax": "tl.maximum", "div_rn": "tl.div_rn", "llabs": "tl.abs",
 }  # fmt: skip
 # ... or as small @triton.jit helpers emitted into the candidate (name -> body over x / x, y).
+# `sqrt` is one because `tl.sqrt_rn` takes fp32 only: a scale of fp64 from a size
+# (`1.0 / math.sqrt(k.size(-1))` in a dynamic draft, level3/50) failed to compile ("Expected
+# dtype ['fp32'] but got fp64"); `tl.sqrt` of fp64 is correctly rounded (fp32's is not).
 LIBDEVICE_AS_HELPER = {
+    "sqrt": ("x", "if x.dtype == tl.float64:\n        return tl.sqrt(x)\n    return tl.sqrt_rn(x)"),
     "tanh": ("x", "e = tl.exp(-2.0 * tl.abs(x))\n    t = (1.0 - e) / (1.0 + e)\n    return tl.where(x < 0, -t, t)"),
     "sinh": ("x", "return 0.5 * (tl.exp(x) - tl.exp(-x))"),
     "cosh": ("x", "return 0.5 * (tl.exp(x) + tl.exp(-x))"),
