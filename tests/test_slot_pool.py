@@ -259,3 +259,40 @@ def test_a_free_gpu_is_taken_before_drafts_are_stopped_on_another():
     pool.release(got)
     pool.release(d)
     assert draft.events == ["pause", "resume"]
+
+
+def test_a_draft_starts_while_a_timing_job_waits_for_a_verification():
+    """While an exclusive job waits for a verification job to end, a pausable draft still starts
+    (the exclusive job stops it when it starts, so the draft adds no wait); a verification job
+    does not (session 19: a bench of level-3 networks ran 2-4 of its 8 slots while timing jobs
+    waited for long verifications)."""
+    pool = SlotPool(["cuda:0"] * 4, capacity_mb={"cuda:0": 100_000})
+    v = pool.acquire(mem_mb=10_000)  # a verification job: never stopped
+    got: list = []
+    t = threading.Thread(target=lambda: got.append(pool.acquire(exclusive=True)), daemon=True)
+    t.start()
+    time.sleep(0.05)
+    assert got == []  # waiting for the verification
+    draft = _FakePausable()
+    started: list = []  # starts now, beside the waiting timing job
+    threading.Thread(
+        target=lambda: started.append(pool.acquire(mem_mb=10_000, pausable=draft)), daemon=True
+    ).start()
+    time.sleep(0.05)
+    assert started == [[1]] and draft.events == []
+    late: list = []
+    threading.Thread(target=lambda: late.append(pool.acquire()), daemon=True).start()
+    big: list = []  # a draft whose memory would hold the timing job back: it waits too
+    big_draft = _FakePausable()
+    threading.Thread(
+        target=lambda: big.append(pool.acquire(mem_mb=45_000, pausable=big_draft)), daemon=True
+    ).start()
+    time.sleep(0.05)
+    assert late == [] and big == []
+    pool.release(v)
+    t.join(2)
+    assert got == [[0, 1, 2, 3]] and draft.events == ["pause"]
+    pool.release(got[0])
+    assert draft.events == ["pause", "resume"]
+    time.sleep(0.05)
+    assert sorted(late + big) == [[0], [2]]

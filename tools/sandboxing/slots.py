@@ -89,7 +89,11 @@ class SlotPool:
     takes every slot of one device, so nothing else runs on that GPU while it runs (DESIGN.md:
     timings never overlap on one GPU). Several slots may name one device (`gpus=[0, 0, 0, 0]`:
     four verification jobs at once on GPU 0). While an exclusive job waits, no shared job starts,
-    so a stream of verifications cannot starve a timing.
+    so a stream of verifications cannot starve a timing, except a pausable one whose memory
+    stays within what an exclusive job runs beside (`PAUSED_SHARE`): it is stopped when the
+    exclusive job starts, so it cannot delay it. On the H200 (session 19, KernelBench level 3)
+    a timing job waiting for a network's verification of 30-200 s held back every draft, and
+    from 305 s of a 500 s bench only 2-4 of its 8 slots ran a job.
 
     A shared job may be `pausable` (`Pausable`): an exclusive job does not wait for it, it stops
     it for its own run and continues it afterwards (its slot stays taken meanwhile)."""
@@ -124,7 +128,7 @@ class SlotPool:
                 self._exclusive_waiting += 1
             try:
                 while True:
-                    got = self._try(exclusive, mem_mb)
+                    got = self._try(exclusive, mem_mb, pausable is not None)
                     if got:
                         if mem_mb is not None and not exclusive:
                             self._reserved[got[0]] = mem_mb
@@ -143,7 +147,9 @@ class SlotPool:
         used = sum(m for j, m in self._reserved.items() if self.devices[j] == self.devices[i])
         return used + mem_mb <= cap
 
-    def _try(self, exclusive: bool, mem_mb: float | None = None) -> list[int]:
+    def _try(
+        self, exclusive: bool, mem_mb: float | None = None, pausable: bool = False
+    ) -> list[int]:
         if exclusive:
             # a free device first; else one where only pausable jobs run (they are stopped)
             devices = list(dict.fromkeys(self.devices))
@@ -167,13 +173,27 @@ class SlotPool:
                 taken.exclusive = True
                 return taken
             return []
-        if self._exclusive_waiting:
+        if self._exclusive_waiting and not pausable:
             return []
         for i, busy in enumerate(self._busy):
-            if not busy and self._fits(i, mem_mb):
-                self._busy[i] = True
-                return Taken([i])
+            if busy or not self._fits(i, mem_mb):
+                continue
+            if self._exclusive_waiting and not self._stays_beside(i, mem_mb):
+                continue
+            self._busy[i] = True
+            return Taken([i])
         return []
+
+    def _stays_beside(self, i: int, mem_mb: float | None) -> bool:
+        """Whether a pausable job may start in slot `i` while an exclusive job waits: the
+        pausable jobs of its device, it included, hold no more memory than an exclusive job
+        runs beside (`_room_beside`'s share), so it adds no wait to the exclusive job."""
+        dev = self.devices[i]
+        cap = self.capacity_mb.get(dev)
+        if cap is None:
+            return True
+        held = sum(self._reserved.get(j, 0.0) for j in self._pausable if self.devices[j] == dev)
+        return held + (mem_mb or 0.0) <= cap * PAUSED_SHARE
 
     def _room_beside(self, dev: str, paused: list[int], mem_mb: float | None) -> bool:
         cap = self.capacity_mb.get(dev)
