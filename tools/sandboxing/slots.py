@@ -92,8 +92,8 @@ class SlotPool:
     so a stream of verifications cannot starve a timing, except a pausable one whose memory
     stays within what an exclusive job runs beside (`PAUSED_SHARE`): it is stopped when the
     exclusive job starts, so it cannot delay it. On the H200 (session 19, KernelBench level 3)
-    a timing job waiting for a network's verification of 30-200 s held back every draft, and
-    from 305 s of a 500 s bench only 2-4 of its 8 slots ran a job.
+    from 305 s of a 500 s bench only 2-4 of its 8 slots ran a job, while networks' verifications
+    took 30-200 s: the likely cause, a timing job waiting for one of them held back every draft.
 
     A shared job may be `pausable` (`Pausable`): an exclusive job does not wait for it, it stops
     it for its own run and continues it afterwards (its slot stays taken meanwhile)."""
