@@ -13,9 +13,11 @@ LIBDEVICE_AS_TL = {
 # ... or as small @triton.jit helpers emitted into the candidate (name -> body over x / x, y).
 # `sqrt` is one because `tl.sqrt_rn` takes fp32 only: a scale of fp64 from a size
 # (`1.0 / math.sqrt(k.size(-1))` in a dynamic draft, level3/50) failed to compile ("Expected
-# dtype ['fp32'] but got fp64"); `tl.sqrt` of fp64 is correctly rounded (fp32's is not).
+# dtype ['fp32'] but got fp64"); `tl.sqrt` of fp64 is correctly rounded (fp32's is not). One
+# `return` at the end: Triton's compiler refuses a `return` inside an `if` (the interpreter
+# does not).
 LIBDEVICE_AS_HELPER = {
-    "sqrt": ("x", "if x.dtype == tl.float64:\n        return tl.sqrt(x)\n    return tl.sqrt_rn(x)"),
+    "sqrt": ("x", "if x.dtype == tl.float64:\n        r = tl.sqrt(x)\n    else:\n        r = tl.sqrt_rn(x)\n    return r"),
     "tanh": ("x", "e = tl.exp(-2.0 * tl.abs(x))\n    t = (1.0 - e) / (1.0 + e)\n    return tl.where(x < 0, -t, t)"),
     "sinh": ("x", "return 0.5 * (tl.exp(x) - tl.exp(-x))"),
     "cosh": ("x", "return 0.5 * (tl.exp(x) + tl.exp(-x))"),
