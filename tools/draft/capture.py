@@ -17,6 +17,7 @@ from tools.draft.inductor_patches import (
     conv_bias_peeled,
     group_norm_with_symbolic_groups,
     max_pool1d_as_2d,
+    negative_powers_unbounded,
     stand_in_driver_if_needed,
     warnings_outside_graph,
 )
@@ -263,6 +264,7 @@ def _lowering_patches(
         stack.enter_context(stand_in_driver_if_needed())
         stack.enter_context(conv_bias_peeled())
     stack.enter_context(avg_pool_in_triton())
+    stack.enter_context(negative_powers_unbounded())
     stack.enter_context(max_pool1d_as_2d())
     stack.enter_context(group_norm_with_symbolic_groups())
     stack.enter_context(attention_as_math())

@@ -1,6 +1,7 @@
 """The patches of Inductor (and Triton) in force while the drafter runs it: the stand-in driver
 (CPU path), the choice filter for GEMMs and convolutions, the conv bias peeled off (CPU path),
-average pooling kept in Triton. Each is a context manager or a wrapper, undone afterwards."""
+average pooling kept in Triton, negative powers in the value-range analysis unbounded. Each is a
+context manager or a wrapper, undone afterwards."""
 
 from __future__ import annotations
 
@@ -272,4 +273,42 @@ def warnings_outside_graph() -> Iterator[None]:
         return
     kept = set(config.reorderable_logging_functions) | {warnings.warn, builtins.print}
     with config.patch(reorderable_logging_functions=kept):
+        yield
+
+
+_NEGATIVE_EXPONENT = "Exponent must be non-negative."
+
+
+@contextlib.contextmanager
+def negative_powers_unbounded() -> Iterator[None]:
+    """A power of negative exponent in the value-range analysis: no bounds, not an error.
+
+    torch 2.13's `SymPyValueRangeAnalysis.pow_by_natural` raises on a constant negative
+    exponent, which the shape environment meets while Inductor checks a stride order it has
+    written as a quotient of sizes (KernelBench level3/7 at 32x32, a convolution after an
+    Inception module's concatenation: "LoweringException: ValueError: Exponent must be
+    non-negative.", so the dynamic draft failed). Unknown bounds make the check undecided,
+    which Inductor already handles (`guard_or_false`: a layout copy at worst).
+    """
+    try:
+        from torch.utils._sympy.value_ranges import SymPyValueRangeAnalysis, ValueRanges
+    except ImportError:
+        yield
+        return
+    original = SymPyValueRangeAnalysis.__dict__.get("pow_by_natural")
+    if not isinstance(original, classmethod):
+        yield
+        return
+
+    def pow_by_natural(cls: Any, a: Any, b: Any) -> Any:
+        try:
+            return original.__func__(cls, a, b)
+        except ValueError as exc:
+            if str(exc) != _NEGATIVE_EXPONENT:
+                raise
+            return ValueRanges.unknown_int()
+
+    with unittest.mock.patch.object(
+        SymPyValueRangeAnalysis, "pow_by_natural", classmethod(pow_by_natural)
+    ):
         yield
