@@ -150,7 +150,9 @@ def test_through_the_verifier(cpu_verifier, tmp_path, name):
 
 def test_the_corpus_kind_with_15_bit_outputs_is_refused_by_its_low_bits(cpu_verifier):
     """Where rows cancel, the accuracy rules accept it (tests/test_fp32_any_order.py); the low
-    bits do not. The honest fp32 kernel on the same problem stays `ok`."""
+    bits do not, and the message says so. The honest fp32 kernel on the same problem staying
+    `ok` is the corpus's `cancel_sum__fp32_blocked_honest` (tests/test_adversarial.py: the same
+    problem file and verifier settings; verifying it here too cost 16-27 s, session 19)."""
     problem = read_problem(
         str(Path(__file__).parent / "fixtures/adversarial_problems/cancel_sum.py")
     )
@@ -158,9 +160,6 @@ def test_the_corpus_kind_with_15_bit_outputs_is_refused_by_its_low_bits(cpu_veri
     verdict = cpu_verifier.verify(problem, rounded, "k.py")
     assert verdict.status == "mismatch", (verdict.status, verdict.message)
     assert "significant mantissa bits" in verdict.message, verdict.message
-    honest = (CORPUS / "cancel_sum__fp32_blocked_honest.py").read_text()
-    verdict = cpu_verifier.verify(problem, honest, "k.py")
-    assert verdict.status == "ok", (verdict.status, verdict.message)
 
 
 def test_the_fp64_notes_scale_is_the_any_order_one():
