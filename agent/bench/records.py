@@ -176,6 +176,7 @@ def code_precision(code: str | None) -> str:
 
 _DRAFT_PHASES = re.compile(r"(?:(sized path): )?(\w+) draft took ([\d.]+) s: (.*)")
 _PHASE = re.compile(r"([A-Za-z][\w -]*?) ([\d.]+) s\b")
+_DRAFT_STOPPED = re.compile(r"(?:(sized path): )?(\w+) draft stopped ([\d.]+) s\b")
 
 
 def phase_seconds(
@@ -185,7 +186,9 @@ def phase_seconds(
     phases its notes give ("dynamic draft took 14.4 s: reference forward 0.2 s, Inductor
     14.2 s, ..." -> `draft.dynamic.Inductor`), `verify` and the candidate job's stages
     (`candidate.import`, `candidate.runs`, `candidate.aot`), the timing job's
-    (`profile.baselines_s`, ...). Absent or malformed entries are skipped."""
+    (`profile.baselines_s`, ...), and the time a pausable draft was stopped for timing jobs
+    (`draft.dynamic.stopped`: its phases count working time only). Absent or malformed entries
+    are skipped."""
     out: dict[str, float] = {}
     if draft_s:
         out["draft"] = round(float(draft_s), 3)
@@ -193,6 +196,10 @@ def phase_seconds(
         m = re.match(r"sized path took ([\d.]+) s$", line.strip())
         if m:
             out["draft.sized"] = float(m.group(1))
+            continue
+        m = _DRAFT_STOPPED.search(line)  # a pausable draft's time stopped (not in its phases)
+        if m:
+            out[f"draft.{'sized.' if m.group(1) else ''}{m.group(2)}.stopped"] = float(m.group(3))
             continue
         m = _DRAFT_PHASES.search(line)
         if not m:

@@ -25,7 +25,7 @@ and `start` is called once per draft (`tools.draft.job.draft_candidate`).
 
 from __future__ import annotations
 
-import time
+from tools.sandboxing import work_clock
 
 NETWORK_SITES = 8
 """More speed choices than this make a draft a network's."""
@@ -48,7 +48,7 @@ def count(sites: int) -> bool:
         _state.update(
             set=True,
             network=network,
-            deadline=time.monotonic() + NETWORK_CHOICES_S if network else float("inf"),
+            deadline=work_clock.now() + NETWORK_CHOICES_S if network else float("inf"),
         )
     return bool(_state["network"])
 
@@ -58,14 +58,14 @@ def is_network() -> bool:
 
 
 def deadline(own_budget_s: float = float("inf")) -> float:
-    """time.monotonic() at which a choice starting now must stop: its own budget or the
+    """work_clock.now() at which a choice starting now must stop: its own budget or the
     network's clock, whichever ends first."""
-    return min(time.monotonic() + own_budget_s, float(_state["deadline"]))
+    return min(work_clock.now() + own_budget_s, float(_state["deadline"]))
 
 
 def spent() -> bool:
     """Whether a network's clock has run out (never for an operator's draft)."""
-    return time.monotonic() > float(_state["deadline"])
+    return work_clock.now() > float(_state["deadline"])
 
 
 def spent_note(what: str) -> str:

@@ -12,7 +12,6 @@ import signal
 import sys
 import tempfile
 import threading
-import time
 from typing import Any
 
 from tools.core.errors import ProblemError, ShimError
@@ -24,6 +23,7 @@ from tools.draft.result import DraftResult
 from tools.draft.settings import SETTINGS
 from tools.draft.steps import one_draft
 from tools.draft.support import check_torch_support
+from tools.sandboxing import work_clock
 
 
 def draft_candidate(
@@ -59,7 +59,7 @@ def draft_candidate(
         notes.append(f"Inductor settings {settings!r}: {SETTINGS[settings][3]}")
         if SETTINGS[settings][2]:
             sizes = "static"
-    started = time.monotonic()
+    started = work_clock.now()
     choice_clock.start()
     if sizes == "dynamic":
         # on the GPU, launch configs are timed once, for the path the candidate runs
@@ -73,11 +73,11 @@ def draft_candidate(
         except Exception as exc:  # a rewriter limit, or internals of an untested torch
             notes.append(
                 "sizes fixed at the problem's: the dynamic-shape draft failed after "
-                f"{time.monotonic() - started:.1f} s ({type(exc).__name__}: {first_line(exc)})"
+                f"{work_clock.now() - started:.1f} s ({type(exc).__name__}: {first_line(exc)})"
             )
         else:
             if deferred is not None and _wants_sized_path(result):
-                spent = time.monotonic() - started
+                spent = work_clock.now() - started
                 if choice_clock.is_network():
                     result.notes.append(
                         "sized path not tried: a network's draft (tools.draft.choice_clock) "
@@ -115,10 +115,10 @@ class _OutOfTime(BaseException):
 
 @contextlib.contextmanager
 def _time_limit(deadline: float):
-    """Raise `_OutOfTime` in this thread at `deadline` (time.monotonic()), by SIGALRM; no limit
+    """Raise `_OutOfTime` in this thread at `deadline` (work_clock.now()), by SIGALRM; no limit
     for an infinite deadline or outside the main thread (signals go there only); raised at once
     where the deadline has passed already."""
-    left = deadline - time.monotonic()
+    left = deadline - work_clock.now()
     if left <= 0:
         raise _OutOfTime
     # setitimer takes no infinity (OverflowError), so `_with_sized_path`'s default needs this
@@ -127,6 +127,10 @@ def _time_limit(deadline: float):
         return
 
     def alarm(signum, frame):
+        left = deadline - work_clock.now()
+        if left > 0:  # the job was stopped meanwhile (a pausable draft): not its working time
+            signal.setitimer(signal.ITIMER_REAL, left)
+            return
         raise _OutOfTime
 
     before = signal.signal(signal.SIGALRM, alarm)
@@ -169,7 +173,7 @@ def _with_sized_path(
 ) -> DraftResult:
     """`result` with a first path through Inductor's kernels for the problem's own sizes, where
     that is faster on the GPU (`tools.draft.sized.pick_sized_path`); as it was otherwise, with a
-    note either way. Past `deadline` (time.monotonic()) the second draft is abandoned and
+    note either way. Past `deadline` (work_clock.now()) the second draft is abandoned and
     `result` returned as it was. `deferred` (the dynamic draft's launch-config candidates, not
     timed yet): the static draft's are not timed either, and replace them where the sized path
     is taken (`tools.draft.launch_picks`)."""
@@ -177,7 +181,7 @@ def _with_sized_path(
 
     conv_from = result.source if "triton_convolution(" in result.source else None
     notes: list[str] = []
-    started = time.monotonic()
+    started = work_clock.now()
     try:
         with _time_limit(deadline):
             try:
@@ -199,14 +203,16 @@ def _with_sized_path(
             )
     except _OutOfTime:
         result.notes.append(
-            f"sized path abandoned after {time.monotonic() - started:.0f} s: the draft reached "
+            f"sized path abandoned after {work_clock.now() - started:.0f} s: the draft reached "
             f"its {SIZED_PATH_END_S:.0f} s for it (tools.draft.job.SIZED_PATH_END_S)"
         )
         return result
     # where the second draft's time went (its own phases, then the whole sized path with its
     # timing), for the bench records' phases (agent/bench/records.py `phase_seconds`)
-    notes += [f"sized path: {n}" for n in static.notes if " draft took " in n]
-    notes.append(f"sized path took {time.monotonic() - started:.1f} s")
+    notes += [
+        f"sized path: {n}" for n in static.notes if " draft took " in n or " draft stopped " in n
+    ]
+    notes.append(f"sized path took {work_clock.now() - started:.1f} s")
     if source == result.source:
         result.notes.extend(notes)
         return result

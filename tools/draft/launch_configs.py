@@ -21,7 +21,6 @@ import ast
 import importlib.util
 import os
 import tempfile
-import time
 import types
 from collections.abc import Callable
 from typing import Any
@@ -30,6 +29,7 @@ from tools.checks.timing import Timer
 from tools.compile.tune import Knob, rewrite
 from tools.core import pyast
 from tools.draft import choice_clock
+from tools.sandboxing import work_clock
 
 MIN_GAIN = 0.03
 """A kernel keeps its config unless another makes the forward at least this much faster."""
@@ -171,9 +171,9 @@ def _time_variants(
             modules.append(load_module(src, workdir, f"draft_variant_{i}", share=True))
             runs.append(runner(modules[-1], f"{name} {values}"))
         times: list[float | None] = []
-        start, unused = time.monotonic(), 0
+        start, unused = work_clock.now(), 0
         for i, run in enumerate(runs):
-            if i and (time.monotonic() - start > BUDGET_S or choice_clock.spent()):  # bounded
+            if i and (work_clock.now() - start > BUDGET_S or choice_clock.spent()):  # bounded
                 times.append(None)
                 unused += 1
                 continue

@@ -17,9 +17,10 @@ Inductor configured them.
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable
 from typing import Any
+
+from tools.sandboxing import work_clock
 
 POINTWISE_BLOCKS = ((1024, 4), (2048, 8), (512, 8))
 """(XBLOCK, num_warps) offered to one-dimensional pointwise kernels besides Inductor's own
@@ -112,9 +113,9 @@ def timed_once(source: str, problem: Any, found: Candidates, notes: list[str]) -
     launched = _launched(source)
     kept = [n for n in candidates if n in current and n in launched]
     found = ({n: candidates[n] for n in kept}, {n: current[n] for n in kept})
-    started = time.monotonic()
+    started = work_clock.now()
     source = with_picked_configs(source, problem, found, notes)
-    spent = time.monotonic() - started
+    spent = work_clock.now() - started
     notes.append(f"final draft took {spent:.1f} s: launch configs {spent:.1f} s")
     return source
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
-import time
 from typing import Any
 
 from tools.checks.precision import full_fp32
@@ -52,6 +51,7 @@ from tools.draft.rewrite import (
     returned_count,
     rewrite_host,
 )
+from tools.sandboxing import work_clock
 
 
 def _state_attribute(problem: LoadedProblem, expr: str, value: Any) -> str | None:
@@ -142,6 +142,9 @@ def one_draft(
     gpu = (problem, device, kernels, host, libraries[0], conv_from, notes, phases, deferred)
     source = _picked_on_the_gpu(source, *gpu)
     notes.append(phases.note("static" if not dynamic else "dynamic"))
+    stopped = phases.paused_note("static" if not dynamic else "dynamic")
+    if stopped:
+        notes.append(stopped)
     conv_source, recurrent_source, attention_source = libraries
     return DraftResult(
         source=source,
@@ -424,21 +427,31 @@ def _scan_at_fp32_accuracy(source: str, exponents: int, notes: list[str]) -> str
 
 
 class _Phases:
-    """Wall time of a draft's phases, for a note: where a slow draft's minutes went (level2/92's
-    draft did not finish in 150 s alone on the H200, session 12, and nothing said why)."""
+    """Working time of a draft's phases (`tools.sandboxing.work_clock`: not the time a pausable
+    draft job was stopped for a timing job), for a note: where a slow draft's minutes went
+    (level2/92's draft did not finish in 150 s alone on the H200, session 12, and nothing said
+    why). The time stopped, where any, is a note of its own (`paused_note`)."""
 
     def __init__(self) -> None:
-        self.start = self.last = time.monotonic()
+        self.start = self.last = work_clock.now()
+        self.paused0 = work_clock.paused_s()
         self.done: list[tuple[str, float]] = []
 
     def mark(self, phase: str) -> None:
-        now = time.monotonic()
+        now = work_clock.now()
         self.done.append((phase, now - self.last))
         self.last = now
 
     def note(self, what: str) -> str:
         parts = ", ".join(f"{name} {secs:.1f} s" for name, secs in self.done)
-        return f"{what} draft took {time.monotonic() - self.start:.1f} s: {parts}"
+        return f"{what} draft took {work_clock.now() - self.start:.1f} s: {parts}"
+
+    def paused_note(self, what: str) -> str | None:
+        """How long the draft's job was stopped during it (a timing job had the GPU), or None."""
+        paused = work_clock.paused_s() - self.paused0
+        if paused < 0.05:
+            return None
+        return f"{what} draft stopped {paused:.1f} s while timing jobs had the GPU (not counted)"
 
 
 def _with_picked_convs(source: str, problem: LoadedProblem, notes: list[str]) -> str:

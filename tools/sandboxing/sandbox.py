@@ -52,6 +52,7 @@ from tools.sandboxing.slots import (
     gpu_memory_mb,
     visible_device_id,
 )
+from tools.sandboxing.work_clock import LEDGER_ENV
 
 JOB_PROFILE_DIR_ENV = "TRITON_AGENT_JOB_PROFILE"
 """The agent's environment key naming a directory: when set, every job writes cProfile's stats
@@ -276,6 +277,9 @@ class Sandbox:
             job_env["TA_DEVICE"] = "cpu"
             if self.interpret:
                 job_env["TRITON_INTERPRET"] = "1"
+        if _pausable is not None:  # the job's clocks count working time (`work_clock`)
+            _pausable.ledger = os.path.join(workdir, "paused_s")
+            job_env[LEDGER_ENV] = _pausable.ledger
         parent_conn, child_conn = self._ctx.Pipe(duplex=True)
         # A pausable job's own watchdog (`watch_agent`) counts wall time, stops included: it
         # gets room for them; the parent's deadline moves by exactly the time it was stopped.

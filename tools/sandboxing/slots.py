@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tools.core.errors import SandboxError
+from tools.sandboxing.work_clock import write_ledger
 
 
 @dataclass
@@ -30,19 +31,24 @@ class Pausable:
 
     A stopped job launches nothing; what it had queued on the GPU drains while the exclusive job
     starts (a fresh process that imports torch and builds the problem before it times anything).
-    `paused_s()` is how long it has been stopped, so its deadline can be moved by that much."""
+    `paused_s()` is how long it has been stopped, so its deadline can be moved by that much;
+    with a `ledger`, the job is told too (`tools.sandboxing.work_clock`: written before each
+    SIGCONT), so that its own clocks count working time only."""
 
-    def __init__(self) -> None:
+    def __init__(self, ledger: str | None = None) -> None:
         self._lock = threading.Lock()
         self.pid: int | None = None
         self._since: float | None = None
         self._total = 0.0
+        self.ledger = ledger
+        """The job's ledger file (`tools.sandboxing.work_clock.LEDGER_ENV`), or None."""
 
     def attach(self, pid: int) -> None:
         """The job's process (the leader of its process group once it runs)."""
         with self._lock:
             self.pid = pid
-            if self._since is not None:
+            if self._since is not None:  # stopped before it ran: counted from its start
+                self._since = time.monotonic()
                 self._signal(signal.SIGSTOP)
 
     def pause(self) -> None:
@@ -56,6 +62,8 @@ class Pausable:
             if self._since is not None:
                 self._total += time.monotonic() - self._since
                 self._since = None
+                if self.ledger:  # before SIGCONT: the job's first look sees the new total
+                    write_ledger(self.ledger, self._total)
                 self._signal(signal.SIGCONT)
 
     @property
