@@ -99,10 +99,13 @@ def inductor_options(device: str, settings: str = "default") -> dict[str, Any]:
         "fx_graph_cache": False,
         "autotune_local_cache": False,
         "autotune_remote_cache": False,
-        # Convolutions as Triton templates, not extern library calls; GEMMs as the library
-        # choice, which the rewriter replaces with this project's template (`inductor_patches.choices_kept`).
+        # GEMMs as the library choice, which the rewriter replaces with this project's template
+        # (`inductor_patches.choices_kept` keeps only that choice). The ATEN backend alone:
+        # Inductor's Triton GEMM templates were generated for every GEMM and then dropped, 17
+        # choices an addmm on the CPU path (a 16-Linear MLP's draft: 3.8 of its 7.7 CPU s, 4.2 s
+        # without them, the same draft byte for byte; `tests/test_draft_gemm_choices.py`).
         "max_autotune_gemm": True,
-        "max_autotune_gemm_backends": "ATEN,TRITON",
+        "max_autotune_gemm_backends": "ATEN",
         "max_autotune_pointwise": False,
         # A plain Python wrapper: no C++ wrapper, no CUDA graphs, no graph partitions.
         "cpp_wrapper": False,
@@ -128,5 +131,9 @@ def inductor_options(device: str, settings: str = "default") -> dict[str, Any]:
         # layers (CPU probe, issue 33: `select_algorithm.generate` 1.6 CPU s at N=32 conv-bn
         # blocks, 5.5 s at N=64, benchmarks/results/cpu/depth_scaling).
         options["max_autotune_conv_backends"] = "ATEN"
+    else:
+        # Inductor's conv templates need its TRITON backend (torch's `use_triton_template` reads
+        # the GEMM backends for every template); GEMMs still keep the library choice only.
+        options["max_autotune_gemm_backends"] = "ATEN,TRITON"
     options.update(SETTINGS[settings][0])
     return existing_options(inductor_config, options)
