@@ -35,6 +35,7 @@ from typing import Any
 from tools.checks.timing import Timer
 from tools.core import pyast
 from tools.draft.launch_configs import Run, RunTimer, load_module
+from tools.draft.loading import draft_model
 
 MIN_GAIN = 0.03
 ROUNDS = 3
@@ -378,8 +379,7 @@ def pick_conv_epilogues(
     with tempfile.TemporaryDirectory(prefix="conv_epilogue_") as workdir:
         for k, text in enumerate((source, fused)):
             module = load_module(text, workdir, f"draft_epilogue_{k}", share=True)
-            torch.manual_seed(0)
-            model = module.ModelNew(*init_inputs).to(device)
+            model = draft_model(module, init_inputs, device)
             with torch.no_grad():
                 out = model(*inputs)
             outs.append(out if isinstance(out, (tuple, list)) else (out,))

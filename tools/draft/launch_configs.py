@@ -29,6 +29,7 @@ from tools.checks.timing import Timer
 from tools.compile.tune import Knob, rewrite
 from tools.core import pyast
 from tools.draft import choice_clock
+from tools.draft.loading import draft_model
 from tools.sandboxing import work_clock
 
 MIN_GAIN = 0.03
@@ -152,8 +153,7 @@ def _time_variants(
 
     with tempfile.TemporaryDirectory(prefix="launch_configs_") as workdir:
         base = load_module(source, workdir, "draft_base", share=True)
-        torch.manual_seed(0)
-        model = base.ModelNew(*init_inputs).to(device)
+        model = draft_model(base, init_inputs, device)
 
         def runner(module: types.ModuleType, label: str) -> Run:
             forward = types.MethodType(module.ModelNew.forward, model)  # the variant's call()
@@ -220,12 +220,12 @@ def share_autotuning(base: types.ModuleType, variant: types.ModuleType) -> int:
 
 
 def run_forward(module: types.ModuleType, init_inputs: list, inputs: list, device: str) -> None:
-    """Build the module's `ModelNew` (seed 0) on `device` and run its forward once on `inputs`:
-    how the draft-time pickers reach each call site with its real operands."""
+    """Build the module's `ModelNew` (seed 0, at the job's precision: `draft_model`) on `device`
+    and run its forward once on `inputs`: how the draft-time pickers reach each call site with
+    its real operands."""
     import torch
 
-    torch.manual_seed(0)
-    model = module.ModelNew(*init_inputs).to(device)
+    model = draft_model(module, init_inputs, device)
     with torch.no_grad():
         model(*inputs)
     if device.startswith("cuda"):

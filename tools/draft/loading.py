@@ -73,6 +73,23 @@ def load_problem(source: str, device: str, precision: str | None = None) -> Load
     return LoadedProblem(module, tree, source, model, inputs)
 
 
+def draft_model(module: types.ModuleType, init_inputs: list, device: str) -> Any:
+    """A draft's `ModelNew(*init_inputs)` built under seed 0 on `device` at the job's precision,
+    as the verifier builds a candidate's (`tools.job.job_common`): its floating constructor
+    tensors, parameters and buffers cast (`tools.core.problem_dtype`; nothing at fp32). Every
+    draft-time choice that runs a draft's forward on the problem's inputs (`load_problem`: cast
+    the same way) builds its model here. Built at fp32 beside bf16/fp16 inputs (H200, session
+    19), each convolution of a half-precision draft had 2-byte inputs and fp32 weights, its
+    tl.dot did not compile, and every convolution pick and sized path of levels 1/50 and 1/55
+    was "not timed at draft time (CompilationError: at 107:18:)" (issue 36)."""
+    import torch
+
+    dtype = torch_dtype(job_precision())
+    torch.manual_seed(0)
+    model = module.ModelNew(*cast_floating(list(init_inputs), dtype))
+    return cast_model(model.to(device), dtype)
+
+
 def forward_signature(problem: LoadedProblem) -> tuple[ast.arguments, list[str]]:
     """The Model.forward argument list (AST) and the names of its positional parameters."""
     model_cls = model_classdef(problem.tree)

@@ -32,6 +32,7 @@ from typing import Any
 from tools.checks.timing import Timer
 from tools.core import pyast
 from tools.draft.launch_configs import MIN_GAIN, ROUNDS, Run, RunTimer, load_module
+from tools.draft.loading import draft_model
 
 SUFFIX = "_sized"
 MATCH_RTOL = 1e-3
@@ -289,12 +290,10 @@ def pick_sized_path(
         return dynamic, [f"sized path not built: {exc}"]
     with tempfile.TemporaryDirectory(prefix="draft_sized_") as workdir:
         module = load_module(combined, workdir, "draft_sized_probe", share=True)
-        torch.manual_seed(0)
-        model = module.ModelNew(*init_inputs).to(device)
+        model = draft_model(module, init_inputs, device)
         combined = record_sizes(combined, module._call_signature(model, tuple(inputs)))
         module = load_module(combined, workdir, "draft_sized", share=True)
-        torch.manual_seed(0)
-        model = module.ModelNew(*init_inputs).to(device)
+        model = draft_model(module, init_inputs, device)
         if not module._sized_call(model, tuple(inputs)):
             return dynamic, ["sized path not taken: the problem's call does not match its sizes"]
         sized = module._SIZED
