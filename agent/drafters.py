@@ -109,7 +109,9 @@ class CompilerDrafter:
     """torch.compile/Inductor's Triton as a candidate (tools.draft), run in a sandbox job:
     the problem's code executes there, and Inductor's internals may be patched freely."""
 
-    def __init__(self, sandbox: Sandbox, device: str, timeout_s: float = 600.0):
+    def __init__(
+        self, sandbox: Sandbox, device: str, timeout_s: float = 600.0, generalize: bool = False
+    ):
         # The verifier's precision (`--precision`) is in its sandbox's job environment: the
         # draft job traces the model at that dtype (`tools.draft.loading.load_problem`).
         job_env = dict(getattr(sandbox, "job_env", {}))
@@ -123,6 +125,10 @@ class CompilerDrafter:
         self.sandbox = sandbox
         self.device = device
         self.timeout_s = timeout_s
+        self.sizes = "dynamic" if generalize else "auto"
+        """The draft job's `sizes` (`tools.draft.job.draft_job`): "auto" drafts a network at the
+        problem's sizes; a run that verifies other sizes (`--generalize`) drafts every problem
+        with symbolic ones."""
 
     def draft(
         self,
@@ -141,6 +147,7 @@ class CompilerDrafter:
             problem_source,
             self.device
             + ("" if settings == "default" else f":{settings}")
+            + ("" if self.sizes == "auto" else f":sizes={self.sizes}")
             + cache_suffix(self.precision),
         )
         cached = _read_draft(key)
@@ -210,6 +217,7 @@ class CompilerDrafter:
             problem_source,
             problem_path,
             device=self.device,
+            sizes=self.sizes,
             settings=settings,
             limits=Limits(timeout_s=self.timeout_s, memory_mb=None, guard=False),
             exclusive=exclusive and self.device == "cuda",

@@ -89,7 +89,9 @@ def make_context(
     verifier = verifier if verifier is not None else make_verifier(config.verify_options())
     drafter = None
     if mode == "optimize" and (llm is None or config.compiler_seed):
-        drafter = CompilerDrafter(verifier.sandbox, verifier.device)
+        drafter = CompilerDrafter(
+            verifier.sandbox, verifier.device, generalize=verifier.options.generalize
+        )
     if llm is None and drafter is None:
         if mode == "repair":  # the compiler drafts from the problem, it does not repair
             raise BackendConfigError(

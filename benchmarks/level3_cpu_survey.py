@@ -5,7 +5,7 @@
         [--input-scales 100] [--draft-only]
 
 SMALL_DIR is what benchmarks/level3_small.py wrote. For each network: `python3 -m tools.draft
-FILE --json` (dynamic sizes, the default) under `timeout`, then, when it drafted, `python3 -m
+FILE --json --sizes S` (auto, the default; session 19 ran dynamic) under `timeout`, then, when it drafted, `python3 -m
 agent verify FILE DRAFT --device cpu --policy strict --json --allow-large --trials N --target
 T --input-scales S` under `timeout`. One
 JSON line per network is appended to OUT.jsonl: drafted or not (the error's first line), the
@@ -41,8 +41,8 @@ def _first_error_line(stderr: str) -> str:
 
 def survey_one(problem: Path, drafts: Path, args: argparse.Namespace) -> dict:
     row: dict = {"network": problem.stem}
-    rc, out, err, secs = _run([sys.executable, "-m", "tools.draft", str(problem), "--json"],
-                              args.draft_timeout)
+    rc, out, err, secs = _run([sys.executable, "-m", "tools.draft", str(problem), "--json",
+                               "--sizes", args.sizes], args.draft_timeout)
     row["draft_s"] = round(secs, 1)
     if rc != 0:
         row["drafted"] = False
@@ -80,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target", default="none", help="agent verify's --target")
     parser.add_argument("--input-scales", default="100", help="agent verify's --input-scales")
     parser.add_argument("--draft-only", action="store_true", help="no agent verify")
+    parser.add_argument("--sizes", default="auto", choices=["auto", "dynamic", "static"],
+                        help="python -m tools.draft's --sizes (session 19's rows: dynamic)")
     parser.add_argument("--only", nargs="*", default=None, help="these networks, in this order")
     args = parser.parse_args(argv)
     drafts = args.out.parent / "drafts"

@@ -257,9 +257,9 @@ def _draft_compiler(verifier: Verifier, problem: Problem, draft: Draft) -> Draft
     # that follows does not check it again.
     reference = verifier.reference(problem)
     gpu_mb = verifier.gpu_mb(reference) if verifier.device == "cuda" else None
-    cand = CompilerDrafter(verifier.sandbox, verifier.device).draft(
-        problem.source, os.path.abspath(problem.path), gpu_mb=gpu_mb
-    )
+    cand = CompilerDrafter(
+        verifier.sandbox, verifier.device, generalize=verifier.options.generalize
+    ).draft(problem.source, os.path.abspath(problem.path), gpu_mb=gpu_mb)
     return dataclasses.replace(
         draft, source="compiler", response=cand["response"], code=cand["code"]
     )

@@ -214,7 +214,9 @@ class _BuildState:
 def _make_drafter(verifier: Any) -> Any:
     from agent.drafters import CompilerDrafter  # imported here: the loop's modules stay optional
 
-    return CompilerDrafter(verifier.sandbox, verifier.device)
+    return CompilerDrafter(
+        verifier.sandbox, verifier.device, generalize=verifier.options.generalize
+    )
 
 
 def _versions() -> dict[str, str]:
