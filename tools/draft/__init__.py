@@ -29,7 +29,8 @@ The modules, in the order a draft goes through them:
 - `settings`, `inductor_patches`, `capture`: Inductor run under the drafter's config and patches,
   its wrapper captured;
 - `kernels` (with `interp`, the interpreter's rewrites) and `grids`: kernel sources and launches;
-- `rewrite`: the host code; `assemble`: the candidate file;
+- `rewrite`: the host code; `state`: plain tensor attributes forward reads (put where the graph
+  takes them, stored back); `assemble`: the candidate file;
 - `job`: `draft_candidate`, the sandbox job `draft_job`, the command line; `result`: `DraftResult`;
   `support`: the torch version check.
 """

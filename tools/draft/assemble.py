@@ -95,9 +95,12 @@ def model_new_source(
     call_args: list[str],
     output_expr: str,
     stores: list[str] = (),
+    moves: list[str] = (),
 ) -> str:
     """ModelNew: Model's class body (constructor and helpers) with a forward that calls `call`
-    (and, `stores`, puts back the tensor attributes Model's forward reassigns)."""
+    (first, `moves`, putting the plain tensor attributes it reads where the graph takes them:
+    `tools.draft.state`; after, `stores`, putting back the tensor attributes Model's forward
+    reassigns)."""
     _refuse_introspection("forward's arguments of call", ", ".join(call_args))
     cls = model_classdef(problem.tree)
     methods = []
@@ -113,7 +116,8 @@ def model_new_source(
     args = ast.unparse(forward_args)
     forward = (
         f"    def forward({args}):\n"
-        f"        outputs = call([{', '.join(call_args)}])\n"
+        + "".join(f"        {line}\n" for line in moves)
+        + f"        outputs = call([{', '.join(call_args)}])\n"
         + "".join(f"        {line}\n" for line in stores)
         + f"        return {output_expr}\n"
     )

@@ -19,6 +19,7 @@ from tools.core.errors import ProblemError
 from tools.core.problem import INTROSPECTION_NAMES
 from tools.core.problem_dtype import cast_floating, cast_model, job_precision, torch_dtype
 from tools.draft.result import DraftUnsupportedError
+from tools.draft.state import Layout, attribute_layouts
 
 
 @dataclasses.dataclass
@@ -28,6 +29,10 @@ class LoadedProblem:
     source: str
     model: Any
     inputs: list[Any]
+    constructed: dict[str, Layout] = dataclasses.field(default_factory=dict)
+    """The model's plain tensor attributes as constructed (`tools.draft.state`): a fresh model's,
+    the verifier's, before any forward reassigns or moves them (the drafter runs forward on
+    `model` before Inductor traces it)."""
 
 
 def load_problem(source: str, device: str, precision: str | None = None) -> LoadedProblem:
@@ -70,7 +75,7 @@ def load_problem(source: str, device: str, precision: str | None = None) -> Load
     inputs = cast_floating(
         [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs], dtype
     )
-    return LoadedProblem(module, tree, source, model, inputs)
+    return LoadedProblem(module, tree, source, model, inputs, attribute_layouts(model))
 
 
 def draft_model(module: types.ModuleType, init_inputs: list, device: str) -> Any:

@@ -51,6 +51,7 @@ from tools.draft.rewrite import (
     returned_count,
     rewrite_host,
 )
+from tools.draft.state import attribute_layouts, returned_state, state_moves
 from tools.sandboxing import work_clock
 
 
@@ -93,7 +94,8 @@ def one_draft(
     Its steps: the reference's forward and Inductor's capture (`_reference_and_capture`), the
     kernels loaded and rewritten (`_rewritten_kernels`), the graph inputs as expressions of
     forward (`_call_args`), the host code rewritten with the kernel libraries it needs
-    (`_kernel_libraries`), the outputs and kept state (`_outputs_and_state`), the notes on
+    (`_kernel_libraries`), the outputs and kept state (`_outputs_and_state`), the tensor
+    attributes put where the graph takes them (`_state_moves`), the notes on
     library calls (`_library_notes`), the candidate assembled (`_assembled`), the launch
     parameters picked on the GPU (`_picked_on_the_gpu`)."""
     import torch
@@ -123,8 +125,9 @@ def one_draft(
             "launch parameters at each gemm(...) call, for the tuner"
         )
     output_expr, stores = _outputs_and_state(reference, state, call, notes)
+    moves = _state_moves(problem, capture, call_args, forward_names, vararg, notes)
     library_calls = _library_notes(host, kernel_rewriter, device, libraries, notes)
-    model_new = model_new_source(problem, forward_args, call_args, output_expr, stores)
+    model_new = model_new_source(problem, forward_args, call_args, output_expr, stores, moves)
     source = _assembled(
         problem,
         device,
@@ -164,9 +167,10 @@ def one_draft(
 
 def _reference_and_capture(
     problem: LoadedProblem, device: str, dynamic: bool, settings: str, phases: _Phases
-) -> tuple[Any, list[str], Any]:
-    """The reference's outputs, the tensor attributes forward reassigns, and Inductor's capture
-    of forward (`capture_inductor`). Returns (reference, state, capture)."""
+) -> tuple[Any, dict[str, int | None], Any]:
+    """The reference's outputs, the tensor attributes forward reassigns (each with the output
+    it holds, if any: `tools.draft.state.returned_state`), and Inductor's capture of forward
+    (`capture_inductor`). Returns (reference, state, capture)."""
     import torch
 
     # In full fp32 (tools.checks.precision): Inductor's GEMM/convolution templates read PyTorch's TF32
@@ -177,8 +181,8 @@ def _reference_and_capture(
         reference = problem.model(*problem.inputs)
     # issue 33: a forward that keeps state in a plain tensor attribute (`self.hidden = ...`,
     # level3/33): Dynamo returns the new value as an extra output of the graph, after forward's
-    # own, and the candidate's forward stores it back the same way
-    state = reassigned_attributes(before, problem.model)
+    # own (once, where forward returns it too), and the candidate's forward stores it back
+    state = returned_state(reference, problem.model, reassigned_attributes(before, problem.model))
     phases.mark("reference forward")
     with full_fp32(), recurrent_layers_as_ops(problem.model):  # issue 33: RNN/LSTM/GRU as ops
         with attention_as_op(problem.module):  # issue 33: SDPA as one op
@@ -268,24 +272,60 @@ def _kernel_libraries(call: Any, host: Any, notes: list[str]) -> tuple[str, str,
 
 
 def _outputs_and_state(
-    reference: Any, state: list[str], call: Any, notes: list[str]
+    reference: Any, state: dict[str, int | None], call: Any, notes: list[str]
 ) -> tuple[str, list[str]]:
     """How forward's outputs are built from the call's (`output_structure`), and the stores of
-    the tensor attributes forward reassigns, after them. Raises DraftUnsupportedError where the
+    the tensor attributes forward reassigns: from the output an attribute holds, or else from
+    the graph's extra outputs after forward's own. Raises DraftUnsupportedError where the
     counts differ (outputs that alias inputs)."""
     counter = [0]
     output_expr = output_structure(reference, counter)
-    stores = [f"self.{name} = outputs[{counter[0] + i}]" for i, name in enumerate(state)]
-    if counter[0] + len(stores) != returned_count(call):
+    extra = [name for name, held in state.items() if held is None]
+    stores = [
+        f"self.{name} = outputs[{counter[0] + extra.index(name) if held is None else held}]"
+        for name, held in state.items()
+    ]
+    if counter[0] + len(extra) != returned_count(call):
         raise DraftUnsupportedError(
             f"Model.forward returns {counter[0]} tensors"
-            + (f" and reassigns {len(stores)} tensor attributes" if stores else "")
+            + (f" and reassigns {len(extra)} other tensor attributes" if extra else "")
             + f", Inductor's call returns {returned_count(call)} "
             "(outputs that alias inputs are not supported)"
         )
     if stores:
         notes.append("forward's state kept as Model keeps it: " + "; ".join(stores))
     return output_expr, stores
+
+
+def _state_moves(
+    problem: LoadedProblem,
+    capture: Any,
+    call_args: list[str],
+    forward_names: list[str],
+    vararg: str | None,
+    notes: list[str],
+) -> list[str]:
+    """The lines that put each plain tensor attribute the graph reads on the device the graph
+    takes it on, before `call` (`tools.draft.state.state_moves`; issue 33: level3/33's
+    `self.hidden`, a CPU tensor on a fresh model, a CUDA one in the graph traced after the
+    reference's forward), with a note."""
+    arguments = list(forward_names)
+    if vararg:
+        arguments += [e for e in call_args if e.startswith(f"{vararg}[")]
+    moves = state_moves(
+        problem.constructed,
+        attribute_layouts(problem.model),
+        capture.graph_inputs,
+        call_args,
+        arguments,
+    )
+    if moves:
+        notes.append(
+            "tensor attributes put where the kernels take them, as Model's forward leaves them "
+            "(a fresh model holds the constructor's; `.to(device)` moves parameters and buffers "
+            "only): " + "; ".join(moves)
+        )
+    return moves
 
 
 def _library_notes(
