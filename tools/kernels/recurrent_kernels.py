@@ -41,12 +41,11 @@ below 3e-8). Measured over 1e-8..1e3, both signs: tanh within 2.1 ulps, sigmoid 
 CPU sigmoid 2.2). The GRU's update is n + z (h - n), PyTorch's order: (1 - z) n + z h drifts
 by an ulp a step where z is within an ulp of 1 and the state sits still, which made level3/40
 a `mismatch` at x100 on the H200 (session 19: one element of h_n 9x the fp32 error scale). In a
-CPU emulation of level3/40 at its full size at x100 (3 seeds; tf32x3's splits, ex2.approx's
-argument, div.full and FMA contraction emulated; at one seed also the tensor cores' sums
-truncated to fp32 every 8 products), the old kernel erred 8.6-19x PyTorch's fp32 error scale at
-2-3 elements of h_n, the new one at most 4.7x (3.3x with truncated sums; the judge allows 8x):
-tf32x3 is kept (with fp32 products the new kernel's worst was the same), not re-measured on a
-GPU. tl.dot needs tiles of at least 16 on a GPU: BLOCK_B = 16 batch rows (masked); `RNN_CONFIG`
+CPU emulation of level3/40 at its full size at x100 (benchmarks/gru_x100_emulation.py, 3 seeds;
+tf32x3's splits, ex2.approx's argument, div.full and FMA contraction emulated, and the tensor
+cores' sums truncated every 8 products), the old kernel erred 8.6-19x PyTorch's fp32 error scale
+at 2-3 elements of h_n, the new one at most 4.7x (the judge allows 8x): tf32x3 is kept (with
+fp32 products the new kernel's worst was the same), not re-measured on a GPU. tl.dot needs tiles of at least 16 on a GPU: BLOCK_B = 16 batch rows (masked); `RNN_CONFIG`
 has the other launch parameters.
 
 PIPELINE (a launch keyword, off until measured on a GPU): a unidirectional stack's layers in one
