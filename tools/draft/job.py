@@ -105,8 +105,8 @@ def _auto_sizes(problem: LoadedProblem, notes: list[str]) -> str:
     dynamic for an operator, static for a network (more than `SYMBOLIC_PARAMETERS_MAX`
     parameters and buffers, whose shapes a dynamic draft fixes anyway). A network's dynamic
     draft spends most of its Inductor time in the shape environment's symbolic algebra for its
-    inputs' sizes (a reduced ShuffleNet on the CPU: 69 CPU s dynamic, 20 s static; sympy on
-    top of the profile), a network takes no sized path (`choice_clock`), and KernelBench's
+    inputs' sizes (reduced copies on the CPU, same load: ResNet-101 54 -> 21 s, DenseNet-121
+    138 -> 24 s, `benchmarks/results/cpu/level3_sizes`; sympy on top of the profile), a network takes no sized path (`choice_clock`), and KernelBench's
     networks are verified and timed at their own sizes: the static draft is what runs there."""
     from tools.draft.capture import SYMBOLIC_PARAMETERS_MAX, count_state_tensors
 
