@@ -13,6 +13,7 @@ from tools.draft.kernels import Kernel, KernelRewriter
 from tools.draft.loading import LoadedProblem, model_classdef, uses_introspection
 from tools.draft.result import DraftUnsupportedError
 from tools.draft.rewrite import HostRewriter
+from tools.draft.state import plain_tensors
 from tools.kernels.gemm_template import gemm_source
 
 
@@ -73,14 +74,7 @@ def _prelude(problem: LoadedProblem) -> str:
 def tensor_attributes(model: Any) -> dict[str, int]:
     """Plain tensor attributes of `model` and its submodules (not parameters or buffers), by
     dotted name: the identity of each, to see which forward reassigns."""
-    import torch
-
-    found = {}
-    for prefix, module in model.named_modules():
-        for name, value in vars(module).items():
-            if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter):
-                found[f"{prefix}.{name}" if prefix else name] = id(value)
-    return found
+    return {name: id(value) for name, value in plain_tensors(model)}
 
 
 def reassigned_attributes(before: dict[str, int], model: Any) -> list[str]:

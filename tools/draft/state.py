@@ -20,6 +20,7 @@ compute), nor one that a fresh model does not have: the draft is refused, naming
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from typing import Any
 
 from tools.draft.result import DraftUnsupportedError
@@ -45,17 +46,20 @@ def layout(tensor: Any) -> Layout:
     )
 
 
-def attribute_layouts(model: Any) -> dict[str, Layout]:
+def plain_tensors(model: Any) -> Iterator[tuple[str, Any]]:
     """The plain tensor attributes of `model` and its submodules (not parameters or buffers,
-    which `model.to(device)` moves), by dotted name (`hidden`, `cell.h`), with their layouts."""
+    which `model.to(device)` moves), as (dotted name (`hidden`, `cell.h`), tensor)."""
     import torch
 
-    found = {}
     for prefix, module in model.named_modules():
         for name, value in vars(module).items():
             if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter):
-                found[f"{prefix}.{name}" if prefix else name] = layout(value)
-    return found
+                yield (f"{prefix}.{name}" if prefix else name), value
+
+
+def attribute_layouts(model: Any) -> dict[str, Layout]:
+    """`plain_tensors` of `model` with their layouts."""
+    return {name: layout(value) for name, value in plain_tensors(model)}
 
 
 def _same_kernel_view(a: Layout, b: Layout) -> bool:
