@@ -83,6 +83,7 @@ def _alternative_drafts(ctx: RunContext, state: dict[str, Any], best: Attempt, l
     """(settings, candidate) drafts with other Inductor settings, when the best is the default
     compiler draft and eager beats it (speedup over eager under 1.0, so GPU only)."""
     from tools.draft import alternative_settings
+    from tools.draft.assemble import STATIC_SIZES_DOC
 
     eager = (best.get("speedups") or {}).get("eager")
     if best.get("source") != "compiler" or eager is None or eager >= 1.0:
@@ -91,8 +92,13 @@ def _alternative_drafts(ctx: RunContext, state: dict[str, Any], best: Attempt, l
         return []
     # Inductor's own conv templates only matter where the draft has this project's convolution,
     # and there they come first (the only alternative that changes the conv itself).
+    code = best.get("code") or ""
     names = [n for n in alternative_settings(ctx.device) if n != "inductor_conv"]
-    if "triton_convolution(" in (best.get("code") or ""):
+    if STATIC_SIZES_DOC in code:
+        # a static draft already (a network's, `tools.draft.job._auto_sizes`): "static_sizes"
+        # would draft the same candidate again
+        names = [n for n in names if n != "static_sizes"]
+    if "triton_convolution(" in code:
         names.insert(0, "inductor_conv")
     out = []
     for name in names[:limit]:

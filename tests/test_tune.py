@@ -116,6 +116,11 @@ def test_a_slow_convolution_draft_tries_inductors_conv_templates_first():
     plain = {"source": "compiler", "speedups": {"eager": 0.5}, "code": "gemm(a, b)"}
     _alternative_drafts(ctx, state, plain, limit=10)
     assert asked and "inductor_conv" not in asked
+    # a network's draft is static already (`sizes="auto"`): "static_sizes" would draft it again
+    asked.clear()
+    network = {**conv, "code": '"""Sizes are fixed: block sizes, ..."""\n' + conv["code"]}
+    _alternative_drafts(ctx, state, network, limit=10)
+    assert asked and "static_sizes" not in asked and asked[0] == "inductor_conv"
 
 
 _SETTINGS_DRAFT = r"""

@@ -204,6 +204,10 @@ def with_source_before_call(source: str, library_source: str) -> str:
     return source[: at.start()] + library_source + "\n\n" + source[at.start() :]
 
 
+STATIC_SIZES_DOC = "Sizes are fixed"
+"""How a static draft's docstring begins its sentence on sizes (`describe_sizes`)."""
+
+
 def describe_sizes(
     capture: Capture,
     call_args: list[str],
@@ -216,7 +220,7 @@ def describe_sizes(
     the list of what stays fixed (input dimensions Inductor specialised, its size guards)."""
     if not dynamic:
         return (
-            "Sizes are fixed: block sizes, grids, tensor sizes and the model's Python-number\n"
+            f"{STATIC_SIZES_DOC}: block sizes, grids, tensor sizes and the model's Python-number\n"
             "attributes are the problem's; the candidate is correct at those sizes only.",
             ["every size (static draft)"],
         )
