@@ -325,3 +325,18 @@ def test_candidate_source_is_standalone():
     assert imported <= {"math", "os", "torch", "triton"}, imported
     defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
     assert {"triton_convolution", "_conv_gemm_kernel", "_conv_direct_kernel"} <= defined
+
+
+def test_input_and_weight_of_different_dtypes_fail_with_torchs_message():
+    """A half-precision input beside fp32 weights (a draft's model left at fp32) failed inside
+    tl.dot with a CompilationError that named no cause (session 19's half-precision lane);
+    torch says what is wrong, and so does this project's convolution now."""
+    import torch
+
+    from tools.kernels.triton_conv import triton_convolution
+
+    x, w = torch.randn(1, 3, 8, 8, dtype=torch.float16), torch.randn(4, 3, 3, 3)
+    with pytest.raises(RuntimeError, match=r"Input type .* and weight type .* should be the same"):
+        torch.nn.functional.conv2d(x, w)
+    with pytest.raises(RuntimeError, match=r"Input type \(torch.float16\) and weight type"):
+        triton_convolution(x, w)

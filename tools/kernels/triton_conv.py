@@ -140,6 +140,10 @@ def triton_convolution(
     The steps: the sizes (`_conv_geometry`), the output in torch's layout (`_conv_output`), the
     kernel family that fits (`_conv_family`) and its launch (`_conv_launch`)."""
     x = input
+    if x.dtype != weight.dtype:  # torch's own message: tl.dot's CompilationError hides it
+        raise RuntimeError(
+            f"Input type ({x.dtype}) and weight type ({weight.dtype}) should be the same"
+        )
     g = _conv_geometry(x, weight, stride, padding, dilation, transposed, output_padding, groups)
     y = _conv_output(x, weight, g)
     if y.numel() == 0:
