@@ -48,6 +48,41 @@ _HEADER_IMPORTS = (
 )
 
 
+def without_docstrings(code: str) -> str:
+    """`code` (a class or function, dedented) without the docstrings of its classes and
+    functions: a draft copies the problem's helpers and Model's constructor, and KernelBench's
+    static checker reads every word of a candidate outside `#` comments as code, so a docstring
+    saying "forward pass" or "except the last layer" made it refuse the candidate as an
+    inheritance bypass or a try/except fallback (6 of 36 level-3 drafts, session 20). A body that
+    was a docstring alone keeps `...`; a docstring that shares a line with other code stays."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code
+    lines = code.splitlines(keepends=True)
+    cuts = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        first = node.body[0]
+        if not (
+            isinstance(first, ast.Expr)
+            and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)
+        ):
+            continue
+        start, end = first.lineno - 1, (first.end_lineno or first.lineno) - 1
+        before = lines[start][: first.col_offset]
+        after = lines[end][first.end_col_offset or 0 :]
+        if before.strip() or after.strip():
+            continue  # on a line with other code: left as it is
+        keep = "" if len(node.body) > 1 else before + "...\n"
+        cuts.append((start, end, keep))
+    for start, end, keep in sorted(cuts, reverse=True):
+        lines[start : end + 1] = [keep] if keep else []
+    return "".join(lines)
+
+
 def _prelude(problem: LoadedProblem) -> str:
     """The problem's imports, constants and helpers (what Model.__init__ may refer to)."""
     parts = []
@@ -67,7 +102,10 @@ def _prelude(problem: LoadedProblem) -> str:
         ):
             continue  # the problem's docstring
         segment = ast.get_source_segment(problem.source, node, padded=True)
-        parts.append(segment if segment is not None else ast.unparse(node))
+        text = segment if segment is not None else ast.unparse(node)
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            text = without_docstrings(textwrap.dedent(text))
+        parts.append(text)
     return "\n".join(parts).strip()
 
 
@@ -105,6 +143,7 @@ def model_new_source(
             continue  # docstring
         segment = ast.get_source_segment(problem.source, node, padded=True)
         text = textwrap.dedent(segment) if segment is not None else ast.unparse(node)
+        text = without_docstrings(text)
         text = re.sub(r"\bsuper\(\s*Model\s*,\s*self\s*\)", "super()", text)
         methods.append(textwrap.indent(text, "    "))
     args = ast.unparse(forward_args)
