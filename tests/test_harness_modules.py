@@ -23,6 +23,7 @@ NOT_SNAPSHOT = {
     "tools.sandboxing.job_files",
     "tools.sandboxing.limits",
     "tools.sandboxing.slots",
+    "tools.sandboxing.work_clock",  # a pausable draft job's clock: the parent writes its ledger
 }
 """Imported by harness modules yet never in the snapshot (as before issue 37): the judge
 compares, the parent decides, or the candidate's process only reads them before its import."""

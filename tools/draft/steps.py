@@ -144,24 +144,28 @@ def one_draft(
     phases.mark("rewriting")
     gpu = (problem, device, kernels, host, libraries[0], conv_from, notes, phases, deferred)
     source = _picked_on_the_gpu(source, *gpu)
-    notes.append(phases.note("static" if not dynamic else "dynamic"))
-    stopped = phases.paused_note("static" if not dynamic else "dynamic")
-    if stopped:
-        notes.append(stopped)
-    conv_source, recurrent_source, attention_source = libraries
+    notes += phases.notes("static" if not dynamic else "dynamic")
     return DraftResult(
         source=source,
         mixed=bool(library_calls),
         library_calls=library_calls,
-        kernels=list(dict.fromkeys(host.launched))
-        + (["_gemm_kernel"] if host.gemms else [])
-        + (list(RECURRENT_KERNELS) if recurrent_source else [])
-        + (["_attention_kernel"] if attention_source else []),
+        kernels=_kernel_names(host, libraries),
         notes=notes,
         dynamic=dynamic,
         fixed_sizes=fixed,
         precision=", ".join(dict.fromkeys(precisions(source))) or None,
         settings=settings,
+    )
+
+
+def _kernel_names(host: Any, libraries: tuple[str, str, str]) -> list[str]:
+    """The Triton kernels a draft launches: Inductor's, then the libraries' it copied in."""
+    _, recurrent_source, attention_source = libraries
+    return (
+        list(dict.fromkeys(host.launched))
+        + (["_gemm_kernel"] if host.gemms else [])
+        + (list(RECURRENT_KERNELS) if recurrent_source else [])
+        + (["_attention_kernel"] if attention_source else [])
     )
 
 
@@ -492,6 +496,11 @@ class _Phases:
         if paused < 0.05:
             return None
         return f"{what} draft stopped {paused:.1f} s while timing jobs had the GPU (not counted)"
+
+    def notes(self, what: str) -> list[str]:
+        """The draft's phase note, and the note of the time it was stopped where it was."""
+        stopped = self.paused_note(what)
+        return [self.note(what)] + ([stopped] if stopped else [])
 
 
 def _with_picked_convs(source: str, problem: LoadedProblem, notes: list[str]) -> str:

@@ -12,53 +12,30 @@ n = tanh(W_in x + b_in + r * (W_hn h + b_hn)); multi-layer, bidirectional, batch
 Outputs are contiguous, as the custom ops' fake implementations say (Inductor's kernels after
 the call index them with those strides).
 
-Two kernels a layer:
+Two kernels a layer (docs/compiler-drafter.md, "Recurrent layers", says why):
 - `_rnn_input_proj_kernel`: the input projection of every time step as ONE GEMM up front,
-  G[d, t, b, :] = x[t, b, :] @ W_ih[d]^T + b_ih[d] (rows (t, b) gathered with the input's own
-  strides, so a batch_first input needs no transposed copy). It holds the input half of the
-  FLOPs and has no sequential dependence; done per step it would re-read W_ih T times.
-- `_rnn_recurrence_kernel`: persistent. One program per (block of BLOCK_B batch rows,
-  direction) loops over all T steps: gates = G[t] + h_{t-1} @ W_hh^T + b_hh, then the cell.
-  h_{t-1} is read back from the output row this program wrote at the step before (the output
-  buffer is the double buffer, so no scratch), c lives in c_n's rows (read and written by the
-  same program), and a barrier (`tl.debug_barrier`, bar.sync) ends each step so the whole of h_t
-  is visible before step t+1 reads it. W_hh streams from L2 every step: at KernelBench's
-  H = 256 an LSTM's W_hh is 4*256*256*4 B = 1 MiB, too big for one SM's 228 KiB of shared
-  memory, and splitting it across programs would need a grid-wide barrier each step, which the
-  Triton interpreter (programs run one after another) cannot run. A kernel launch per step
-  instead would cost T * layers launches (3072 at KernelBench's 512 x 6).
+  G[d, t, b, :] = x[t, b, :] @ W_ih[d]^T + b_ih[d], rows (t, b) read with the input's strides.
+- `_rnn_recurrence_kernel`: persistent, one program per (block of BLOCK_B batch rows,
+  direction) over all T steps: gates = G[t] + h_{t-1} @ W_hh^T + b_hh, then the cell. h_{t-1}
+  is read back from the output row written at the step before, c lives in c_n's rows, and a
+  barrier (`tl.debug_barrier`) ends each step; W_hh streams from L2 every step.
 
-Precision, fp32's own at any input scale (tests/test_recurrent_accuracy.py): fp32 products with
-`tl.dot(..., input_precision="tf32x3")` (three TF32 products, ~1e-6 relative, the project's GEMM
-template's choice; plain TF32 is ~1e-3 and fails fp32's 1e-4), fp32 accumulation; fp16/bf16
-operands are widened to fp32 first. tanh and sigmoid from IEEE-rounded operations alone, so the
-interpreter measures what a GPU computes (FMA contraction aside, which only drops roundings):
-`_rnn_exp` (a Cody-Waite reduction and a polynomial) in place of libdevice, which the
-interpreter lacks, and of `tl.exp`, which a GPU computes as ex2.approx of x * log2(e) rounded
-to fp32 (57 ulps in a sigmoid at |x| = 10..100); `tl.div_rn`, not `/` (div.full.f32, 2 ulps);
-tanh below |x| = 0.4 from its odd polynomial ((1 - e) / (1 + e) there: 7,000 ulps at 1e-4, 0
-below 3e-8). Measured over 1e-8..1e3, both signs: tanh within 2.1 ulps, sigmoid 2.0 (PyTorch's
-CPU sigmoid 2.2). The GRU's update is n + z (h - n), PyTorch's order: (1 - z) n + z h drifts
-by an ulp a step where z is within an ulp of 1 and the state sits still, which made level3/40
-a `mismatch` at x100 on the H200 (session 19: one element of h_n 9x the fp32 error scale). In a
-CPU emulation of level3/40 at its full size at x100 (benchmarks/gru_x100_emulation.py, 3 seeds;
-tf32x3's splits, ex2.approx's argument, div.full and FMA contraction emulated, and the tensor
-cores' sums truncated every 8 products), the old kernel erred 8.6-19x PyTorch's fp32 error scale
-at 2-3 elements of h_n, the new one at most 4.7x (the judge allows 8x): tf32x3 is kept (with
-fp32 products the new kernel's worst was the same), not re-measured on a GPU. tl.dot needs tiles of at least 16 on a GPU: BLOCK_B = 16 batch rows (masked); `RNN_CONFIG`
-has the other launch parameters.
+Precision, fp32's own at any input scale (tests/test_recurrent_accuracy.py; the evidence is in
+docs/compiler-drafter.md, "Recurrent layers"): tf32x3 products (`tl.dot`), fp32 accumulation,
+fp16/bf16 operands widened first; tanh and sigmoid from IEEE-rounded operations alone
+(`_rnn_exp`, `tl.div_rn`; tanh's odd polynomial below |x| = 0.4), within 2.1 ulps over
+1e-8..1e3, so the interpreter measures what a GPU computes; the GRU's update in PyTorch's order,
+n + z (h - n) ((1 - z) n + z h drifted an ulp a step: level3/40's x100 `mismatch`, session 19).
+tl.dot needs tiles of at least 16 on a GPU: BLOCK_B = 16 batch rows (masked); `RNN_CONFIG` has
+the other launch parameters.
 
 PIPELINE (a launch keyword, off until measured on a GPU): a unidirectional stack's layers in one
 recurrence launch, layer l computing step t (its own input projection included) once layer l-1
 has released it through a flag, so the layers run a step apart instead of one after another.
 
-On the H200 at KernelBench's sizes (layer by layer): correct (1e-7 from fp64) and 0.35x (LSTM)
-to 0.65x (GRU) of cuDNN, latency-bound at 45 us a layer-step (benchmarks/results/gpu/
-2026-12-02-recurrent).
-
-The code between the `candidate source` markers is self-contained (torch, triton, tl): the
-compiler drafter copies it into a candidate file with `candidate_source()`, so a candidate
-never imports `tools/`.
+On the H200 at KernelBench's sizes: correct, 0.35x (LSTM) to 0.65x (GRU) of cuDNN, 45 us a
+layer-step (benchmarks/results/gpu/2026-12-02-recurrent). The code between the `candidate
+source` markers is self-contained: `candidate_source()` copies it into compiler drafts.
 """
 
 from __future__ import annotations
