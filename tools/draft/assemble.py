@@ -7,6 +7,7 @@ import re
 import textwrap
 from typing import Any
 
+from tools.core import pyast
 from tools.core.problem_dtype import job_precision
 from tools.draft.capture import SYMBOLIC_PARAMETERS_MAX, Capture
 from tools.draft.kernels import Kernel, KernelRewriter
@@ -56,7 +57,7 @@ def without_docstrings(code: str) -> str:
     inheritance bypass or a try/except fallback (6 of 36 level-3 drafts, session 20). A body that
     was a docstring alone keeps `...`; a docstring that shares a line with other code stays."""
     try:
-        tree = ast.parse(code)
+        tree = pyast.parse(code)
     except SyntaxError:
         return code
     lines = code.splitlines(keepends=True)
