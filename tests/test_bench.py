@@ -326,6 +326,12 @@ def test_sample_mode_report_and_files(tmp_path, capsys, problems, replay_calls):
     assert "| softmax | 2 | 1 | 50.0% |" in md and "mismatch×1, ok×1" in md
     assert json.loads((out / "report.json").read_text())["metrics"] == m
     assert (out / "passk.png").exists() and not (out / "speedup.png").exists()
+    # every candidate names the version of the code that judged it (issue 35: one run of one
+    # version), and the report says it
+    from tools.core.code_version import code_version
+
+    assert r["totals"]["code_versions"] == {code_version(): 6}
+    assert f"code version {code_version()}" in md
 
     # --rebuild makes the same report from the files alone
     (out / "report.json").unlink()

@@ -128,6 +128,8 @@ def test_both_levels_together_and_per_level(recorded, capsys):
     out = capsys.readouterr().out
     assert "| level2 | the better of eager and torch.compile (the bar) |" in out
     assert "| all | the better of eager and torch.compile (the bar) | 156 |" in out
+    # session 13's records predate the code version: the headline says it is not one version's
+    assert "Candidates judged by 1 version(s) of the code: unknown (156)" in out
 
 
 def test_eager_with_cudnn_benchmark_is_a_column_beside_the_bar(recorded, tmp_path):

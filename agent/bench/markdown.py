@@ -57,9 +57,18 @@ def _settings(r: dict[str, Any]) -> list[str]:
         "",
         f"Problems: {r['totals']['problems']} ({r['totals']['complete']} complete), candidates "
         f"evaluated: {r['totals']['candidates']}, correct: {r['totals']['correct_candidates']}"
-        + (f", wall time {r['elapsed_s']:.0f} s." if r.get("elapsed_s") is not None else "."),
+        + (f", wall time {r['elapsed_s']:.0f} s" if r.get("elapsed_s") is not None else "")
+        + _code_version(r["totals"].get("code_versions") or {})
+        + ".",
         "",
     ]
+
+
+def _code_version(versions: dict[str, int]) -> str:
+    """The words `, code version <digest>` for candidates evaluated by one known version of this
+    project's code (`tools.core.code_version`); several are named in the report's notes."""
+    known = [v for v in versions if v != "unknown"]
+    return f", code version {known[0]}" if len(versions) == 1 and known else ""
 
 
 def _pass_at_k(r: dict[str, Any]) -> list[str]:

@@ -16,6 +16,7 @@ from typing import Any
 import tools.orchestrate.evaluate
 from agent.bench.config import profile_options
 from tools.checks.roofline import slowdown_reason
+from tools.core.code_version import code_version
 from tools.core.problem import Problem
 from tools.orchestrate.evaluate import DEFAULT_BASELINE
 from tools.orchestrate.verify import Verifier
@@ -77,6 +78,9 @@ class SampleRecord:
     """Seconds by phase (`phase_seconds`): the draft job's own phases (`draft.<phase>`, from its
     notes), the verification (`verify`) and its candidate job's stages (`candidate.<stage>`), the
     timing job's (`profile.<stage>`): where a network's minutes went (issue 33)."""
+    code: str = ""
+    """The version of this project's code that evaluated it (`tools.core.code_version`): a
+    report says whether its verdicts come from one version (issue 35); "" in older records."""
 
     def __post_init__(self) -> None:
         timed = [self.speedups[k] for k in ("eager", "compile") if self.speedups.get(k)]
@@ -156,6 +160,7 @@ def evaluate_sample(
         limit=(slowdown_reason(ev.profile) or "") if ev.correct else "",
         precision=code_precision(draft.code),
         phases=phase_seconds(draft_s, draft.response, verdict_dict, ev.profile),
+        code=code_version(),
     )
     return Evaluated(record=record, verdict=verdict_dict, profile=ev.profile, draft=draft)
 

@@ -81,6 +81,13 @@ def compute_report(settings: dict[str, Any], problems: ProblemRows) -> dict[str,
         notes.append(f"only fast_0 (= the correctness rate) is reported: {_untimed_why(device)}")
     incomplete = [r["problem"] for r in rows if not r["complete"]]
     notes.extend(_completion_notes(rows, incomplete, mode))
+    versions = code_versions(rows)
+    if len(versions) > 1:
+        notes.append(
+            f"the verdicts come from {len(versions)} versions of this project's code "
+            f"({', '.join(f'{v}: {n}' for v, n in versions.items())} candidates): "
+            "figures from one version need one run of one version"
+        )
     return {
         "schema_version": BENCH_SCHEMA_VERSION,
         "command": "bench",
@@ -104,6 +111,7 @@ def compute_report(settings: dict[str, Any], problems: ProblemRows) -> dict[str,
             "no_verdict": sum(1 for r in rows if r["n"] == 0),
             "candidates": sum(r["n"] for r in rows),
             "correct_candidates": sum(r["correct"] for r in rows),
+            "code_versions": versions,
         },
         "problems": rows,
         "notes": notes,
@@ -261,6 +269,13 @@ def _time_and_memory(rows: list[dict[str, Any]]) -> dict[str, Any]:
             for where, vals in peaks.items()
         },
     }
+
+
+def code_versions(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Candidates per version of the code that evaluated them (`SampleRecord.code`; records
+    written before it was kept count as "unknown"), most first."""
+    count = Counter(s.get("code") or "unknown" for r in rows for s in r["samples"])
+    return dict(count.most_common())
 
 
 def _completion_notes(rows: list[dict[str, Any]], incomplete: list[str], mode: str) -> list[str]:
