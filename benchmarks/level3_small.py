@@ -1,6 +1,7 @@
 """Reduced-size copies of KernelBench level 3 for a CPU survey of the compiler drafter (issue 33).
 
     python3 benchmarks/level3_small.py OUT_DIR [--src ../shared/kernelbench/level3] [--check]
+        [--tiny]
 
 Writes each of the 36 networks to OUT_DIR with only its module-level size constants changed
 (batch size, image sizes, sequence lengths, some channel widths) and, where a network writes its
@@ -12,6 +13,15 @@ and only get batch 1 (batch 2 elsewhere: training-mode batch norm needs more tha
 channel). The single-block networks (6, 13, 14, 17, 21, 25) and RegNet also get narrower
 channels, so the interpreter runs a forward of their Triton convolutions in seconds. `--check` builds each
 reduced model and runs one eager forward, printing the output shape and the seconds.
+
+`--tiny` writes only the 17 whole networks whose candidate forward took 150-240 s under the
+Triton interpreter at SMALL's sizes, at TINY's still smaller ones (same rule: module-level
+constants and get_inputs literals only): batch 1 where no training-mode batch norm sees a 1x1
+map, the smallest image each accepts (8x8 for ResNet101, GoogLeNet, MobileNetV2, the
+EfficientNets, ShuffleNet and RegNet: their strided layers pad a 1x1 map to 1x1; 24x24 for
+SqueezeNet's unpadded ceil-mode pools; 32x32 stays the floor for the DenseNets, whose stride-2
+average pools leave no pixel below it, with batch 2 for their last batch norm), 10 classes.
+AlexNet, VGG19 and the Swin models keep 224 (see above), so their tiny copies are their small ones.
 Results: benchmarks/results/level3_cpu_survey.md (with benchmarks/level3_cpu_survey.py).
 """
 
@@ -85,10 +95,35 @@ SMALL: dict[str, dict[str, str]] = {
                                   "num_classes": "10"},
 }
 
+# the 17 networks session 20 left unverified (their candidate forward: 150-240 s at SMALL's sizes)
+TINY: dict[str, dict[str, str]] = {
+    "5_AlexNet.py": SMALL["5_AlexNet.py"],  # 224 fixed by fc1's 256 * 6 * 6
+    "7_GoogleNetInceptionV1.py": {"batch_size": "1", "height": "8", "width": "8",
+                                  "num_classes": "10"},  # no batch norm
+    "10_ResNet101.py": {"batch_size": "2", "height": "8", "width": "8", "num_classes": "10"},
+    "12_VGG19.py": SMALL["12_VGG19.py"],  # 224 fixed by the classifier's 512 * 7 * 7
+    "15_DenseNet121.py": SMALL["15_DenseNet121.py"],  # 32x32 the floor, batch 2 for final_bn
+    "16_DenseNet201.py": SMALL["16_DenseNet201.py"],
+    "18_SqueezeNet.py": {"batch_size": "1", "height": "24", "width": "24", "num_classes": "10"},
+    "20_MobileNetV2.py": {"batch_size": "2", "num_classes": "10", "224, 224": "8, 8"},
+    "21_EfficientNetMBConv.py": {"batch_size": "2", "in_channels": "8", "out_channels": "8",
+                                 "224, 224": "8, 8"},
+    "22_EfficientNetB0.py": {"batch_size": "2", "num_classes": "10", "224, 224": "8, 8"},
+    "23_EfficientNetB1.py": {"batch_size": "2", "input_shape": "(3, 8, 8)", "num_classes": "10"},
+    "24_EfficientNetB2.py": {"batch_size": "2", "num_classes": "10", "224, 224": "8, 8"},
+    "26_ShuffleNet.py": {"batch_size": "1", "height": "8", "width": "8", "num_classes": "10"},
+    "27_RegNet.py": {"batch_size": "2", "block_widths": "[8, 16, 32]",
+                     "image_height, image_width": "8, 8"},
+    "29_SwinMLP.py": SMALL["29_SwinMLP.py"],  # 224: the constructor's img_size
+    "30_SwinTransformerV2.py": SMALL["30_SwinTransformerV2.py"],
+    "45_UNetSoftmax.py": {"batch_size": "1", "in_channels": "3", "out_channels": "2",
+                          "height": "16", "width": "32", "features": "4"},
+}
 
-def reduce_source(name: str, text: str) -> str:
-    """`text` with the module-level assignments in SMALL[name] changed (and image literals)."""
-    for target, value in SMALL[name].items():
+
+def reduce_source(name: str, text: str, table: dict[str, dict[str, str]] = SMALL) -> str:
+    """`text` with the module-level assignments in table[name] changed (and image literals)."""
+    for target, value in table[name].items():
         if re.fullmatch(r"\d+, \d+", target):  # an image size written in get_inputs
             head, sep, tail = text.partition("def get_inputs")
             if target not in tail:
@@ -122,14 +157,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--src", type=Path,
                         default=Path(__file__).resolve().parents[2] / "shared/kernelbench/level3")
     parser.add_argument("--check", action="store_true")
+    parser.add_argument("--tiny", action="store_true", help="TINY's 17 networks at its sizes")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    missing = sorted(set(SMALL) - {p.name for p in args.src.glob("*.py")})
+    table = TINY if args.tiny else SMALL
+    missing = sorted(set(table) - {p.name for p in args.src.glob("*.py")})
     if missing:
         raise SystemExit(f"not in {args.src}: {missing}")
-    for name in sorted(SMALL, key=lambda n: int(n.split("_")[0])):
+    for name in sorted(table, key=lambda n: int(n.split("_")[0])):
         target = args.out / name
-        target.write_text(reduce_source(name, (args.src / name).read_text()))
+        target.write_text(reduce_source(name, (args.src / name).read_text(), table))
         print(check(target) if args.check else target.name, flush=True)
     return 0
 
