@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from agent.bench.headline import problem_level, summary  # noqa: E402
+from agent.bench.metrics import code_versions, one_code_version  # noqa: E402
 from agent.bench.report import compute_report  # noqa: E402
 from agent.bench.store import load_results  # noqa: E402
 
@@ -174,15 +175,6 @@ def _geomean_row(
         f"trimmed {s['trimmed_geomean']:.3f}x)",
         PASS if s["geomean"] >= target else FAIL,
     )
-
-
-def _versions(lane: Lane) -> dict[str, int]:
-    count: dict[str, int] = {}
-    for r in lane.rows.values():
-        for s in r["samples"]:
-            v = s.get("code") or "unknown"
-            count[v] = count.get(v, 0) + 1
-    return count
 
 
 def issue33(level3: Lane, fp32: Lane, sizes: dict[str, int]) -> list[Row]:
@@ -338,16 +330,15 @@ def issue35(fp32: Lane, sizes: dict[str, int]) -> list[Row]:
                 MISSING,
             ),
         ]
-    versions = _versions(fp32)
-    known = [v for v in versions if v != "unknown"]
+    versions = code_versions(list(fp32.rows.values()))
     rows.append(
         Row(
             35,
             "one run of one version of the code",
             "1 version",
             ", ".join(f"{v}: {n}" for v, n in versions.items()) or "no records",
-            PASS if len(versions) == 1 and known else FAIL,
-            [] if known else ["records written before the code version was kept"],
+            PASS if one_code_version(versions) else FAIL,
+            ["records written before the code version was kept"] if "unknown" in versions else [],
         )
     )
     level_rows = [r for lv in ("level1", "level2") for r in fp32.level(lv).values()]

@@ -16,21 +16,21 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent.bench.headline import headline, markdown, problem_level  # noqa: E402
+from agent.bench.metrics import code_versions, one_code_version  # noqa: E402
 from agent.bench.report import compute_report  # noqa: E402
 from agent.bench.store import load_results  # noqa: E402
 
 
 def rows_of(
-    bench_dirs: list[str], versions: dict[str, list[str]] | None = None
+    bench_dirs: list[str], problem_rows: dict[str, dict] | None = None
 ) -> dict[str, tuple[str | None, dict]]:
-    """(level, best speedup per baseline) per problem, keyed by level/name; with `versions`,
-    also each problem's candidates' code versions (`SampleRecord.code`) under the same key."""
+    """(level, best speedup per baseline) per problem, keyed by level/name; with
+    `problem_rows`, also each problem's report row under the same key."""
     rows: dict[str, tuple[str | None, dict]] = {}
     for d in bench_dirs:
         settings, problems = load_results(d)
@@ -38,22 +38,20 @@ def rows_of(
         for r in report["problems"]:
             level = problem_level(r["problem"], settings.get("problems_path"))
             rows[f"{level}/{r['problem']}"] = (level, r["best_speedup"])
-            if versions is not None:
-                versions[f"{level}/{r['problem']}"] = [
-                    s.get("code") or "unknown" for s in r["samples"]
-                ]
+            if problem_rows is not None:
+                problem_rows[f"{level}/{r['problem']}"] = r
     return rows
 
 
-def versions_line(versions: dict[str, list[str]]) -> str:
+def versions_line(versions: dict[str, int]) -> str:
     """Which versions of this project's code made the verdicts counted (issue 35: a headline
-    from one run of one version)."""
-    count = Counter(v for vs in versions.values() for v in vs)
-    if len(count) == 1 and "unknown" not in count:
-        return f"All {sum(count.values())} candidates judged by one version of the code: {next(iter(count))}."
+    from one run of one version), from `code_versions`' count."""
+    one = one_code_version(versions)
+    if one:
+        return f"All {versions[one]} candidates judged by one version of the code: {one}."
     return (
-        f"Candidates judged by {len(count)} version(s) of the code: "
-        + ", ".join(f"{v} ({n})" for v, n in count.most_common())
+        f"Candidates judged by {len(versions)} version(s) of the code: "
+        + ", ".join(f"{v} ({n})" for v, n in versions.items())
         + " (unknown: written before records kept it); not a headline from one version."
     )
 
@@ -63,9 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("bench_dirs", nargs="+")
     ap.add_argument("--json", dest="json_out", help="also write the headline object here")
     args = ap.parse_args(argv)
-    versions: dict[str, list[str]] = {}
-    h = headline(rows_of(args.bench_dirs, versions).values())
-    h["code_versions"] = dict(Counter(v for vs in versions.values() for v in vs))
+    problem_rows: dict[str, dict] = {}
+    h = headline(rows_of(args.bench_dirs, problem_rows).values())
+    versions = code_versions(list(problem_rows.values()))
+    h["code_versions"] = versions
     print("\n".join(markdown(h)) or "no timed correct kernel in these benches")
     print("\n" + versions_line(versions))
     if args.json_out:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent.bench.headline import markdown as headline_markdown
-from agent.bench.metrics import BASE_NAMES, REPORTED, SPEEDUP_BASES
+from agent.bench.metrics import BASE_NAMES, REPORTED, SPEEDUP_BASES, one_code_version
 from tools.checks.arithmetic import cell
 
 SLOWER_THAN = 0.97
@@ -67,8 +67,8 @@ def _settings(r: dict[str, Any]) -> list[str]:
 def _code_version(versions: dict[str, int]) -> str:
     """The words `, code version <digest>` for candidates evaluated by one known version of this
     project's code (`tools.core.code_version`); several are named in the report's notes."""
-    known = [v for v in versions if v != "unknown"]
-    return f", code version {known[0]}" if len(versions) == 1 and known else ""
+    one = one_code_version(versions)
+    return f", code version {one}" if one else ""
 
 
 def _pass_at_k(r: dict[str, Any]) -> list[str]:

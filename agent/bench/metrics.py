@@ -1,10 +1,13 @@
-"""Benchmark metrics, pure functions: pass@k, success@k, fast_p, geometric mean, percentiles."""
+"""Benchmark metrics, pure functions: pass@k, success@k, fast_p, geometric mean, percentiles,
+the code versions of the records."""
 
 from __future__ import annotations
 
 import logging
 import math
+from collections import Counter
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -72,3 +75,16 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     lo = math.floor(pos)
     hi = min(lo + 1, len(vals) - 1)
     return vals[lo] + (vals[hi] - vals[lo]) * (pos - lo)
+
+
+def code_versions(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Candidates per version of the code that evaluated them (`SampleRecord.code`; records
+    written before it was kept count as "unknown"), most first."""
+    count = Counter(s.get("code") or "unknown" for r in rows for s in r["samples"])
+    return dict(count.most_common())
+
+
+def one_code_version(versions: dict[str, int]) -> str | None:
+    """The version when every candidate was evaluated by one known version (`code_versions`'
+    count), else None."""
+    return next(iter(versions)) if len(versions) == 1 and "unknown" not in versions else None

@@ -17,6 +17,7 @@ from agent.bench.markdown import render_markdown
 from agent.bench.metrics import (
     FAST_P,
     REPORTED,
+    code_versions,
     fast_p,
     geomean,
     pass_at_k,
@@ -269,13 +270,6 @@ def _time_and_memory(rows: list[dict[str, Any]]) -> dict[str, Any]:
             for where, vals in peaks.items()
         },
     }
-
-
-def code_versions(rows: list[dict[str, Any]]) -> dict[str, int]:
-    """Candidates per version of the code that evaluated them (`SampleRecord.code`; records
-    written before it was kept count as "unknown"), most first."""
-    count = Counter(s.get("code") or "unknown" for r in rows for s in r["samples"])
-    return dict(count.most_common())
 
 
 def _completion_notes(rows: list[dict[str, Any]], incomplete: list[str], mode: str) -> list[str]:
