@@ -249,3 +249,23 @@ def test_the_bench_report_names_one_code_version_and_notes_several():
     assert r["totals"]["code_versions"] == {"c0de": 3, "beef": 1}
     assert any("2 versions of this project's code" in n for n in r["notes"])
     assert "code version" not in render_markdown(r).split("Note:")[0]
+
+
+def test_an_unreadable_file_does_not_stop_the_code_version(tmp_path, monkeypatch):
+    from tools.core import code_version as cv
+
+    (tmp_path / "agent").mkdir()
+    locked = tmp_path / "agent" / "m.py"
+    locked.write_text("x = 1\n")
+    monkeypatch.setattr(cv, "ROOT", tmp_path)
+    readable = cv.code_version.__wrapped__()
+    real = type(locked).read_bytes
+
+    def refuse(self):
+        if self.name == "m.py":
+            raise PermissionError("denied")
+        return real(self)
+
+    monkeypatch.setattr(type(locked), "read_bytes", refuse)
+    unreadable = cv.code_version.__wrapped__()
+    assert len(unreadable) == 16 and unreadable != readable
